@@ -1,0 +1,1 @@
+//! Context-ID allocation: agreeing on a communicator identifier free on every member.

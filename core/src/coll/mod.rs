@@ -1,0 +1,1 @@
+//! Collective components and schedules.

@@ -1,0 +1,44 @@
+//! The `commcore` command: the demo, the benchmarks and (later) the launcher.
+
+use std::process::ExitCode;
+
+use commcore_linux::bench::{report, BENCHES};
+
+const USAGE: &str = "usage:
+  commcore demo                      run the demo on the embedded default
+  commcore bench NAME [--json] ...   run a benchmark (NAME: rankmap, cid, coll)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("commcore: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    match args.first().map(String::as_str) {
+        Some("demo") => commcore_linux::demo::run(&args[1..]),
+        Some("bench") => {
+            let name = args.get(1).ok_or_else(|| format!("bench needs a NAME\n{USAGE}"))?;
+            let (_, bench) = BENCHES
+                .iter()
+                .find(|(n, _)| n == name)
+                .ok_or_else(|| format!("unknown benchmark {name:?}\n{USAGE}"))?;
+            let rest = &args[2..];
+            let json = rest.iter().any(|a| a == "--json");
+            let own: Vec<String> = rest.iter().filter(|a| *a != "--json").cloned().collect();
+            report::emit(&bench(&own)?, json);
+            Ok(())
+        }
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command {other:?}\n{USAGE}")),
+        None => Err(USAGE.into()),
+    }
+}

@@ -1,0 +1,1 @@
+//! Deterministic simulated worlds, shared by the tests and the benchmarks.

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The test command: installs what a fresh machine lacks, then runs every check CI runs.
+#   ./scripts/test.sh            everything
+#   ./scripts/test.sh --quick    fmt, clippy and the workspace tests only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=${1:-}
+fuzz_seconds=${FUZZ_SECONDS:-20}
+
+step() { printf '\n==> %s\n' "$*"; }
+
+install() {
+    step "install: rustup components and targets, nightly with miri, cargo-fuzz, valgrind"
+    rustup component add rustfmt clippy >/dev/null
+    rustup target list --installed | grep -qx x86_64-unknown-none ||
+        rustup target add x86_64-unknown-none
+    rustup toolchain list | grep -q '^nightly' ||
+        rustup toolchain install nightly --profile minimal
+    rustup component add miri rust-src --toolchain nightly >/dev/null
+    command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+    if ! command -v valgrind >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
+    fi
+}
+
+checks() {
+    step "cargo fmt --check"
+    cargo fmt --all -- --check
+    (cd fuzz && cargo fmt -- --check)
+    step "cargo clippy (warnings denied)"
+    cargo clippy --workspace --all-targets --locked -- -D warnings
+    step "cargo test --workspace"
+    cargo test --workspace --locked
+}
+
+no_std_build() {
+    step "core builds for x86_64-unknown-none (no std anywhere in its graph)"
+    cargo build -p commcore --target x86_64-unknown-none --locked
+}
+
+loom_models() {
+    step "loom models (--cfg loom)"
+    RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+        cargo test -p commcore --lib --locked loom
+}
+
+miri() {
+    step "miri on core's tests"
+    MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p commcore --lib --locked
+}
+
+fuzz_smoke() {
+    step "fuzz targets, ${fuzz_seconds}s each"
+    (cd fuzz && cargo +nightly fuzz build --release)
+    for target in $(cd fuzz && cargo +nightly fuzz list); do
+        (cd fuzz && cargo +nightly fuzz run "$target" --release -- \
+            -max_total_time="$fuzz_seconds" -rss_limit_mb=4096)
+    done
+}
+
+benches_run() {
+    step "benchmarks run and their invariants hold (figures are not asserted)"
+    cargo build --release -p commcore-linux --bin commcore --locked
+    ./target/release/commcore demo
+}
+
+if [ "$quick" = "--quick" ]; then
+    checks
+    exit 0
+fi
+install
+checks
+no_std_build
+loom_models
+miri
+fuzz_smoke
+benches_run
+echo
+echo "all checks passed"

@@ -1,0 +1,6 @@
+//! # commcore-tests
+//!
+//! Layer: **tests**. Reference models that the integration tests in `tests/` compare
+//! commcore against, composed by hand in the plainest way.
+
+pub mod reference;

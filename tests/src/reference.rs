@@ -1,0 +1,1 @@
+//! Naive reference models.
