@@ -1,0 +1,1 @@
+//! A simulated world of ranks and threads for context-ID allocation.

@@ -1,0 +1,1 @@
+//! A deterministic in-memory executor of collective schedules.
