@@ -1,0 +1,499 @@
+//! MPI matching over the rings: posted receives against arriving messages on
+//! (context, source, tag) with wildcards, in order per pair, with an unexpected queue.
+//!
+//! The engine keeps no pointer to a caller's buffer. A call that owns one (a blocking
+//! receive, or `wait`/`test` on a request) lends it for that call as a [`Sink`] (receive) or
+//! a [`Feed`] (send); bytes that arrive while their receive's buffer is not lent wait in the
+//! engine and are copied over when it is.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::error::P2pError;
+use super::fabric::Fabric;
+use crate::shm::layout::RING_DEPTH;
+use crate::shm::{cma, CellHeader, CellKind, Ring};
+
+/// Which messages a receive accepts (`None` = any).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pattern {
+    pub(crate) context: u32,
+    pub(crate) source: Option<usize>,
+    pub(crate) tag: Option<i32>,
+}
+
+impl Pattern {
+    fn accepts(&self, arrival: &Arrival) -> bool {
+        self.context == arrival.context
+            && self.source.map_or(true, |s| s == arrival.source)
+            && self.tag.map_or(true, |t| t == arrival.tag)
+    }
+}
+
+/// A received message's envelope, in world ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    pub(crate) source: usize,
+    pub(crate) tag: i32,
+    pub(crate) len: usize,
+}
+
+enum Body {
+    /// Sent by copy through the ring: `pending` holds bytes `[in_sink, received)` that came
+    /// while the receive's buffer was not lent.
+    Copied { pending: Vec<u8>, in_sink: usize, received: usize },
+    /// Announced for a single-copy read from the sender's memory.
+    Remote { address: u64, sender_id: u64 },
+}
+
+struct Arrival {
+    context: u32,
+    source: usize,
+    tag: i32,
+    len: usize,
+    body: Body,
+    recv: Option<u64>,
+    discard: bool,
+}
+
+impl Arrival {
+    fn complete(&self) -> bool {
+        match self.body {
+            Body::Copied { received, .. } => received >= self.len,
+            Body::Remote { .. } => true,
+        }
+    }
+}
+
+enum Outgoing {
+    Owned { header: CellHeader, payload: Vec<u8>, sent: usize, started: bool },
+    Borrowed { id: u64, header: CellHeader, sent: usize, started: bool },
+}
+
+/// A receive's buffer, lent to the engine for one call.
+pub(crate) struct Sink<'s> {
+    pub(crate) recv: u64,
+    pub(crate) buf: &'s mut [u8],
+}
+
+/// A send's buffer, lent to the engine for one call.
+pub(crate) struct Feed<'s> {
+    pub(crate) send: u64,
+    pub(crate) buf: &'s [u8],
+}
+
+/// How a send continues after [`Engine::start_send`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SendStart {
+    /// The message is in the ring or copied into the engine: the buffer is free.
+    Done,
+    /// Announced for a single-copy read: the buffer is busy until [`Engine::send_finished`].
+    Rendezvous(u64),
+    /// Streamed by copy from the lent buffer: busy until [`Engine::send_queued`] is false.
+    Streaming(u64),
+}
+
+pub(crate) struct Engine {
+    next_id: u64,
+    posted: VecDeque<(u64, Pattern)>,
+    unexpected: VecDeque<u64>,
+    arrivals: HashMap<u64, Arrival>,
+    matched: HashMap<u64, u64>,
+    inbound: Vec<Option<u64>>,
+    outbound: Vec<VecDeque<Outgoing>>,
+    control: Vec<VecDeque<CellHeader>>,
+    finished_sends: HashSet<u64>,
+    /// Destinations whose ring was full at the end of the last progress.
+    pub(crate) blocked: Vec<usize>,
+    /// Messages above this many bytes go by single copy (when enabled).
+    pub(crate) single_copy_above: Option<usize>,
+}
+
+impl Engine {
+    pub(crate) fn new(size: usize, single_copy_above: Option<usize>) -> Engine {
+        Engine {
+            next_id: 1,
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+            arrivals: HashMap::new(),
+            matched: HashMap::new(),
+            inbound: vec![None; size],
+            outbound: (0..size).map(|_| VecDeque::new()).collect(),
+            control: (0..size).map(|_| VecDeque::new()).collect(),
+            finished_sends: HashSet::new(),
+            blocked: Vec::new(),
+            single_copy_above,
+        }
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Whether any send still waits for room or for its receiver.
+    pub(crate) fn has_outbound(&self) -> bool {
+        self.outbound.iter().any(|q| !q.is_empty()) || self.control.iter().any(|q| !q.is_empty())
+    }
+
+    // ---- receives -------------------------------------------------------------------
+
+    /// Posts a receive: matched at once against the unexpected queue, else queued.
+    pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
+        let recv = self.fresh_id();
+        let found = self
+            .unexpected
+            .iter()
+            .position(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
+        match found.and_then(|i| self.unexpected.remove(i)) {
+            Some(arrival) => {
+                if let Some(a) = self.arrivals.get_mut(&arrival) {
+                    a.recv = Some(recv);
+                }
+                self.matched.insert(recv, arrival);
+            }
+            None => self.posted.push_back((recv, pattern)),
+        }
+        recv
+    }
+
+    /// Completes receive `recv` into `sink` if its whole message is here; the envelope or a
+    /// truncation error once done, `None` while it is not.
+    pub(crate) fn finish_recv(
+        &mut self,
+        fabric: &Fabric,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<Envelope>, P2pError> {
+        let Some(&arrival_id) = self.matched.get(&sink.recv) else { return Ok(None) };
+        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return Ok(None) };
+        let mut read_error = None;
+        match &mut arrival.body {
+            Body::Copied { pending, in_sink, received } => {
+                if !pending.is_empty() {
+                    let start = (*in_sink).min(sink.buf.len());
+                    let end = (*in_sink + pending.len()).min(sink.buf.len());
+                    sink.buf[start..end].copy_from_slice(&pending[..end - start]);
+                    pending.clear();
+                    *in_sink = *received;
+                }
+                if *received < arrival.len {
+                    return Ok(None);
+                }
+            }
+            Body::Remote { address, sender_id } => {
+                let n = arrival.len.min(sink.buf.len());
+                if let Err(e) = cma::read(fabric.pids[arrival.source], *address, &mut sink.buf[..n])
+                {
+                    read_error = Some(P2pError::SingleCopyFailed {
+                        peer: arrival.source,
+                        errno: e.raw_os_error().unwrap_or(0),
+                    });
+                }
+                let finished = finished_cell(*sender_id);
+                self.control[arrival.source].push_back(finished);
+            }
+        }
+        self.matched.remove(&sink.recv);
+        let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
+        if let Some(error) = read_error {
+            return Err(error);
+        }
+        if arrival.len > sink.buf.len() {
+            return Err(P2pError::Truncated {
+                message_len: arrival.len,
+                buffer_len: sink.buf.len(),
+            });
+        }
+        Ok(Some(Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len }))
+    }
+
+    /// Abandons receive `recv`: unposted if unmatched, its message dropped if matched.
+    pub(crate) fn cancel_recv(&mut self, recv: u64) {
+        if let Some(i) = self.posted.iter().position(|(id, _)| *id == recv) {
+            self.posted.remove(i);
+            return;
+        }
+        let Some(arrival_id) = self.matched.remove(&recv) else { return };
+        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
+        if let Body::Remote { sender_id, .. } = arrival.body {
+            self.control[arrival.source].push_back(finished_cell(sender_id));
+        }
+        if arrival.complete() {
+            self.arrivals.remove(&arrival_id);
+        } else {
+            arrival.recv = None;
+            arrival.discard = true;
+        }
+    }
+
+    // ---- sends ----------------------------------------------------------------------
+
+    /// Starts sending `buf`; `lend` says whether the caller will lend it until done
+    /// (a blocking send) or needs it free at once unless it goes by single copy (isend).
+    pub(crate) fn start_send(
+        &mut self,
+        fabric: &Fabric,
+        dest: usize,
+        context: u32,
+        tag: i32,
+        buf: &[u8],
+        lend: bool,
+    ) -> SendStart {
+        let header = |kind, fragment_len: usize, address: u64, id: u64| CellHeader {
+            kind,
+            context,
+            tag,
+            fragment_len: fragment_len as u32,
+            total_len: buf.len() as u64,
+            address,
+            id,
+        };
+        let idle = self.outbound[dest].is_empty();
+        if buf.len() <= Ring::PAYLOAD_BYTES {
+            let cell = header(CellKind::Message, buf.len(), 0, 0);
+            if idle && fabric.outbox(dest).try_push(&cell, buf) {
+                fabric.notify(dest);
+            } else {
+                self.outbound[dest].push_back(Outgoing::Owned {
+                    header: cell,
+                    payload: buf.to_vec(),
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return SendStart::Done;
+        }
+        let id = self.fresh_id();
+        if self.single_copy_above.is_some_and(|limit| buf.len() > limit) {
+            let cell = header(CellKind::ReadyToSend, 0, buf.as_ptr() as usize as u64, id);
+            if idle && fabric.outbox(dest).try_push(&cell, &[]) {
+                fabric.notify(dest);
+            } else {
+                self.outbound[dest].push_back(Outgoing::Owned {
+                    header: cell,
+                    payload: Vec::new(),
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return SendStart::Rendezvous(id);
+        }
+        let cell = header(CellKind::Message, 0, 0, id);
+        if lend {
+            self.outbound[dest].push_back(Outgoing::Borrowed {
+                id,
+                header: cell,
+                sent: 0,
+                started: false,
+            });
+            SendStart::Streaming(id)
+        } else {
+            let payload = buf.to_vec();
+            self.outbound[dest].push_back(Outgoing::Owned {
+                header: cell,
+                payload,
+                sent: 0,
+                started: false,
+            });
+            SendStart::Done
+        }
+    }
+
+    /// Whether the single-copy send `id` has been read by its receiver (consumes the news).
+    pub(crate) fn send_finished(&mut self, id: u64) -> bool {
+        self.finished_sends.remove(&id)
+    }
+
+    /// Whether the streamed send `id` to `dest` still has cells to push.
+    pub(crate) fn send_queued(&self, dest: usize, id: u64) -> bool {
+        self.outbound[dest]
+            .iter()
+            .any(|o| matches!(o, Outgoing::Borrowed { id: i, .. } if *i == id))
+    }
+
+    // ---- progress -------------------------------------------------------------------
+
+    /// Drains every inbound ring and pushes what waits to go out. Bytes for the receive in
+    /// `sink` go straight into it; cells of the streamed send in `feed` come from it.
+    pub(crate) fn progress(
+        &mut self,
+        fabric: &Fabric,
+        mut sink: Option<&mut Sink<'_>>,
+        feed: Option<&Feed<'_>>,
+    ) -> Result<(), P2pError> {
+        for source in 0..fabric.size {
+            self.drain(fabric, source, sink.as_deref_mut())?;
+        }
+        self.blocked.clear();
+        for dest in 0..fabric.size {
+            if !self.control[dest].is_empty() || !self.outbound[dest].is_empty() {
+                self.push_out(fabric, dest, feed);
+            }
+        }
+        Ok(())
+    }
+
+    fn drain(
+        &mut self,
+        fabric: &Fabric,
+        source: usize,
+        mut sink: Option<&mut Sink<'_>>,
+    ) -> Result<(), P2pError> {
+        let ring = fabric.inbox(source);
+        let corrupt = P2pError::CorruptQueue { peer: source };
+        let mut popped = false;
+        for _ in 0..RING_DEPTH {
+            let header = match ring.peek() {
+                Ok(Some(header)) => header,
+                Ok(None) => break,
+                Err(_) => return Err(corrupt),
+            };
+            match header.kind {
+                CellKind::Message | CellKind::ReadyToSend => {
+                    if self.inbound[source].is_some() {
+                        return Err(corrupt);
+                    }
+                    let len = usize::try_from(header.total_len).map_err(|_| corrupt)?;
+                    let body = if header.kind == CellKind::Message {
+                        Body::Copied { pending: Vec::new(), in_sink: 0, received: 0 }
+                    } else {
+                        Body::Remote { address: header.address, sender_id: header.id }
+                    };
+                    let id = self.fresh_id();
+                    let arrival = Arrival {
+                        context: header.context,
+                        source,
+                        tag: header.tag,
+                        len,
+                        body,
+                        recv: None,
+                        discard: false,
+                    };
+                    self.arrive(id, arrival);
+                    if header.kind == CellKind::Message {
+                        self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
+                        if self.arrivals.get(&id).is_some_and(|a| !a.complete()) {
+                            self.inbound[source] = Some(id);
+                        }
+                    }
+                }
+                CellKind::Fragment => {
+                    let id = self.inbound[source].ok_or(corrupt)?;
+                    self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
+                    if self.arrivals.get(&id).map_or(true, Arrival::complete) {
+                        self.inbound[source] = None;
+                    }
+                }
+                CellKind::Finished => {
+                    self.finished_sends.insert(header.id);
+                }
+            }
+            ring.pop();
+            popped = true;
+        }
+        if popped {
+            fabric.notify(source);
+        }
+        Ok(())
+    }
+
+    fn arrive(&mut self, id: u64, mut arrival: Arrival) {
+        let found = self.posted.iter().position(|(_, p)| p.accepts(&arrival));
+        match found.and_then(|i| self.posted.remove(i)) {
+            Some((recv, _)) => {
+                arrival.recv = Some(recv);
+                self.matched.insert(recv, id);
+            }
+            None => self.unexpected.push_back(id),
+        }
+        self.arrivals.insert(id, arrival);
+    }
+
+    fn deliver(&mut self, id: u64, ring: &Ring<'_>, n: usize, sink: Option<&mut Sink<'_>>) {
+        let Some(arrival) = self.arrivals.get_mut(&id) else { return };
+        let n = n.min(arrival.len);
+        let recv = arrival.recv;
+        let Body::Copied { pending, in_sink, received } = &mut arrival.body else { return };
+        match sink {
+            Some(sink)
+                if Some(sink.recv) == recv && pending.is_empty() && *in_sink == *received =>
+            {
+                let start = (*received).min(sink.buf.len());
+                let end = (*received + n).min(sink.buf.len());
+                ring.read_payload(&mut sink.buf[start..end]);
+                *in_sink += n;
+            }
+            _ => {
+                if !arrival.discard {
+                    let old = pending.len();
+                    pending.resize(old + n, 0);
+                    ring.read_payload(&mut pending[old..]);
+                }
+            }
+        }
+        *received += n;
+        if arrival.discard && *received >= arrival.len {
+            self.arrivals.remove(&id);
+        }
+    }
+
+    fn push_out(&mut self, fabric: &Fabric, dest: usize, feed: Option<&Feed<'_>>) {
+        let ring = fabric.outbox(dest);
+        let mut pushed = false;
+        while let Some(cell) = self.control[dest].front() {
+            if !ring.try_push(cell, &[]) {
+                break;
+            }
+            self.control[dest].pop_front();
+            pushed = true;
+        }
+        'queue: while let Some(out) = self.outbound[dest].front_mut() {
+            let (header, payload, sent, started) = match out {
+                Outgoing::Owned { header, payload, sent, started } => {
+                    (*header, &payload[..], sent, started)
+                }
+                Outgoing::Borrowed { id, header, sent, started } => match feed {
+                    Some(feed) if feed.send == *id => (*header, feed.buf, sent, started),
+                    _ => break,
+                },
+            };
+            while !*started || *sent < payload.len() {
+                let chunk = &payload[*sent..payload.len().min(*sent + Ring::PAYLOAD_BYTES)];
+                let cell = if *started {
+                    CellHeader {
+                        kind: CellKind::Fragment,
+                        fragment_len: chunk.len() as u32,
+                        ..header
+                    }
+                } else {
+                    CellHeader { fragment_len: chunk.len() as u32, ..header }
+                };
+                if !ring.try_push(&cell, chunk) {
+                    break 'queue;
+                }
+                *started = true;
+                *sent += chunk.len();
+                pushed = true;
+            }
+            self.outbound[dest].pop_front();
+        }
+        let waiting = !self.control[dest].is_empty() || !self.outbound[dest].is_empty();
+        if waiting && !ring.has_room() {
+            self.blocked.push(dest);
+        }
+        if pushed {
+            fabric.notify(dest);
+        }
+    }
+}
+
+fn finished_cell(sender_id: u64) -> CellHeader {
+    CellHeader {
+        kind: CellKind::Finished,
+        context: 0,
+        tag: 0,
+        fragment_len: 0,
+        total_len: 0,
+        address: 0,
+        id: sender_id,
+    }
+}
