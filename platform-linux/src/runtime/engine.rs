@@ -6,12 +6,36 @@
 //! a [`Feed`] (send); bytes that arrive while their receive's buffer is not lent wait in the
 //! engine and are copied over when it is.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use super::error::P2pError;
 use super::fabric::Fabric;
 use crate::shm::layout::RING_DEPTH;
 use crate::shm::{cma, CellHeader, CellKind, Ring};
+
+/// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
 
 /// Which messages a receive accepts (`None` = any).
 #[derive(Clone, Copy, Debug)]
@@ -114,12 +138,12 @@ impl Engine {
             next_id: 1,
             posted: VecDeque::new(),
             unexpected: VecDeque::new(),
-            arrivals: HashMap::new(),
-            matched: HashMap::new(),
+            arrivals: HashMap::default(),
+            matched: HashMap::default(),
             inbound: vec![None; size],
             outbound: (0..size).map(|_| VecDeque::new()).collect(),
             control: (0..size).map(|_| VecDeque::new()).collect(),
-            finished_sends: HashSet::new(),
+            finished_sends: HashSet::default(),
             blocked: Vec::new(),
             single_copy_above,
         }
@@ -188,8 +212,8 @@ impl Engine {
                         errno: e.raw_os_error().unwrap_or(0),
                     });
                 }
-                let finished = finished_cell(*sender_id);
-                self.control[arrival.source].push_back(finished);
+                let (source, finished) = (arrival.source, finished_cell(*sender_id));
+                self.send_control(fabric, source, finished);
             }
         }
         self.matched.remove(&sink.recv);
@@ -206,22 +230,35 @@ impl Engine {
         Ok(Some(Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len }))
     }
 
+    /// Sends a control cell now if its ring has room, else queues it for progress.
+    fn send_control(&mut self, fabric: &Fabric, dest: usize, cell: CellHeader) {
+        if self.control[dest].is_empty() && fabric.outbox(dest).try_push(&cell, &[]) {
+            fabric.notify(dest);
+        } else {
+            self.control[dest].push_back(cell);
+        }
+    }
+
     /// Abandons receive `recv`: unposted if unmatched, its message dropped if matched.
-    pub(crate) fn cancel_recv(&mut self, recv: u64) {
+    pub(crate) fn cancel_recv(&mut self, fabric: &Fabric, recv: u64) {
         if let Some(i) = self.posted.iter().position(|(id, _)| *id == recv) {
             self.posted.remove(i);
             return;
         }
         let Some(arrival_id) = self.matched.remove(&recv) else { return };
         let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
-        if let Body::Remote { sender_id, .. } = arrival.body {
-            self.control[arrival.source].push_back(finished_cell(sender_id));
-        }
+        let remote = match arrival.body {
+            Body::Remote { sender_id, .. } => Some((arrival.source, finished_cell(sender_id))),
+            Body::Copied { .. } => None,
+        };
         if arrival.complete() {
             self.arrivals.remove(&arrival_id);
         } else {
             arrival.recv = None;
             arrival.discard = true;
+        }
+        if let Some((source, cell)) = remote {
+            self.send_control(fabric, source, cell);
         }
     }
 

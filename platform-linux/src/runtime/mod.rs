@@ -92,6 +92,7 @@ impl Runtime {
         mut step: impl FnMut(&mut Engine, &Fabric) -> Result<Option<T>, P2pError>,
     ) -> Result<T, P2pError> {
         let mut start = Instant::now();
+        let mut polls = 0u32;
         let mut yields = 0;
         loop {
             let blocked = {
@@ -101,7 +102,9 @@ impl Runtime {
                 }
                 engine.blocked.clone()
             };
-            if start.elapsed() < self.spin.poll {
+            polls = polls.wrapping_add(1);
+            // Reading the clock costs more than a poll: look at it every 64 polls.
+            if polls % 64 != 0 || start.elapsed() < self.spin.poll {
                 std::hint::spin_loop();
             } else if yields < self.spin.yields {
                 yields += 1;

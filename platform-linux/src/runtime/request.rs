@@ -131,7 +131,7 @@ impl Drop for Request<'_> {
         match &self.state {
             State::Done(_) => {}
             State::Send { .. } => while self.poll(true).is_none() {},
-            State::Recv { id, .. } => self.runtime.engine().cancel_recv(*id),
+            State::Recv { id, .. } => self.runtime.engine().cancel_recv(&self.runtime.fabric, *id),
         }
     }
 }

@@ -104,6 +104,8 @@ impl Layout {
 
     /// Within a ring: the writer's tail index (u64).
     pub const RING_TAIL: usize = 0;
+    /// Within a ring: the writer's private copy of the head index (u64), next to the tail.
+    pub const RING_CACHED_HEAD: usize = 8;
     /// Within a ring: the reader's head index (u64), on its own cache line.
     pub const RING_HEAD: usize = 64;
     /// Within a ring: where cell 0 starts.

@@ -1,11 +1,19 @@
-//! A single-producer single-consumer ring of fixed-size cells in shared memory (Lamport's
-//! queue): the writer owns `tail` and the cells outside `[head, tail)`, the reader owns
-//! `head` and the cells inside it. Release stores publish; acquire loads observe.
+//! A single-producer single-consumer ring of fixed-size cells in shared memory.
+//!
+//! The writer owns `tail` and the cells outside `[head, tail)`; the reader owns `head` and
+//! the cells inside it. Each cell starts with a sequence word: the writer fills the cell,
+//! then publishes it by storing `index + 1` there (release); the reader polls the sequence
+//! word of the cell at `head` (acquire) and never reads `tail`, so an idle reader spins on
+//! one cache line that only the next message touches. The writer keeps a private copy of
+//! `head` next to `tail` and reads the reader's line only when the ring looks full.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use super::layout::{Layout, CELL_BYTES, CELL_HEADER_BYTES, RING_DEPTH};
 use super::region::Region;
+
+/// Bytes of the sequence word that starts every cell.
+const SEQUENCE_BYTES: usize = 8;
 
 /// What a cell carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +122,25 @@ impl<'r> Ring<'r> {
         self.region.atomic_u64(self.control + Layout::RING_TAIL)
     }
 
+    fn cached_head(&self) -> &'r std::sync::atomic::AtomicU64 {
+        self.region.atomic_u64(self.control + Layout::RING_CACHED_HEAD)
+    }
+
+    fn sequence(&self, index: u64) -> &'r std::sync::atomic::AtomicU64 {
+        self.region.atomic_u64(self.cell(index))
+    }
+
+    /// Writer: whether cell `tail` is free, refreshing the private copy of `head` if not.
+    fn room_at(&self, tail: u64) -> bool {
+        let depth = RING_DEPTH as u64;
+        if tail.wrapping_sub(self.cached_head().load(Relaxed)) < depth {
+            return true;
+        }
+        let head = self.head().load(Acquire);
+        self.cached_head().store(head, Relaxed);
+        tail.wrapping_sub(head) < depth
+    }
+
     fn head(&self) -> &'r std::sync::atomic::AtomicU64 {
         self.region.atomic_u64(self.control + Layout::RING_HEAD)
     }
@@ -124,36 +151,38 @@ impl<'r> Ring<'r> {
         debug_assert!(payload.len() <= Self::PAYLOAD_BYTES);
         debug_assert_eq!(header.fragment_len as usize, payload.len());
         let tail = self.tail().load(Relaxed);
-        let head = self.head().load(Acquire);
-        if tail.wrapping_sub(head) >= RING_DEPTH as u64 {
+        if !self.room_at(tail) {
             return false;
         }
         let cell = self.cell(tail);
-        // SAFETY: cell `tail` is outside [head, tail) and tail - head < depth, so the reader
-        // does not touch it until the release store below publishes it; only we write it.
+        // SAFETY: cell `tail` is outside [head, tail) and tail - head < depth (the acquire
+        // load of head saw the reader release it), so the reader does not touch it until the
+        // release store of its sequence word below publishes it; only we write it.
         unsafe {
-            self.region.copy_in(cell, &header.encode());
+            self.region.copy_in(cell + SEQUENCE_BYTES, &header.encode());
             self.region.copy_in(cell + CELL_HEADER_BYTES, payload);
         }
-        self.tail().store(tail.wrapping_add(1), Release);
+        self.sequence(tail).store(tail.wrapping_add(1), Release);
+        self.tail().store(tail.wrapping_add(1), Relaxed);
         true
     }
 
     /// Writer: whether a push would succeed now.
     pub fn has_room(&self) -> bool {
-        self.tail().load(Relaxed).wrapping_sub(self.head().load(Acquire)) < RING_DEPTH as u64
+        self.room_at(self.tail().load(Relaxed))
     }
 
     /// Reader: the oldest cell's header, if any; `Err` when a peer wrote garbage.
     pub fn peek(&self) -> Result<Option<CellHeader>, CorruptCell> {
         let head = self.head().load(Relaxed);
-        if self.tail().load(Acquire) == head {
+        if self.sequence(head).load(Acquire) != head.wrapping_add(1) {
             return Ok(None);
         }
         let mut bytes = [0u8; CellHeader::ENCODED];
-        // SAFETY: cell `head` lies in [head, tail), published by the writer's release store
-        // that our acquire load observed; the writer leaves it alone until we advance head.
-        unsafe { self.region.copy_out(self.cell(head), &mut bytes) };
+        // SAFETY: cell `head` was published by the writer's release store of its sequence
+        // word, which our acquire load observed; the writer leaves it alone until we advance
+        // head.
+        unsafe { self.region.copy_out(self.cell(head) + SEQUENCE_BYTES, &mut bytes) };
         CellHeader::decode(&bytes).map(Some).ok_or(CorruptCell)
     }
 
@@ -174,7 +203,8 @@ impl<'r> Ring<'r> {
 
     /// Reader: whether no cell waits.
     pub fn is_empty(&self) -> bool {
-        self.tail().load(Acquire) == self.head().load(Relaxed)
+        let head = self.head().load(Relaxed);
+        self.sequence(head).load(Acquire) != head.wrapping_add(1)
     }
 }
 
