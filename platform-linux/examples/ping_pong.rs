@@ -18,9 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if world.rank() == 0 {
         println!("transfers: {}", world.single_copy());
     }
-    for size in [8usize, 1024, 64 * 1024, 1024 * 1024] {
+    for size in [8usize, 1024, 16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024, 4096 * 1024] {
         let mut buf = vec![0u8; size];
-        let iterations = if size > 65536 { 200 } else { 2000 };
+        let iterations = if size > 65536 { 100 } else { 2000 };
         comm.barrier()?;
         let start = Instant::now();
         for i in 0..iterations {

@@ -136,7 +136,7 @@ impl Comm {
         let pattern = self.pattern(context, source, tag)?;
         let runtime = &self.runtime;
         let recv = runtime.engine().post_recv(pattern);
-        let mut sink = Sink { recv, buf };
+        let mut sink = Sink { recv, buf, blocking: true };
         let envelope = runtime.block(|engine, fabric| {
             if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
                 return Ok(Some(envelope));

@@ -65,8 +65,9 @@ enum Body {
     /// Sent by copy through the ring: `pending` holds bytes `[in_sink, received)` that came
     /// while the receive's buffer was not lent.
     Copied { pending: Vec<u8>, in_sink: usize, received: usize },
-    /// Announced for a single-copy read from the sender's memory.
-    Remote { address: u64, sender_id: u64 },
+    /// Announced for a single-copy read from the sender's memory. `split` is set once the
+    /// receiver asked the sender to write the tail from that offset itself.
+    Remote { address: u64, sender_id: u64, split: Option<usize> },
 }
 
 struct Arrival {
@@ -88,6 +89,15 @@ impl Arrival {
     }
 }
 
+/// A single-copy message being received.
+#[derive(Clone, Copy)]
+struct Remote {
+    source: usize,
+    len: usize,
+    address: u64,
+    sender_id: u64,
+}
+
 enum Outgoing {
     Owned { header: CellHeader, payload: Vec<u8>, sent: usize, started: bool },
     Borrowed { id: u64, header: CellHeader, sent: usize, started: bool },
@@ -97,6 +107,9 @@ enum Outgoing {
 pub(crate) struct Sink<'s> {
     pub(crate) recv: u64,
     pub(crate) buf: &'s mut [u8],
+    /// The call does not return before the receive completes, so a peer may be let write
+    /// into `buf` (a split single copy).
+    pub(crate) blocking: bool,
 }
 
 /// A send's buffer, lent to the engine for one call.
@@ -130,10 +143,21 @@ pub(crate) struct Engine {
     pub(crate) blocked: Vec<usize>,
     /// Messages above this many bytes go by single copy (when enabled).
     pub(crate) single_copy_above: Option<usize>,
+    /// Single copies above this many bytes are split: the receiver reads the head while the
+    /// sender writes the tail, so both cores copy.
+    pub(crate) split_above: Option<usize>,
+    /// Our single-copy sends in flight: id → (destination, buffer address, length).
+    rendezvous: HashMap<u64, (usize, u64, usize)>,
+    /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
+    written: std::collections::HashMap<(usize, u64), i32>,
 }
 
 impl Engine {
-    pub(crate) fn new(size: usize, single_copy_above: Option<usize>) -> Engine {
+    pub(crate) fn new(
+        size: usize,
+        single_copy_above: Option<usize>,
+        split_above: Option<usize>,
+    ) -> Engine {
         Engine {
             next_id: 1,
             posted: VecDeque::new(),
@@ -146,6 +170,9 @@ impl Engine {
             finished_sends: HashSet::default(),
             blocked: Vec::new(),
             single_copy_above,
+            split_above,
+            rendezvous: HashMap::default(),
+            written: std::collections::HashMap::new(),
         }
     }
 
@@ -203,17 +230,13 @@ impl Engine {
                     return Ok(None);
                 }
             }
-            Body::Remote { address, sender_id } => {
-                let n = arrival.len.min(sink.buf.len());
-                if let Err(e) = cma::read(fabric.pids[arrival.source], *address, &mut sink.buf[..n])
-                {
-                    read_error = Some(P2pError::SingleCopyFailed {
-                        peer: arrival.source,
-                        errno: e.raw_os_error().unwrap_or(0),
-                    });
+            &mut Body::Remote { address, sender_id, split } => {
+                let remote =
+                    Remote { source: arrival.source, len: arrival.len, address, sender_id };
+                match self.finish_remote(fabric, sink, arrival_id, remote, split) {
+                    None => return Ok(None),
+                    Some(result) => read_error = result.err(),
                 }
-                let (source, finished) = (arrival.source, finished_cell(*sender_id));
-                self.send_control(fabric, source, finished);
             }
         }
         self.matched.remove(&sink.recv);
@@ -228,6 +251,70 @@ impl Engine {
             });
         }
         Ok(Some(Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len }))
+    }
+
+    /// Moves a single-copy message into `sink`: one read, or, in a blocking call above the
+    /// split threshold, the head read here while the sender writes the tail. `None` while
+    /// the sender's part is outstanding.
+    fn finish_remote(
+        &mut self,
+        fabric: &Fabric,
+        sink: &mut Sink<'_>,
+        arrival_id: u64,
+        remote: Remote,
+        split: Option<usize>,
+    ) -> Option<Result<(), P2pError>> {
+        let Remote { source, len, address, sender_id } = remote;
+        let n = len.min(sink.buf.len());
+        let pid = fabric.pids[source];
+        let failed = |e: std::io::Error| P2pError::SingleCopyFailed {
+            peer: source,
+            errno: e.raw_os_error().unwrap_or(0),
+        };
+        let mut result = Ok(());
+        let split = match split {
+            None if sink.blocking && self.split_above.is_some_and(|limit| n > limit) => {
+                let at = (n / 2) & !63;
+                let cell = CellHeader {
+                    kind: CellKind::ClearToSend,
+                    context: 0,
+                    tag: 0,
+                    fragment_len: 0,
+                    total_len: (n - at) as u64,
+                    address: sink.buf[at..].as_ptr() as usize as u64,
+                    id: sender_id,
+                };
+                self.send_control(fabric, source, cell);
+                if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
+                    self.arrivals.get_mut(&arrival_id)
+                {
+                    *split = Some(at);
+                }
+                if let Err(e) = cma::read(pid, address, &mut sink.buf[..at]) {
+                    result = Err(failed(e));
+                }
+                Some(at)
+            }
+            None => {
+                if let Err(e) = cma::read(pid, address, &mut sink.buf[..n]) {
+                    result = Err(failed(e));
+                }
+                None
+            }
+            Some(at) => Some(at),
+        };
+        if let Some(at) = split {
+            // Until the sender's word comes, it may still be writing into the buffer.
+            let errno = self.written.remove(&(source, sender_id))?;
+            if errno != 0 {
+                // The sender could not write its part: read it after all.
+                if let Err(e) = cma::read(pid, address + at as u64, &mut sink.buf[at..n]) {
+                    result = Err(failed(e));
+                }
+            }
+        }
+        self.send_control(fabric, source, finished_cell(sender_id));
+        Some(result)
     }
 
     /// Sends a control cell now if its ring has room, else queues it for progress.
@@ -301,7 +388,9 @@ impl Engine {
         }
         let id = self.fresh_id();
         if self.single_copy_above.is_some_and(|limit| buf.len() > limit) {
-            let cell = header(CellKind::ReadyToSend, 0, buf.as_ptr() as usize as u64, id);
+            let address = buf.as_ptr() as usize as u64;
+            self.rendezvous.insert(id, (dest, address, buf.len()));
+            let cell = header(CellKind::ReadyToSend, 0, address, id);
             if idle && fabric.outbox(dest).try_push(&cell, &[]) {
                 fabric.notify(dest);
             } else {
@@ -393,7 +482,7 @@ impl Engine {
                     let body = if header.kind == CellKind::Message {
                         Body::Copied { pending: Vec::new(), in_sink: 0, received: 0 }
                     } else {
-                        Body::Remote { address: header.address, sender_id: header.id }
+                        Body::Remote { address: header.address, sender_id: header.id, split: None }
                     };
                     let id = self.fresh_id();
                     let arrival = Arrival {
@@ -421,7 +510,36 @@ impl Engine {
                     }
                 }
                 CellKind::Finished => {
+                    self.rendezvous.remove(&header.id);
                     self.finished_sends.insert(header.id);
+                }
+                CellKind::ClearToSend => {
+                    let errno = match self.rendezvous.get(&header.id) {
+                        Some(&(dest, address, len))
+                            if dest == source && header.total_len <= len as u64 =>
+                        {
+                            let part = header.total_len as usize;
+                            let local = address + (len - part) as u64;
+                            match cma::write(fabric.pids[source], local, header.address, part) {
+                                Ok(()) => 0,
+                                Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+                            }
+                        }
+                        _ => libc::EINVAL,
+                    };
+                    let cell = CellHeader {
+                        kind: CellKind::Written,
+                        context: 0,
+                        tag: errno,
+                        fragment_len: 0,
+                        total_len: 0,
+                        address: 0,
+                        id: header.id,
+                    };
+                    self.send_control(fabric, source, cell);
+                }
+                CellKind::Written => {
+                    self.written.insert((source, header.id), header.tag);
                 }
             }
             ring.pop();

@@ -18,10 +18,16 @@ use crate::shm::{cma, futex, Layout, Region, Ring};
 pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
 /// Environment: messages above this many bytes go by single copy (default 16384).
 pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
-/// Environment: microseconds a waiter polls before it yields and sleeps.
+/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 20,
+/// or 2 with more ranks than cores); it sleeps after 25 times as long.
 pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
 
+/// Environment: single copies above this many bytes are split between receiver and sender
+/// (default 131072); `off` turns splitting off.
+pub const ENV_SPLIT_COPY_ABOVE: &str = "COMMCORE_SPLIT_COPY_ABOVE";
+
 const DEFAULT_SINGLE_COPY_ABOVE: usize = 16 * 1024;
+const DEFAULT_SPLIT_COPY_ABOVE: usize = 128 * 1024;
 
 static LAUNCHED_WORLD: AtomicBool = AtomicBool::new(false);
 
@@ -149,16 +155,22 @@ impl World {
         let poll_us = std::env::var(ENV_SPIN_US)
             .ok()
             .and_then(|t| t.parse().ok())
-            .unwrap_or(if oversubscribed { 2 } else { 200 });
+            .unwrap_or(if oversubscribed { 2 } else { 20 });
         let spin = Spin {
             poll: Duration::from_micros(poll_us),
-            yields: if oversubscribed { 4 } else { 16 },
+            yield_until: Duration::from_micros(poll_us.saturating_mul(25).max(50)),
         };
         let threshold = matches!(single_copy, SingleCopy::On { .. }).then_some(above);
+        let split_above = match std::env::var(ENV_SPLIT_COPY_ABOVE).ok().map(|t| t.parse::<usize>())
+        {
+            Some(Ok(bytes)) => Some(bytes),
+            Some(Err(_)) => None,
+            None => Some(DEFAULT_SPLIT_COPY_ABOVE),
+        };
         let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count };
         let runtime = Arc::new(Runtime {
             fabric,
-            engine: Mutex::new(Engine::new(size, threshold)),
+            engine: Mutex::new(Engine::new(size, threshold, split_above)),
             spin,
             single_copy,
             launched,

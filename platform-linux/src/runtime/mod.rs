@@ -65,11 +65,11 @@ impl From<usize> for Source {
     }
 }
 
-/// How long a waiter polls before it yields and then sleeps.
+/// How long a waiter polls, then yields the CPU between polls, before it sleeps.
 #[derive(Clone, Copy, Debug)]
 struct Spin {
     poll: Duration,
-    yields: u32,
+    yield_until: Duration,
 }
 
 pub(crate) struct Runtime {
@@ -85,42 +85,50 @@ impl Runtime {
         self.engine.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Runs `step` under the engine lock until it yields a value: polls, then yields the
-    /// CPU, then sleeps on this rank's doorbell until a peer rings it.
+    /// Runs `step` under the engine lock until it yields a value. Between steps it polls
+    /// the rings without the lock (up to [`POLLS_PER_STEP`] times: another thread may have
+    /// finished our operation meanwhile), then yields the CPU, then sleeps on this rank's
+    /// doorbell until a peer rings it.
     fn block<T>(
         &self,
         mut step: impl FnMut(&mut Engine, &Fabric) -> Result<Option<T>, P2pError>,
     ) -> Result<T, P2pError> {
+        let fabric = &self.fabric;
         let mut start = Instant::now();
-        let mut polls = 0u32;
-        let mut yields = 0;
         loop {
             let blocked = {
                 let mut engine = self.engine();
-                if let Some(value) = step(&mut engine, &self.fabric)? {
+                if let Some(value) = step(&mut engine, fabric)? {
                     return Ok(value);
                 }
                 engine.blocked.clone()
             };
-            polls = polls.wrapping_add(1);
-            // Reading the clock costs more than a poll: look at it every 64 polls.
-            if polls % 64 != 0 || start.elapsed() < self.spin.poll {
-                std::hint::spin_loop();
-            } else if yields < self.spin.yields {
-                yields += 1;
+            let ready = || {
+                (0..fabric.size).any(|s| !fabric.inbox(s).is_empty())
+                    || blocked.iter().any(|&d| fabric.outbox(d).has_room())
+            };
+            let waited = start.elapsed();
+            if waited < self.spin.poll {
+                for _ in 0..POLLS_PER_STEP {
+                    if ready() {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            } else if waited < self.spin.yield_until {
+                // A peer that shares our core (more ranks than cores, or a busy machine)
+                // gets it now rather than at the end of our time slice.
                 std::thread::yield_now();
             } else {
-                let fabric = &self.fabric;
-                fabric.sleep(|| {
-                    (0..fabric.size).any(|s| !fabric.inbox(s).is_empty())
-                        || blocked.iter().any(|&d| fabric.outbox(d).has_room())
-                });
+                fabric.sleep(ready);
                 start = Instant::now();
-                yields = 0;
             }
         }
     }
 }
+
+/// Lock-free polls of the rings between two steps of a blocked operation.
+const POLLS_PER_STEP: u32 = 256;
 
 impl Drop for Runtime {
     fn drop(&mut self) {

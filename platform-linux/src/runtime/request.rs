@@ -93,7 +93,7 @@ impl<'a> Request<'a> {
             }
             State::Recv { id, buf, members } => {
                 let members = members.clone();
-                let mut sink = Sink { recv: *id, buf };
+                let mut sink = Sink { recv: *id, buf, blocking: block };
                 let mut step = |engine: &mut super::Engine, fabric: &super::Fabric| {
                     if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
                         return Ok(Some(envelope));

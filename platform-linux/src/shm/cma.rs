@@ -33,6 +33,41 @@ pub fn read(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Copies `len` bytes of this process's memory at `local_addr` to `remote_addr` in process
+/// `pid`. The kernel reads our memory as it would for `write(2)`: an address that is not
+/// mapped is an error (EFAULT), never undefined behaviour.
+pub fn write(pid: u32, local_addr: u64, remote_addr: u64, len: usize) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad pid"))?;
+    let mut done = 0usize;
+    while done < len {
+        let local = libc::iovec {
+            iov_base: (local_addr as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        let remote = libc::iovec {
+            iov_base: (remote_addr as usize).wrapping_add(done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: both iovecs are only interpreted by the kernel, which checks them: it
+        // reads our side with copy_from_user and writes the other process's side; no Rust
+        // reference to either range is created here.
+        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "peer memory ended"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
 /// A word that a peer reads at start-up to learn whether the kernel lets us use [`read`].
 pub static PROBE: u64 = PROBE_VALUE;
 

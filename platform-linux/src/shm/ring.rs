@@ -27,6 +27,11 @@ pub enum CellKind {
     ReadyToSend = 3,
     /// The receiver has read a ready-to-send message; its sender may reuse the buffer.
     Finished = 4,
+    /// The receiver asks the sender to write the tail of a single-copy message itself:
+    /// `address` is where in the receiver, `total_len` how many bytes, `id` the sender's.
+    ClearToSend = 5,
+    /// The sender wrote its part of a split single copy (`tag`: 0, or the errno of failure).
+    Written = 6,
 }
 
 impl CellKind {
@@ -36,6 +41,8 @@ impl CellKind {
             2 => CellKind::Fragment,
             3 => CellKind::ReadyToSend,
             4 => CellKind::Finished,
+            5 => CellKind::ClearToSend,
+            6 => CellKind::Written,
             _ => return None,
         })
     }
