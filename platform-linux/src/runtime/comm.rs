@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use commcore::rankmap::{ModelKind, RankMap};
+
 use super::engine::{Feed, Pattern, SendStart, Sink};
 use super::error::P2pError;
 use super::request::{Request, State, Status};
@@ -13,17 +15,22 @@ use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
 const WORLD_CONTEXT: u32 = 0;
 const SELF_CONTEXT: u32 = 2;
 
-/// A communicator's members as world ranks (`None`: the identity, for the world).
+/// A communicator's members: core's rank map from communicator ranks to processes of the
+/// world's group, whose lpids are world ranks.
 #[derive(Clone, Debug)]
-pub(super) struct Members(Option<Arc<[usize]>>);
+pub(super) struct Members(Arc<RankMap<'static>>);
 
 impl Members {
-    fn to_world(&self, rank: usize) -> usize {
-        self.0.as_ref().map_or(rank, |m| m[rank])
+    fn to_world(&self, rank: usize) -> Option<usize> {
+        let rank = u32::try_from(rank).ok()?;
+        self.0.translate(rank).map(|(_, lpid)| lpid as usize)
     }
 
     pub(super) fn to_comm(&self, world: usize) -> usize {
-        self.0.as_ref().map_or(world, |m| m.iter().position(|&w| w == world).unwrap_or(usize::MAX))
+        if self.0.kind() == ModelKind::Direct {
+            return world;
+        }
+        (0..self.0.size() as usize).find(|&r| self.to_world(r) == Some(world)).unwrap_or(usize::MAX)
     }
 }
 
@@ -39,14 +46,18 @@ pub struct Comm {
 }
 
 impl Comm {
-    pub(super) fn world(runtime: Arc<Runtime>) -> Comm {
-        let (rank, size) = (runtime.fabric.rank, runtime.fabric.size);
-        Comm { runtime, context: WORLD_CONTEXT, rank, size, members: Members(None) }
+    pub(super) fn world(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
+        let (rank, size) = (runtime.fabric.rank, map.size() as usize);
+        Comm { runtime, context: WORLD_CONTEXT, rank, size, members: Members(Arc::new(map)) }
     }
 
-    pub(super) fn own(runtime: Arc<Runtime>) -> Comm {
-        let me: Arc<[usize]> = Arc::from([runtime.fabric.rank]);
-        Comm { runtime, context: SELF_CONTEXT, rank: 0, size: 1, members: Members(Some(me)) }
+    pub(super) fn own(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
+        Comm { runtime, context: SELF_CONTEXT, rank: 0, size: 1, members: Members(Arc::new(map)) }
+    }
+
+    /// The rank map that translates this communicator's ranks to processes.
+    pub fn rank_map(&self) -> &RankMap<'static> {
+        &self.members.0
     }
 
     pub(super) fn runtime(&self) -> &Runtime {
@@ -64,11 +75,7 @@ impl Comm {
     }
 
     fn check_rank(&self, rank: usize) -> Result<usize, P2pError> {
-        if rank < self.size {
-            Ok(self.members.to_world(rank))
-        } else {
-            Err(P2pError::RankOutOfRange { rank, size: self.size })
-        }
+        self.members.to_world(rank).ok_or(P2pError::RankOutOfRange { rank, size: self.size })
     }
 
     fn check_send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<usize, P2pError> {

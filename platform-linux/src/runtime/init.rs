@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups, TransportId};
+use commcore::rankmap::RankMap;
+
 use super::engine::Engine;
 use super::error::InitError;
 use super::fabric::Fabric;
@@ -69,6 +72,7 @@ impl fmt::Display for SingleCopy {
 pub struct World {
     comm: Comm,
     self_comm: Comm,
+    av: &'static [Ave],
 }
 
 impl World {
@@ -100,7 +104,7 @@ impl World {
                 return Err(e);
             }
         };
-        Ok(Self::join(region, layout, rank, node_count, true))
+        Self::join(region, layout, rank, node_count, true).inspect_err(|_| release_launched_world())
     }
 
     fn singleton() -> Result<World, InitError> {
@@ -109,7 +113,7 @@ impl World {
         region.atomic_u32(layout.job_size()).store(1, Relaxed);
         region.atomic_u32(layout.nodes()).store(1, Relaxed);
         region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
-        Ok(Self::join(region, layout, 0, 1, false))
+        Self::join(region, layout, 0, 1, false)
     }
 
     fn join(
@@ -118,7 +122,7 @@ impl World {
         rank: usize,
         node_count: usize,
         launched: bool,
-    ) -> World {
+    ) -> Result<World, InitError> {
         let size = layout.size();
         region.atomic_u32(layout.pid(rank)).store(std::process::id(), Relaxed);
         region.atomic_u64(layout.probe_address(rank)).store(cma::probe_address(), Relaxed);
@@ -167,6 +171,7 @@ impl World {
             Some(Err(_)) => None,
             None => Some(DEFAULT_SPLIT_COPY_ABOVE),
         };
+        let av = world_address_vector(&layout, &pids, &nodes)?;
         let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count };
         let runtime = Arc::new(Runtime {
             fabric,
@@ -175,7 +180,19 @@ impl World {
             single_copy,
             launched,
         });
-        World { comm: Comm::world(runtime.clone()), self_comm: Comm::own(runtime) }
+        let (world_map, self_map) = rank_maps(av, rank)?;
+        Ok(World {
+            comm: Comm::world(runtime.clone(), world_map),
+            self_comm: Comm::own(runtime, self_map),
+            av,
+        })
+    }
+
+    /// The world's address vector (process group 0): one 12-byte entry per rank holding its
+    /// shared-memory address (process id in the high half, its slot's offset in the region
+    /// in the low half), the shared-memory transport and its node.
+    pub fn address_vector(&self) -> &'static [Ave] {
+        self.av
     }
 
     /// The world communicator (`MPI_COMM_WORLD`).
@@ -217,6 +234,39 @@ impl World {
     pub fn single_copy(&self) -> SingleCopy {
         self.comm.runtime().single_copy
     }
+}
+
+/// The transport id of shared memory in the world's entries.
+pub const SHARED_MEMORY_TRANSPORT: TransportId = TransportId(0);
+
+/// Builds the world's address vector. It lives as long as the process, as MPI's world does
+/// (a few bytes per rank, once per `World::init`).
+fn world_address_vector(
+    layout: &Layout,
+    pids: &[u32],
+    nodes: &[u32],
+) -> Result<&'static [Ave], InitError> {
+    let entries = (0..pids.len())
+        .map(|r| {
+            let address = Address::Inline((u64::from(pids[r]) << 32) | layout.pid(r) as u64);
+            Ave::new(address, SHARED_MEMORY_TRANSPORT, NodeId(nodes[r]))
+                .map_err(|e| InitError::Environment(format!("rank {r}: {e:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::leak(entries.into_boxed_slice()))
+}
+
+/// The world's map (direct) and this rank's self map (offset), over process group 0.
+fn rank_maps(
+    av: &'static [Ave],
+    rank: usize,
+) -> Result<(RankMap<'static>, RankMap<'static>), InitError> {
+    let mut groups: ProcessGroups<'static, 1> = ProcessGroups::new();
+    let pgid: Pgid =
+        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+    let own = RankMap::contiguous(pgid, av, rank as u32, 1)
+        .map_err(|e| InitError::Environment(format!("self rank map: {e:?}")))?;
+    Ok((RankMap::direct(pgid, av), own))
 }
 
 fn open_region(fd: i32, layout: &Layout, size: usize) -> Result<Region, InitError> {

@@ -251,6 +251,16 @@ fn identity(world: &World) {
     ];
     assert_eq!([comm.rank(), comm.size()], expected);
     assert_eq!(world.self_comm().size(), 1);
+    // The world's address vector and rank maps come from core.
+    let me = comm.rank();
+    let av = world.address_vector();
+    assert_eq!(av.len(), comm.size());
+    assert_eq!(av[me].node().0 as usize, world.node());
+    assert_eq!(av[me].address_word() >> 32, u64::from(std::process::id()));
+    assert_eq!(comm.rank_map().kind(), commcore::rankmap::ModelKind::Direct);
+    let (_, lpid) = world.self_comm().rank_map().translate(0).expect("self has rank 0");
+    assert_eq!(lpid as usize, me);
+    assert_eq!(world.self_comm().rank_map().translate(1), None);
     // Everyone reports its node to rank 0, which prints the map.
     let node = world.node() as u32;
     if comm.rank() == 0 {
