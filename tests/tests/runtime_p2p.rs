@@ -79,6 +79,12 @@ fn eight_ranks_exchange_long_and_short_messages_all_at_once() {
 }
 
 #[test]
+fn waiting_ranks_sleep_instead_of_spinning() {
+    // Eight ranks on this two-core machine: seven wait a second for the eighth.
+    run_ok(&job(8, "idle"));
+}
+
+#[test]
 fn ranks_learn_their_identity_and_node_labels() {
     for (placement, expected) in
         [(Placement::Block, "0 0 1 1 2 2"), (Placement::Cyclic, "0 1 2 0 1 2")]

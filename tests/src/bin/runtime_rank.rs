@@ -18,6 +18,7 @@ fn main() {
         "exchange" => exchange(comm),
         "identity" => identity(&world),
         "hang" => hang(comm),
+        "idle" => idle(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
         other => panic!("unknown scenario {other:?}"),
@@ -298,4 +299,31 @@ fn hang(comm: &Comm) {
         let mut buf = [0u8; 8];
         let _ = comm.recv(&mut buf, ANY_SOURCE, ANY_TAG);
     }
+}
+
+/// Rank 0 sleeps a second before it sends; the others wait in a receive meanwhile and must
+/// sleep rather than spin: each may use at most a fifth of a core while it waits.
+fn idle(comm: &Comm) {
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+    if comm.rank() == 0 {
+        std::thread::sleep(WAIT);
+        for to in 1..comm.size() {
+            comm.send(b"wake", to, 0).unwrap();
+        }
+        return;
+    }
+    let before = cpu_seconds();
+    let mut buf = [0u8; 4];
+    comm.recv(&mut buf, 0, 0).unwrap();
+    let used = cpu_seconds() - before;
+    assert!(used < 0.2 * WAIT.as_secs_f64(), "rank {} burnt {used:.3} s of CPU waiting", comm.rank());
+}
+
+fn cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: usage points to writable memory of the right type.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
