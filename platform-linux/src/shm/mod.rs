@@ -7,6 +7,8 @@
 pub mod cma;
 pub mod futex;
 pub mod layout;
+#[cfg(all(test, loom))]
+mod loom_model;
 pub mod region;
 pub mod ring;
 
