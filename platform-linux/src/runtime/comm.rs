@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use commcore::rankmap::{ModelKind, RankMap};
 
-use super::engine::{Feed, Pattern, SendStart, Sink};
+use super::engine::{Direct, Feed, Pattern, SendStart, Sink};
 use super::error::P2pError;
 use super::request::{Request, State, Status};
 use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
@@ -142,9 +142,25 @@ impl Comm {
     ) -> Result<Status, P2pError> {
         let pattern = self.pattern(context, source, tag)?;
         let runtime = &self.runtime;
-        let recv = runtime.engine().post_recv(pattern);
-        let mut sink = Sink { recv, buf, blocking: true };
+        let mut posted = false;
+        let mut sink = Sink { recv: 0, buf, blocking: true };
         let envelope = runtime.block(|engine, fabric| {
+            if !posted {
+                match engine.try_direct_recv(fabric, &pattern, sink.buf) {
+                    Direct::Done(result) => return result.map(Some),
+                    Direct::Empty => {
+                        // Keep other peers' traffic and our queued sends moving meanwhile.
+                        if engine.has_outbound() || fabric.any_inbound() {
+                            engine.progress(fabric, None, None)?;
+                        }
+                        return Ok(None);
+                    }
+                    Direct::Slow => {
+                        sink.recv = engine.post_recv(pattern);
+                        posted = true;
+                    }
+                }
+            }
             if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
                 return Ok(Some(envelope));
             }

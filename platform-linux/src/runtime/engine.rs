@@ -118,6 +118,17 @@ pub(crate) struct Feed<'s> {
     pub(crate) buf: &'s [u8],
 }
 
+/// What [`Engine::try_direct_recv`] found.
+pub(crate) enum Direct {
+    /// The message, straight from the ring.
+    Done(Result<Envelope, P2pError>),
+    /// Nothing has arrived from the sources the receive accepts.
+    Empty,
+    /// The general path must run (a competing receive or message, or a cell that is not a
+    /// matching one-cell message).
+    Slow,
+}
+
 /// How a send continues after [`Engine::start_send`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SendStart {
@@ -187,6 +198,60 @@ impl Engine {
     }
 
     // ---- receives -------------------------------------------------------------------
+
+    /// A blocking receive's fast path, taken while no posted receive and no unexpected
+    /// message could compete for the next message: the first cell of a source's ring is then
+    /// the next message to match, and a one-cell message that matches goes straight from the
+    /// ring into `buf`, without being posted or queued.
+    pub(crate) fn try_direct_recv(
+        &mut self,
+        fabric: &Fabric,
+        pattern: &Pattern,
+        buf: &mut [u8],
+    ) -> Direct {
+        if !self.posted.is_empty()
+            || self
+                .unexpected
+                .iter()
+                .any(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)))
+        {
+            return Direct::Slow;
+        }
+        let sources = match pattern.source {
+            Some(source) => source..source + 1,
+            None => 0..fabric.size,
+        };
+        for source in sources {
+            let ring = fabric.inbox(source);
+            let header = match ring.peek() {
+                Ok(None) => continue,
+                Ok(Some(header)) => header,
+                Err(_) => return Direct::Slow,
+            };
+            let one_cell = header.kind == CellKind::Message
+                && u64::from(header.fragment_len) == header.total_len
+                && self.inbound[source].is_none();
+            if !one_cell
+                || header.context != pattern.context
+                || pattern.tag.is_some_and(|t| t != header.tag)
+            {
+                return Direct::Slow;
+            }
+            let len = header.total_len as usize;
+            let n = len.min(buf.len());
+            ring.read_payload(&mut buf[..n]);
+            ring.pop();
+            fabric.notify(source);
+            if len > buf.len() {
+                return Direct::Done(Err(P2pError::Truncated {
+                    message_len: len,
+                    buffer_len: buf.len(),
+                }));
+            }
+            return Direct::Done(Ok(Envelope { source, tag: header.tag, len }));
+        }
+        Direct::Empty
+    }
 
     /// Posts a receive: matched at once against the unexpected queue, else queued.
     pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {

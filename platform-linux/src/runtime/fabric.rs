@@ -31,6 +31,11 @@ impl Fabric {
         Ring::new(&self.region, &self.layout, from, self.rank)
     }
 
+    /// Whether any peer's ring holds a cell for us.
+    pub(crate) fn any_inbound(&self) -> bool {
+        (0..self.size).any(|source| !self.inbox(source).is_empty())
+    }
+
     fn doorbell(&self, rank: usize) -> &AtomicU32 {
         self.region.atomic_u32(self.layout.doorbell(rank))
     }

@@ -103,10 +103,8 @@ impl Runtime {
                 }
                 engine.blocked.clone()
             };
-            let ready = || {
-                (0..fabric.size).any(|s| !fabric.inbox(s).is_empty())
-                    || blocked.iter().any(|&d| fabric.outbox(d).has_room())
-            };
+            let ready =
+                || fabric.any_inbound() || blocked.iter().any(|&d| fabric.outbox(d).has_room());
             let waited = start.elapsed();
             if waited < self.spin.poll {
                 for _ in 0..POLLS_PER_STEP {
