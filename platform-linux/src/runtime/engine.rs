@@ -37,6 +37,10 @@ impl Hasher for IdHasher {
 type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
 type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
 
+/// Spare buffers kept for reuse, at most this many of at most this many bytes each.
+const SPARE_BUFFERS: usize = 256;
+const SPARE_BYTES: usize = 64 * 1024;
+
 /// Which messages a receive accepts (`None` = any).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pattern {
@@ -157,6 +161,8 @@ pub(crate) struct Engine {
     /// Single copies above this many bytes are split: the receiver reads the head while the
     /// sender writes the tail, so both cores copy.
     pub(crate) split_above: Option<usize>,
+    /// Emptied byte buffers kept for reuse, so that small messages cost no allocation.
+    spare: Vec<Vec<u8>>,
     /// Our single-copy sends in flight: id → (destination, buffer address, length).
     rendezvous: HashMap<u64, (usize, u64, usize)>,
     /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
@@ -183,7 +189,30 @@ impl Engine {
             single_copy_above,
             split_above,
             rendezvous: HashMap::default(),
+            spare: Vec::new(),
             written: std::collections::HashMap::new(),
+        }
+    }
+
+    /// An empty buffer, reused when one is spare.
+    fn buffer(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps `buffer` for reuse unless it is large or enough are kept already.
+    fn recycle(&mut self, mut buffer: Vec<u8>) {
+        if buffer.capacity() != 0
+            && buffer.capacity() <= SPARE_BYTES
+            && self.spare.len() < SPARE_BUFFERS
+        {
+            buffer.clear();
+            self.spare.push(buffer);
+        }
+    }
+
+    fn recycle_arrival(&mut self, arrival: Arrival) {
+        if let Body::Copied { pending, .. } = arrival.body {
+            self.recycle(pending);
         }
     }
 
@@ -306,16 +335,18 @@ impl Engine {
         }
         self.matched.remove(&sink.recv);
         let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
+        let envelope = Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len };
+        self.recycle_arrival(arrival);
         if let Some(error) = read_error {
             return Err(error);
         }
-        if arrival.len > sink.buf.len() {
+        if envelope.len > sink.buf.len() {
             return Err(P2pError::Truncated {
-                message_len: arrival.len,
+                message_len: envelope.len,
                 buffer_len: sink.buf.len(),
             });
         }
-        Ok(Some(Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len }))
+        Ok(Some(envelope))
     }
 
     /// Moves a single-copy message into `sink`: one read, or, in a blocking call above the
@@ -404,7 +435,9 @@ impl Engine {
             Body::Copied { .. } => None,
         };
         if arrival.complete() {
-            self.arrivals.remove(&arrival_id);
+            if let Some(arrival) = self.arrivals.remove(&arrival_id) {
+                self.recycle_arrival(arrival);
+            }
         } else {
             arrival.recv = None;
             arrival.discard = true;
@@ -442,9 +475,11 @@ impl Engine {
             if idle && fabric.outbox(dest).try_push(&cell, buf) {
                 fabric.notify(dest);
             } else {
+                let mut payload = self.buffer();
+                payload.extend_from_slice(buf);
                 self.outbound[dest].push_back(Outgoing::Owned {
                     header: cell,
-                    payload: buf.to_vec(),
+                    payload,
                     sent: 0,
                     started: false,
                 });
@@ -545,7 +580,7 @@ impl Engine {
                     }
                     let len = usize::try_from(header.total_len).map_err(|_| corrupt)?;
                     let body = if header.kind == CellKind::Message {
-                        Body::Copied { pending: Vec::new(), in_sink: 0, received: 0 }
+                        Body::Copied { pending: self.buffer(), in_sink: 0, received: 0 }
                     } else {
                         Body::Remote { address: header.address, sender_id: header.id, split: None }
                     };
@@ -652,7 +687,9 @@ impl Engine {
         }
         *received += n;
         if arrival.discard && *received >= arrival.len {
-            self.arrivals.remove(&id);
+            if let Some(arrival) = self.arrivals.remove(&id) {
+                self.recycle_arrival(arrival);
+            }
         }
     }
 
@@ -694,7 +731,9 @@ impl Engine {
                 *sent += chunk.len();
                 pushed = true;
             }
-            self.outbound[dest].pop_front();
+            if let Some(Outgoing::Owned { payload, .. }) = self.outbound[dest].pop_front() {
+                self.recycle(payload);
+            }
         }
         let waiting = !self.control[dest].is_empty() || !self.outbound[dest].is_empty();
         if waiting && !ring.has_room() {
