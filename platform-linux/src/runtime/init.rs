@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups, TransportId};
-use commcore::rankmap::RankMap;
+use commcore::rankmap::{RankMap, TableArena};
 
 use super::engine::Engine;
 use super::error::InitError;
@@ -173,14 +173,21 @@ impl World {
         };
         let av = world_address_vector(&layout, &pids, &nodes)?;
         let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count };
+        let mut groups = ProcessGroups::new();
+        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+        let words: &'static [AtomicU32] =
+            Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
             fabric,
             engine: Mutex::new(Engine::new(size, threshold, split_above)),
             spin,
             single_copy,
             launched,
+            groups,
+            arena: Mutex::new(TableArena::new(words)),
+            highest_cid: AtomicU32::new(super::comm::SELF_CID),
         });
-        let (world_map, self_map) = rank_maps(av, rank)?;
+        let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
         Ok(World {
             comm: Comm::world(runtime.clone(), world_map),
             self_comm: Comm::own(runtime, self_map),
@@ -256,14 +263,17 @@ fn world_address_vector(
     Ok(Box::leak(entries.into_boxed_slice()))
 }
 
+/// Words of rank-map table storage per process (leaked with the world, like the AV).
+const ARENA_WORDS: usize = 16 * 1024;
+
 /// The world's map (direct) and this rank's self map (offset), over process group 0.
 fn rank_maps(
+    groups: &ProcessGroups<'static, 1>,
     av: &'static [Ave],
     rank: usize,
 ) -> Result<(RankMap<'static>, RankMap<'static>), InitError> {
-    let mut groups: ProcessGroups<'static, 1> = ProcessGroups::new();
-    let pgid: Pgid =
-        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+    let pgid = Pgid(0);
+    debug_assert!(groups.contains(pgid));
     let own = RankMap::contiguous(pgid, av, rank as u32, 1)
         .map_err(|e| InitError::Environment(format!("self rank map: {e:?}")))?;
     Ok((RankMap::direct(pgid, av), own))

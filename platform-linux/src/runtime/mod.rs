@@ -24,6 +24,7 @@
 //! burn the machine.
 
 mod comm;
+mod create;
 mod engine;
 mod error;
 mod fabric;
@@ -31,11 +32,16 @@ mod init;
 mod request;
 
 pub use comm::Comm;
-pub use error::{InitError, P2pError};
+pub use create::UNDEFINED;
+pub use error::{CommError, InitError, P2pError};
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 
+use std::sync::atomic::AtomicU32;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use commcore::av::ProcessGroups;
+use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
 
 use engine::Engine;
@@ -78,7 +84,16 @@ pub(crate) struct Runtime {
     spin: Spin,
     single_copy: SingleCopy,
     launched: bool,
+    /// Process group 0, the world's.
+    groups: ProcessGroups<'static, 1>,
+    /// Storage for the tables of rank maps that need one.
+    arena: Mutex<TableArena<'static, ARENA_TABLES>>,
+    /// The highest context id this process has used (the highest-CID algorithm's state).
+    highest_cid: AtomicU32,
 }
+
+/// Rank-map tables the arena holds at most.
+const ARENA_TABLES: usize = 1024;
 
 impl Runtime {
     fn engine(&self) -> MutexGuard<'_, Engine> {
