@@ -27,23 +27,33 @@ const MAX_CID: u32 = (u32::MAX - 1) / 2;
 const ALLGATHER_TAG: i32 = 1 << 20;
 
 impl Comm {
-    /// Every rank's `N`-byte item, in rank order: a ring of `size - 1` exchanges on the
-    /// communicator's collective context.
+    /// Every rank's `N`-byte item, in rank order (Bruck's allgather on the communicator's
+    /// collective context): ⌈log2 size⌉ exchanges; in the one at distance `d`, each rank
+    /// passes the items it holds for ranks `r .. r + d` to rank `r - d`.
     pub(super) fn allgather_items<const N: usize>(
         &self,
         mine: [u8; N],
     ) -> Result<Vec<[u8; N]>, P2pError> {
         let (n, r) = (self.size, self.rank);
-        let mut all = vec![[0u8; N]; n];
-        all[r] = mine;
         let context = self.context + 1;
-        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
-        for step in 0..n.saturating_sub(1) {
-            let outgoing = all[(r + n - step) % n];
-            self.send_on(context, &outgoing, next, ALLGATHER_TAG)?;
-            let mut item = [0u8; N];
-            self.recv_on(context, &mut item, Source::Rank(prev), ALLGATHER_TAG)?;
-            all[(r + 2 * n - step - 1) % n] = item;
+        // held[i] is the item of rank (r + i) % n.
+        let mut held: Vec<u8> = Vec::with_capacity(n * N);
+        held.extend_from_slice(&mine);
+        let mut incoming = vec![0u8; n * N];
+        let mut distance = 1;
+        while distance < n {
+            let count = distance.min(n - distance);
+            let to = (r + n - distance) % n;
+            let from = (r + distance) % n;
+            self.send_on(context, &held[..count * N], to, ALLGATHER_TAG)?;
+            let got = &mut incoming[..count * N];
+            self.recv_on(context, got, Source::Rank(from), ALLGATHER_TAG)?;
+            held.extend_from_slice(got);
+            distance *= 2;
+        }
+        let mut all = vec![[0u8; N]; n];
+        for (i, item) in held.chunks_exact(N).enumerate() {
+            all[(r + i) % n].copy_from_slice(item);
         }
         Ok(all)
     }
