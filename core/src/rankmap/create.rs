@@ -48,7 +48,42 @@ pub fn create<'a, const N: usize, const T: usize>(
     if let Some(child) = compose(parent, pattern, n, groups, arena)? {
         return Ok(child);
     }
+    // An irregular mapping through an affine parent stays irregular: no second scan, one
+    // tight pass into the table.
+    if let (Shape::Irregular, Model::Contiguous { .. } | Model::Stride { .. }) =
+        (pattern, &parent.model)
+    {
+        let (start, step) = match parent.model {
+            Model::Stride { first, stride, base, .. } => (base as i64 + first, stride),
+            Model::Contiguous { first, .. } => (first as i64, 1),
+            _ => (0, 1),
+        };
+        return lut_through_affine(parent, indirect, start, step, groups, arena);
+    }
     from_processes_seq(n, through_parent, parent.pgid(), groups, arena)
+}
+
+/// The lut of `lpid(i) = start + indirect[i] × step`, every entry checked against the
+/// parent's size.
+fn lut_through_affine<'a, const N: usize, const T: usize>(
+    parent: &RankMap<'a>,
+    indirect: &[Rank],
+    start: i64,
+    step: i64,
+    groups: &ProcessGroups<'a, N>,
+    arena: &mut TableArena<'a, T>,
+) -> Result<RankMap<'a>, RankMapError> {
+    let size = parent.size;
+    let table = arena.allocate(indirect.len())?;
+    for (i, (&rank, word)) in indirect.iter().zip(table).enumerate() {
+        if rank >= size {
+            arena.release(table)?;
+            return Err(RankMapError::ParentRankOutOfRange { index: i as u32, rank, size });
+        }
+        word.store((start + rank as i64 * step) as Lpid, Relaxed);
+    }
+    let model = Model::Lut { av: groups.av(parent.pgid), table };
+    Ok(RankMap { model, size: indirect.len() as u32, pgid: parent.pgid })
 }
 
 /// A communicator of processes `lpids` of group `pgid` (e.g. a remote group learnt when
@@ -106,7 +141,7 @@ impl<'a> RankMap<'a> {
         }
         let model = match self.model {
             Model::Contiguous { av, first } => Model::Contiguous { av, first },
-            Model::Stride { av, first, stride } => Model::Stride { av, first, stride },
+            Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
             Model::BlockStride { av, first, gap, magic, block } => {
                 Model::BlockStride { av, first, gap, magic, block }
             }
@@ -156,22 +191,24 @@ fn compose<'a, const N: usize, const T: usize>(
             return Ok(match parent.model {
                 // lpid = f + o + (i / b) × S + i mod b.
                 Model::Contiguous { first: f, .. } => {
-                    Some(block_stride(pgid, groups, f as i64 + first, block, step, n))
+                    block_stride(pgid, groups, f as i64 + first, block, step, n)
                 }
                 _ => None,
             });
         }
         Shape::Irregular => return Ok(None),
     };
-    let regular = |first: i64, stride: i64| Some(affine(pgid, groups, first, stride, n));
+    let regular = |first: i64, stride: i64| affine(pgid, groups, first, stride, n);
     Ok(match parent.model {
         Model::Contiguous { first: f, .. } => regular(f as i64 + offset, stride),
-        Model::Stride { first: f, stride: t, .. } => regular(f + t * offset, t * stride),
+        Model::Stride { first: f, stride: t, base, .. } => {
+            regular(base as i64 + f + t * offset, t * stride)
+        }
         Model::BlockStride { first: f, gap, block, .. } => {
             let b = block as i64;
             let step = gap + b;
             if offset % b == 0 && stride == 1 {
-                Some(block_stride(pgid, groups, f + offset / b * step, block as u64, step, n))
+                block_stride(pgid, groups, f + offset / b * step, block as u64, step, n)
             } else if stride % b == 0 {
                 // Every child rank falls at the same position of its block.
                 let first = f + offset.div_euclid(b) * step + offset.rem_euclid(b);
@@ -234,23 +271,32 @@ fn view<'a, const N: usize, const T: usize>(
     Ok(Some(RankMap { model, size: n, pgid: parent.pgid }))
 }
 
-/// `lpid = first + i × stride` in group `pgid`.
+/// `lpid = first + i × stride` in group `pgid`; `None` when the lpids leave the group's
+/// address vector or the stride has no regular model (zero: duplicates; beyond `i32`).
 fn affine<'a, const N: usize>(
     pgid: Pgid,
     groups: &ProcessGroups<'a, N>,
     first: i64,
     stride: i64,
     n: u32,
-) -> RankMap<'a> {
+) -> Option<RankMap<'a>> {
     let av = groups.av(pgid);
-    let model = if stride == 1 || n <= 1 {
-        let s = (first as usize).min(av.len());
-        let e = (s + n as usize).min(av.len());
-        Model::Contiguous { av: &av[s..e], first: first as u32 }
+    if n == 0 {
+        return Some(RankMap { model: Model::Contiguous { av: &[], first: 0 }, size: 0, pgid });
+    }
+    let stride = if n == 1 { 1 } else { stride };
+    let last = first + (n as i64 - 1) * stride;
+    let (low, high) = (first.min(last), first.max(last));
+    if low < 0 || high >= av.len() as i64 || stride == 0 || stride.abs() > i32::MAX as i64 {
+        return None;
+    }
+    let (low, high) = (low as usize, high as usize);
+    let model = if stride == 1 {
+        Model::Contiguous { av: &av[low..=high], first: first as u32 }
     } else {
-        Model::Stride { av, first, stride }
+        Model::Stride { av: &av[low..=high], first: first - low as i64, stride, base: low as u32 }
     };
-    RankMap { model, size: n, pgid }
+    Some(RankMap { model, size: n, pgid })
 }
 
 /// `lpid = first + (i / block) × step + i mod block` in group `pgid`.
@@ -261,7 +307,7 @@ fn block_stride<'a, const N: usize>(
     block: u64,
     step: i64,
     n: u32,
-) -> RankMap<'a> {
+) -> Option<RankMap<'a>> {
     let b = block as i64;
     if n as u64 <= block || step == b {
         return affine(pgid, groups, first, 1, n);
@@ -275,7 +321,7 @@ fn block_stride<'a, const N: usize>(
         magic,
         block: block as u32,
     };
-    RankMap { model, size: n, pgid }
+    Some(RankMap { model, size: n, pgid })
 }
 
 fn regular_map<'a, const N: usize>(
@@ -287,10 +333,10 @@ fn regular_map<'a, const N: usize>(
         Shape::Empty => {
             Some(RankMap { model: Model::Contiguous { av: &[], first: 0 }, size: 0, pgid: Pgid(0) })
         }
-        Shape::Contiguous { pgid, first } => Some(affine(pgid, groups, first, 1, n)),
-        Shape::Stride { pgid, first, stride } => Some(affine(pgid, groups, first, stride, n)),
+        Shape::Contiguous { pgid, first } => affine(pgid, groups, first, 1, n),
+        Shape::Stride { pgid, first, stride } => affine(pgid, groups, first, stride, n),
         Shape::BlockStride { pgid, first, block, step } => {
-            Some(block_stride(pgid, groups, first, block, step, n))
+            block_stride(pgid, groups, first, block, step, n)
         }
         Shape::Irregular => None,
     }

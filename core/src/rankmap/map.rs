@@ -54,11 +54,11 @@ impl ModelKind {
 /// table and find the address vector in the registry.
 #[derive(Debug)]
 pub(crate) enum Model<'a> {
-    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
-    /// so the slice bound is the rank bound.
-    Contiguous { av: &'a [Ave], first: u32 },
-    /// `lpid = first + rank × stride`.
-    Stride { av: &'a [Ave], first: i64, stride: i64 },
+    /// `lpid = base + first + rank × stride`, with `0 < |stride| ≤ i32::MAX`. `av` is the
+    /// group's address vector cut to exactly the lpids the ranks reach (`base` is the lpid of
+    /// its first entry), so a rank past the end falls outside it and the slice bound is the
+    /// only check.
+    Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
     /// `lpid = first + rank + (rank / block) × gap`, where `gap = step − block` and the
     /// quotient is `mulhi(magic, rank)` (no division on the lookup path).
     BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32 },
@@ -70,6 +70,9 @@ pub(crate) enum Model<'a> {
     Mlut { table: &'a [AtomicU32] },
     /// `(pgid, lpid)` at pair `start + rank × stride` of the parent's table.
     MlutStride { table: &'a [AtomicU32], start: u32, stride: i32 },
+    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
+    /// so the slice bound is the rank bound.
+    Contiguous { av: &'a [Ave], first: u32 },
 }
 
 /// How one communicator's ranks map to processes `(pgid, lpid)` and their entries.
@@ -158,16 +161,15 @@ impl<'a> RankMap<'a> {
     }
 
     /// The process behind `rank`; `None` when `rank >= size`.
-    #[inline]
+    #[inline(always)]
     pub fn translate(&self, rank: Rank) -> Option<(Pgid, Lpid)> {
         let r = rank as usize;
         match self.model {
             Model::Contiguous { first, .. } => {
                 (rank < self.size).then(|| (self.pgid, first.wrapping_add(rank)))
             }
-            Model::Stride { first, stride, .. } => {
-                (rank < self.size).then(|| (self.pgid, (first + rank as i64 * stride) as Lpid))
-            }
+            Model::Stride { first, stride, base, .. } => (rank < self.size)
+                .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
             Model::BlockStride { first, gap, magic, .. } => (rank < self.size).then(|| {
                 (self.pgid, (first + rank as i64 + quotient(magic, rank) as i64 * gap) as Lpid)
             }),
@@ -191,7 +193,7 @@ impl<'a> RankMap<'a> {
 
     /// The entry of the process behind `rank`; `None` when `rank >= size`. `groups` is read
     /// only by mlut maps, to find the address vector of each rank's group.
-    #[inline]
+    #[inline(always)]
     pub fn entry<const N: usize>(
         &self,
         groups: &ProcessGroups<'a, N>,
@@ -200,28 +202,35 @@ impl<'a> RankMap<'a> {
         let r = rank as usize;
         match self.model {
             Model::Contiguous { av, .. } => av.get(r),
-            Model::Stride { av, first, stride } => {
-                if rank >= self.size {
-                    return None;
-                }
+            Model::Stride { av, first, stride, .. } => {
+                unlikely();
                 av.get((first + rank as i64 * stride) as usize)
             }
             Model::BlockStride { av, first, gap, magic, .. } => {
+                unlikely();
                 if rank >= self.size {
                     return None;
                 }
                 av.get((first + rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
             }
-            Model::Lut { av, table } => av.get(table.get(r)?.load(Relaxed) as usize),
+            Model::Lut { av, table } => {
+                unlikely();
+                av.get(table.get(r)?.load(Relaxed) as usize)
+            }
             Model::LutStride { av, table, start, stride } => {
+                unlikely();
                 if rank >= self.size {
                     return None;
                 }
                 let i = start as i64 + rank as i64 * stride as i64;
                 av.get(table.get(i as usize)?.load(Relaxed) as usize)
             }
-            Model::Mlut { table } => pair_entry(groups, table, r),
+            Model::Mlut { table } => {
+                unlikely();
+                pair_entry(groups, table, r)
+            }
             Model::MlutStride { table, start, stride } => {
+                unlikely();
                 if rank >= self.size {
                     return None;
                 }
@@ -240,6 +249,11 @@ impl<'a> RankMap<'a> {
         self.entry(groups, rank).map(Ave::node)
     }
 }
+
+/// Marks a branch as the less likely one, so the contiguous models are tested first.
+#[cold]
+#[inline(always)]
+fn unlikely() {}
 
 /// `rank / block` for any 32-bit rank, with `magic = u64::MAX / block + 1` (block ≥ 2): the
 /// high half of a 64×64 product.
