@@ -1,13 +1,13 @@
 //! Rank maps against the naive reference: every cell of Table II, every model, negative
 //! strides, views of views, inter-communicators and merges, refcounting of arena tables.
 
-use commcore::av::Pgid;
+use commcore::av::{NodeId, Pgid};
 use commcore::rankmap::{
     create, from_group, from_processes, InterMaps, ModelKind, RankMap, RankMapError, TableArena,
 };
 use commcore_tests::reference::{
-    address_vectors, arena_words, check, indirect, parent, register, Pattern, RefMap, PARENT_KINDS,
-    PATTERNS,
+    address_vectors, arena_words, check, indirect, node_of, parent, register, Pattern, RefMap,
+    PARENT_KINDS, PATTERNS,
 };
 use proptest::prelude::*;
 use rand::seq::SliceRandom;
@@ -286,6 +286,14 @@ fn bad_input_is_an_error() {
     assert_eq!(dup.free(&mut other), Err(RankMapError::ForeignTable));
     lut.free(&mut arena).unwrap();
     assert!(RankMap::contiguous(Pgid(0), groups.av(Pgid(0)), 8, 3).is_err());
+    let mut nodes = [NodeId(99); 9];
+    assert_eq!(
+        world.nodes_into(&groups, &mut nodes),
+        Err(RankMapError::OutputLength { needed: 10, given: 9 })
+    );
+    let mut nodes = [NodeId(99); 10];
+    world.nodes_into(&groups, &mut nodes).unwrap();
+    assert_eq!(nodes.to_vec(), (0..10).map(node_of).collect::<Vec<_>>());
     assert_eq!(
         RankMap::contiguous(Pgid(0), groups.av(Pgid(0)), 7, 3).unwrap().translate(2),
         Some((Pgid(0), 9))

@@ -41,6 +41,13 @@ pub enum RankMapError {
     ArenaTablesFull,
     /// The rank map's table does not come from this arena.
     ForeignTable,
+    /// An output slice holds `given` entries; the communicator has `needed` ranks.
+    OutputLength {
+        /// Entries needed: one per rank.
+        needed: u32,
+        /// Entries the slice holds.
+        given: usize,
+    },
 }
 
 impl fmt::Display for RankMapError {
@@ -61,6 +68,9 @@ impl fmt::Display for RankMapError {
             }
             Self::ArenaTablesFull => f.write_str("table arena tracks its maximum of tables"),
             Self::ForeignTable => f.write_str("rank map's table is not from this arena"),
+            Self::OutputLength { needed, given } => {
+                write!(f, "output holds {given} entries, the communicator has {needed} ranks")
+            }
         }
     }
 }

@@ -255,6 +255,25 @@ impl<'a> RankMap<'a> {
 #[inline(always)]
 fn unlikely() {}
 
+impl<'a> RankMap<'a> {
+    /// The node of every rank, in rank order, into `out` (hierarchical collectives group
+    /// ranks by node with it). `out` must hold exactly [`size`](Self::size) entries.
+    pub fn nodes_into<const N: usize>(
+        &self,
+        groups: &ProcessGroups<'a, N>,
+        out: &mut [NodeId],
+    ) -> Result<(), super::RankMapError> {
+        if out.len() != self.size as usize {
+            return Err(super::RankMapError::OutputLength { needed: self.size, given: out.len() });
+        }
+        for (rank, node) in out.iter_mut().enumerate() {
+            let missing = super::RankMapError::UnknownGroup(self.pgid);
+            *node = self.node(groups, rank as Rank).ok_or(missing)?;
+        }
+        Ok(())
+    }
+}
+
 /// `rank / block` for any 32-bit rank, with `magic = u64::MAX / block + 1` (block ≥ 2): the
 /// high half of a 64×64 product.
 #[inline]
