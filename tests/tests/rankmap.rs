@@ -181,12 +181,12 @@ fn tables_are_freed_exactly_with_their_last_user() {
     let mixed: Vec<(Pgid, u32)> = (0..64).flat_map(|l| [(Pgid(0), l * 2), (Pgid(1), l)]).collect();
     let mlut = from_processes(&mixed, &groups, &mut arena).unwrap();
     assert_eq!(mlut.kind(), ModelKind::Mlut);
-    assert_eq!(arena.used_bytes(), 512 * 4 + 128 * 8);
+    assert_eq!(arena.used_bytes(), 512 * 4 + 128 * 4);
     lut.free(&mut arena).unwrap();
     dup.free(&mut arena).unwrap();
-    assert_eq!(arena.used_bytes(), 512 * 4 + 128 * 8);
+    assert_eq!(arena.used_bytes(), 512 * 4 + 128 * 4);
     view.free(&mut arena).unwrap();
-    assert_eq!(arena.used_bytes(), 128 * 8);
+    assert_eq!(arena.used_bytes(), 128 * 4);
     mlut.free(&mut arena).unwrap();
     assert_eq!(arena.used_bytes(), 0);
 }

@@ -4,7 +4,7 @@
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::detect::{detect, Shape};
-use super::map::{Model, Rank};
+use super::map::{lpid_mask, mlut_shift, pack, unpack, Model, Rank};
 use super::{RankMap, RankMapError, TableArena};
 use crate::av::{Lpid, Pgid, ProcessGroups};
 
@@ -149,9 +149,9 @@ impl<'a> RankMap<'a> {
             Model::LutStride { av, table, start, stride } => {
                 Model::LutStride { av, table, start, stride }
             }
-            Model::Mlut { table } => Model::Mlut { table },
-            Model::MlutStride { table, start, stride } => {
-                Model::MlutStride { table, start, stride }
+            Model::Mlut { table, shift, mask } => Model::Mlut { table, shift, mask },
+            Model::MlutStride { table, start, stride, shift, mask } => {
+                Model::MlutStride { table, start, stride, shift, mask }
             }
         };
         Ok(Self { model, size: self.size, pgid: self.pgid })
@@ -217,18 +217,18 @@ fn compose<'a, const N: usize, const T: usize>(
                 None
             }
         }
-        Model::Lut { table, .. } | Model::Mlut { table } => {
+        Model::Lut { table, .. } | Model::Mlut { table, .. } => {
             view(parent, table, offset, stride, n, groups, arena)?
         }
         Model::LutStride { table, start, stride: t, .. }
-        | Model::MlutStride { table, start, stride: t } => {
+        | Model::MlutStride { table, start, stride: t, .. } => {
             let t = t as i64;
             view(parent, table, start as i64 + t * offset, t * stride, n, groups, arena)?
         }
     })
 }
 
-/// Ranks `i` of the child read entry `start + i × stride` of the parent's table (pairs for an
+/// Ranks `i` of the child read entry `start + i × stride` of the parent's table (packed words of an
 /// mlut). Scanned first: a view that turns out regular needs no table at all.
 fn view<'a, const N: usize, const T: usize>(
     parent: &RankMap<'a>,
@@ -239,15 +239,18 @@ fn view<'a, const N: usize, const T: usize>(
     groups: &ProcessGroups<'a, N>,
     arena: &mut TableArena<'a, T>,
 ) -> Result<Option<RankMap<'a>>, RankMapError> {
-    let is_mlut = matches!(parent.model, Model::Mlut { .. } | Model::MlutStride { .. });
+    let mlut_shift = match parent.model {
+        Model::Mlut { shift, .. } | Model::MlutStride { shift, .. } => Some(shift),
+        _ => None,
+    };
     let entry = |i: usize| {
         let k = (start + i as i64 * stride) as usize;
-        if is_mlut {
-            let pair = table.get(2 * k..2 * k + 2)?;
-            Some((Pgid(pair[0].load(Relaxed) as u16), pair[1].load(Relaxed) as i64))
-        } else {
-            Some((parent.pgid, table.get(k)?.load(Relaxed) as i64))
-        }
+        let word = table.get(k)?.load(Relaxed);
+        let (pgid, lpid) = match mlut_shift {
+            Some(shift) => unpack(word, shift),
+            None => (parent.pgid, word),
+        };
+        Some((pgid, lpid as i64))
     };
     if let Some(map) = regular_map(detect(n as usize, entry), n, groups) {
         return Ok(Some(map));
@@ -263,8 +266,14 @@ fn view<'a, const N: usize, const T: usize>(
         (Model::Lut { av, .. } | Model::LutStride { av, .. }, _) => {
             Some(Model::LutStride { av, table, start: start_word, stride: stride_word })
         }
-        (_, 1) => table.get(2 * s..2 * (s + len)).map(|table| Model::Mlut { table }),
-        _ => Some(Model::MlutStride { table, start: start_word, stride: stride_word }),
+        (Model::Mlut { shift, .. } | Model::MlutStride { shift, .. }, 1) => table
+            .get(s..s + len)
+            .map(|table| Model::Mlut { table, shift: *shift, mask: lpid_mask(*shift) }),
+        (Model::Mlut { shift, .. } | Model::MlutStride { shift, .. }, _) => {
+            let (shift, mask) = (*shift, lpid_mask(*shift));
+            Some(Model::MlutStride { table, start: start_word, stride: stride_word, shift, mask })
+        }
+        (Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. }, _) => None,
     };
     let Some(model) = model else { return Ok(None) };
     arena.retain(table)?;
@@ -357,39 +366,40 @@ pub(crate) fn from_processes_seq<'a, const N: usize, const T: usize>(
     if let Some(map) = regular_map(shape, n, groups) {
         return Ok(map);
     }
-    let single = match group {
-        Some(pgid) => Some(pgid),
+    // One group (known, or found by a scan that also sizes an mlut's words): a lut.
+    let (single, shift) = match group {
+        Some(pgid) => (Some(pgid), 0),
         None => {
-            let (first, _) = at(0)?;
-            let mut same = true;
+            let (first, mut max_lpid) = at(0)?;
+            let (mut same, mut max_pgid) = (true, first);
             for i in 1..len {
-                same &= at(i)?.0 == first;
+                let (p, l) = at(i)?;
+                same &= p == first;
+                max_pgid = max_pgid.max(p);
+                max_lpid = max_lpid.max(l);
             }
-            same.then_some(first)
+            let shift = if same {
+                0
+            } else {
+                mlut_shift(max_pgid, max_lpid).ok_or(RankMapError::TooLarge)?
+            };
+            (same.then_some(first), shift)
         }
     };
-    if let Some(pgid) = single {
-        let table = arena.allocate(len)?;
-        if let Err(e) = fill(table, len, |i| at(i).map(|(_, l)| l)) {
-            arena.release(table)?;
-            return Err(e);
-        }
-        let model = Model::Lut { av: groups.av(pgid), table };
-        return Ok(RankMap { model, size: n, pgid });
-    }
-    let words = len.checked_mul(2).ok_or(RankMapError::TooLarge)?;
-    let table = arena.allocate(words)?;
-    let filled = (0..len).try_for_each(|i| {
-        let (p, l) = at(i)?;
-        table[2 * i].store(p.0 as u32, Relaxed);
-        table[2 * i + 1].store(l, Relaxed);
-        Ok(())
-    });
+    let table = arena.allocate(len)?;
+    let filled = match single {
+        Some(_) => fill(table, len, |i| at(i).map(|(_, l)| l)),
+        None => fill(table, len, |i| at(i).map(|(p, l)| pack(p, l, shift))),
+    };
     if let Err(e) = filled {
         arena.release(table)?;
         return Err(e);
     }
-    Ok(RankMap { model: Model::Mlut { table }, size: n, pgid: Pgid(0) })
+    let model = match single {
+        Some(pgid) => Model::Lut { av: groups.av(pgid), table },
+        None => Model::Mlut { table, shift, mask: lpid_mask(shift) },
+    };
+    Ok(RankMap { model, size: n, pgid: single.unwrap_or(Pgid(0)) })
 }
 
 fn fill(

@@ -28,7 +28,8 @@ pub enum RankMapError {
     },
     /// A process group is not registered.
     UnknownGroup(Pgid),
-    /// A communicator would have more than `u32::MAX` ranks.
+    /// A communicator would have more than `u32::MAX` ranks, or an mlut's largest pgid and
+    /// lpid do not fit one 32-bit word together.
     TooLarge,
     /// The table arena has no free run of `words` words (the largest has `largest_free`).
     ArenaFull {
@@ -62,7 +63,9 @@ impl fmt::Display for RankMapError {
                 "entry {index} names process {lpid}, its address vector has {len} entries"
             ),
             Self::UnknownGroup(p) => write!(f, "process group {} is not registered", p.0),
-            Self::TooLarge => f.write_str("communicator larger than u32::MAX ranks"),
+            Self::TooLarge => {
+                f.write_str("communicator larger than u32::MAX ranks, or its mlut words overflow")
+            }
             Self::ArenaFull { words, largest_free } => {
                 write!(f, "table arena full: {words} words needed, largest free run {largest_free}")
             }

@@ -22,7 +22,8 @@ pub enum ModelKind {
     Lut,
     /// A strided view of a parent's lut: `lpid = table[start + rank × stride]`.
     LutStrideView,
-    /// A table of `(pgid, lpid)` pairs (possibly an offset view of a parent's table).
+    /// A table of `(pgid, lpid)` packed into one word each (possibly an offset view of a
+    /// parent's table).
     Mlut,
     /// A strided view of a parent's mlut.
     MlutStrideView,
@@ -66,10 +67,10 @@ pub(crate) enum Model<'a> {
     Lut { av: &'a [Ave], table: &'a [AtomicU32] },
     /// `lpid = table[start + rank × stride]` within the parent's table.
     LutStride { av: &'a [Ave], table: &'a [AtomicU32], start: u32, stride: i32 },
-    /// `(pgid, lpid) = (table[2 rank], table[2 rank + 1])`; `table` is `2 size` words.
-    Mlut { table: &'a [AtomicU32] },
-    /// `(pgid, lpid)` at pair `start + rank × stride` of the parent's table.
-    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32 },
+    /// `table[rank]` packs `pgid << shift | lpid` (see [`unpack`]); `table` is `size` words.
+    Mlut { table: &'a [AtomicU32], shift: u32, mask: u32 },
+    /// `(pgid, lpid)` packed at word `start + rank × stride` of the parent's table.
+    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32, shift: u32, mask: u32 },
     /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
     /// so the slice bound is the rank bound.
     Contiguous { av: &'a [Ave], first: u32 },
@@ -154,7 +155,7 @@ impl<'a> RankMap<'a> {
         match self.model {
             Model::Lut { table, .. }
             | Model::LutStride { table, .. }
-            | Model::Mlut { table }
+            | Model::Mlut { table, .. }
             | Model::MlutStride { table, .. } => Some(table),
             Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. } => None,
         }
@@ -181,12 +182,13 @@ impl<'a> RankMap<'a> {
                 let i = start as i64 + rank as i64 * stride as i64;
                 Some((self.pgid, table.get(i as usize)?.load(Relaxed)))
             }
-            Model::Mlut { table } => pair(table, r),
-            Model::MlutStride { table, start, stride } => {
+            Model::Mlut { table, shift, .. } => Some(unpack(table.get(r)?.load(Relaxed), shift)),
+            Model::MlutStride { table, start, stride, shift, .. } => {
                 if rank >= self.size {
                     return None;
                 }
-                pair(table, (start as i64 + rank as i64 * stride as i64) as usize)
+                let i = (start as i64 + rank as i64 * stride as i64) as usize;
+                Some(unpack(table.get(i)?.load(Relaxed), shift))
             }
         }
     }
@@ -225,16 +227,19 @@ impl<'a> RankMap<'a> {
                 let i = start as i64 + rank as i64 * stride as i64;
                 av.get(table.get(i as usize)?.load(Relaxed) as usize)
             }
-            Model::Mlut { table } => {
+            Model::Mlut { table, shift, mask } => {
                 unlikely();
-                pair_entry(groups, table, r)
+                let word = table.get(r)?.load(Relaxed);
+                groups.entry_at((word >> shift) as usize, word & mask)
             }
-            Model::MlutStride { table, start, stride } => {
+            Model::MlutStride { table, start, stride, shift, mask } => {
                 unlikely();
                 if rank >= self.size {
                     return None;
                 }
-                pair_entry(groups, table, (start as i64 + rank as i64 * stride as i64) as usize)
+                let i = (start as i64 + rank as i64 * stride as i64) as usize;
+                let word = table.get(i)?.load(Relaxed);
+                groups.entry_at((word >> shift) as usize, word & mask)
             }
         }
     }
@@ -281,26 +286,43 @@ pub(crate) fn quotient(magic: u64, rank: Rank) -> u64 {
     ((magic as u128 * rank as u128) >> 64) as u64
 }
 
-/// Pair `i` of an mlut table.
-#[inline]
-fn pair(table: &[AtomicU32], i: usize) -> Option<(Pgid, Lpid)> {
-    let words = table.get(2 * i..2 * i + 2)?;
-    Some((Pgid(words[0].load(Relaxed) as u16), words[1].load(Relaxed)))
+/// An mlut word: the pgid above bit `shift` (`0 < shift < 32`), the lpid below it.
+#[inline(always)]
+pub(crate) fn unpack(word: u32, shift: u32) -> (Pgid, Lpid) {
+    (Pgid((word >> shift) as u16), word & lpid_mask(shift))
 }
 
-#[inline]
-fn pair_entry<'a, const N: usize>(
-    groups: &ProcessGroups<'a, N>,
-    table: &[AtomicU32],
-    i: usize,
-) -> Option<&'a Ave> {
-    let (pgid, lpid) = pair(table, i)?;
-    groups.entry(pgid, lpid)
+/// The bits below `shift` (`0 < shift < 32`).
+pub(crate) const fn lpid_mask(shift: u32) -> u32 {
+    u32::MAX >> (32 - shift)
+}
+
+/// The mlut word of `(pgid, lpid)`.
+pub(crate) fn pack(pgid: Pgid, lpid: Lpid, shift: u32) -> u32 {
+    ((pgid.0 as u32) << shift) | lpid
+}
+
+/// The lpid width of an mlut whose largest lpid is `max_lpid`, if its largest pgid fits above it.
+pub(crate) fn mlut_shift(max_pgid: Pgid, max_lpid: Lpid) -> Option<u32> {
+    let shift = (u32::BITS - max_lpid.leading_zeros()).max(1);
+    let pgid_bits = u32::BITS - (max_pgid.0 as u32).leading_zeros();
+    (shift + pgid_bits <= 32 && shift < 32).then_some(shift)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mlut_words_round_trip() {
+        for (pgid, lpid) in [(0u16, 0u32), (1, 786_431), (3, 1), (255, (1 << 24) - 1)] {
+            let shift = mlut_shift(Pgid(pgid), lpid).unwrap();
+            assert_eq!(unpack(pack(Pgid(pgid), lpid, shift), shift), (Pgid(pgid), lpid));
+        }
+        assert_eq!(mlut_shift(Pgid(1), u32::MAX), None);
+        assert_eq!(mlut_shift(Pgid(0x1ff), (1 << 24) - 1), None);
+        assert_eq!(mlut_shift(Pgid(1), (1 << 31) - 1), Some(31));
+    }
 
     #[test]
     fn block_quotient_is_exact_for_every_32_bit_rank_sampled() {

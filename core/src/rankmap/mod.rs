@@ -4,7 +4,8 @@
 //! `rank → &Ave` ([`RankMap::entry`]) with one `match` over its model: *direct*
 //! (`lpid = rank`), *offset*, *stride* (negative strides included, so a reversed
 //! communicator is regular), *block-stride* (a multiply-high instead of a division), *lut*
-//! (a table of lpids), *mlut* (a table of `(pgid, lpid)` pairs), and strided *views* into a
+//! (a table of lpids), *mlut* (a table of `(pgid, lpid)` packed in one word each: the pgid
+//! above a per-table bit position, the lpid below), and strided *views* into a
 //! parent's lut or mlut. Regular models take a few words; tables live in a caller-provided
 //! [`TableArena`], counted by users and shared between a parent and the views and
 //! duplicates made from it.
