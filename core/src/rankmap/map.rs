@@ -195,7 +195,13 @@ impl<'a> RankMap<'a> {
 
     /// The entry of the process behind `rank`; `None` when `rank >= size`. `groups` is read
     /// only by mlut maps, to find the address vector of each rank's group.
-    #[inline(always)]
+    ///
+    /// One exhaustive `match`, no default arm. The contiguous models (direct and offset: the
+    /// duplicates and unreordered splits that dominate applications) are hinted likely, so
+    /// the compiler tests them first with one compare and reaches the others through a jump
+    /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
+    /// a rank past the end falls outside it (the lut's table, the stride's window of the
+    /// address vector), plus the address-vector check where an index comes from a table.
     pub fn entry<const N: usize>(
         &self,
         groups: &ProcessGroups<'a, N>,
