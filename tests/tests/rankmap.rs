@@ -111,6 +111,14 @@ fn reversed_and_strided_communicators_are_regular() {
         twice.free(&mut big).unwrap();
     }
     assert_eq!(arena.used_bytes(), 0);
+    // Descending runs through a reversed parent are ascending runs: block-stride, no table.
+    let reversed =
+        create(&world, &(0..1000).rev().collect::<Vec<_>>(), &groups, &mut arena).unwrap();
+    let runs: Vec<u32> = (0..100).flat_map(|b| (0..4).rev().map(move |i| b * 10 + i)).collect();
+    let child = create(&reversed, &runs, &groups, &mut arena).unwrap();
+    assert_eq!(child.kind(), ModelKind::BlockStride);
+    let reversed_ref = world_ref.create(&(0..1000).rev().collect::<Vec<_>>()).unwrap();
+    check(&child, &reversed_ref.create(&runs).unwrap(), &groups).unwrap();
 }
 
 #[test]

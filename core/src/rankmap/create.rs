@@ -48,16 +48,16 @@ pub fn create<'a, const N: usize, const T: usize>(
     if let Some(child) = compose(parent, pattern, n, groups, arena)? {
         return Ok(child);
     }
-    // An irregular mapping through an affine parent stays irregular: no second scan, one
-    // tight pass into the table.
-    if let (Shape::Irregular, Model::Contiguous { .. } | Model::Stride { .. }) =
-        (pattern, &parent.model)
-    {
-        let (start, step) = match parent.model {
-            Model::Stride { first, stride, base, .. } => (base as i64 + first, stride),
-            Model::Contiguous { first, .. } => (first as i64, 1),
-            _ => (0, 1),
-        };
+    // An irregular mapping through an increasing affine parent stays irregular (a negative
+    // stride could turn descending runs into block-stride): no second scan, one tight pass.
+    let increasing = match parent.model {
+        Model::Contiguous { first, .. } => Some((first as i64, 1)),
+        Model::Stride { first, stride, base, .. } if stride > 0 => {
+            Some((base as i64 + first, stride))
+        }
+        _ => None,
+    };
+    if let (Shape::Irregular, Some((start, step))) = (pattern, increasing) {
         return lut_through_affine(parent, indirect, start, step, groups, arena);
     }
     from_processes_seq(n, through_parent, parent.pgid(), groups, arena)

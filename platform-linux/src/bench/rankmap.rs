@@ -259,7 +259,7 @@ fn lookups(n: u32) -> Result<Vec<Value>, String> {
     let mut arena = TableArena::new(&w.words);
     let table = VcTable { vcs: w.vcs.iter().collect() };
     let rounds = (LOOKUPS_PER_REP / n as usize).max(1);
-    let reps = if n >= 100_000 { 5 } else { 9 };
+    let reps = if n >= 100_000 { 7 } else { 9 };
     let mut rows = Vec::new();
     for model in MODELS {
         let (map, comm) = build(model, n, &w, &groups, &mut arena, &table)?;
