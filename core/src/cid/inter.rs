@@ -26,6 +26,8 @@ pub enum InterStep<'a> {
         /// This member's contribution.
         words: &'a [u32],
     },
+    /// Another request of this process has priority; poll again later.
+    Wait,
     /// Leader only: send `local` to the remote leader, receive its CID, and hand it to
     /// [`handle_exchange`](InterCidRequest::handle_exchange).
     Exchange {
@@ -82,6 +84,7 @@ impl<const W: usize> InterCidRequest<W> {
         match self.phase {
             Phase::Local => match self.local.poll(space)? {
                 super::Step::Allreduce { op, words } => Ok(InterStep::Allreduce { op, words }),
+                super::Step::Wait => Ok(InterStep::Wait),
                 super::Step::Done(_) => Err(CidError::InconsistentResult),
             },
             Phase::Exchange => Ok(InterStep::Exchange { local: self.pair.local }),

@@ -18,6 +18,10 @@ fn allocate_alone(space: &CidSpace<W>, algorithm: Algorithm, parent: Cid) -> Cid
     loop {
         let words = match request.poll(space).expect("request failed") {
             Step::Done(cid) => return cid,
+            Step::Wait => {
+                thread::yield_now();
+                continue;
+            }
             Step::Allreduce { words, .. } => std::vec::Vec::from(words),
         };
         request.handle_allreduce(space, &words).expect("handle failed");

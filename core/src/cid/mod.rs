@@ -7,6 +7,7 @@
 //! loop {
 //!     match request.poll(&space)? {
 //!         Step::Allreduce { op, words } => { /* reduce `words` over the members */ }
+//!         Step::Wait => { /* yield to this process's other threads */ continue }
 //!         Step::Done(cid) => break cid,
 //!     }
 //!     request.handle_allreduce(&space, &reduced)?;
@@ -15,14 +16,16 @@
 //!
 //! - [`Algorithm::Lowest`]: the lowest locally free CID is proposed, a MAX allreduce picks
 //!   the candidate, an AND allreduce confirms that it is free everywhere; a failed round
-//!   retries above the failed candidate.
+//!   retries above the failed candidate. After a failed first round only the process's
+//!   priority request (least ⟨parent cid, tag⟩) searches; the others [`Step::Wait`].
 //! - [`Algorithm::Mask`]: one BAND allreduce of the free-CID mask. An eager segment is tried
 //!   first; that allreduce also proves every member arrived, which prevents the hold-and-wait
 //!   deadlock of the original algorithm. Threads of one process take turns holding the
 //!   mask by ⟨parent cid, tag⟩ priority; threads that do not hold it contribute zeros.
 //! - [`Algorithm::Highest`]: one MAX allreduce of one integer (the highest CID in use plus
-//!   one); a confirmation round only when threads allocate concurrently; a mask round when
-//!   the highest CID would leave the configured width.
+//!   one); a confirmation round only when threads allocate concurrently, over a window of
+//!   32 CIDs from the maximum up; a mask round when the highest CID would leave the
+//!   configured width.
 //!
 //! The per-process state that threads share is a [`CidSpace`]; every request of a process
 //! runs against the same space. Group-collective creation (`comm_create_group`) is the same

@@ -1,5 +1,7 @@
 //! One member's side of a CID allocation: a sans-IO state machine.
 
+use core::hash::{Hash, Hasher};
+
 use super::error::CidError;
 use super::space::{lowest_set, CidSpace, SpaceState};
 use super::step::{ReduceOp, Step};
@@ -13,8 +15,9 @@ pub enum Algorithm {
     /// BAND of the free mask: eager segment first (also the synchronisation), then the
     /// base mask in ⟨parent cid, tag⟩ priority order.
     Mask,
-    /// MAX of the highest used CID plus one; confirmation only when threaded; a mask round
-    /// when the width would be exceeded.
+    /// MAX of the highest used CID plus one; confirmation only when threaded (over a
+    /// 32-CID window above the maximum, so one taken CID does not fail the round); a mask
+    /// round when the width would be exceeded.
     Highest,
     /// The mask algorithm *without* its synchronising first allreduce: a request may hold
     /// the mask while members have not arrived. It can deadlock (two processes, two
@@ -22,9 +25,11 @@ pub enum Algorithm {
     MaskWithoutSync,
 }
 
-/// A MAX contribution that voids the round: this member's process gives priority to
-/// another request. Above every CID and the overflow mark.
-const VETO: u32 = u32::MAX;
+/// CIDs the highest algorithm's confirmation round offers above the agreed maximum.
+const HIGHEST_WINDOW: u32 = 32;
+/// Past its first CID, the window takes every `LANES`-th CID on the lane of the request's
+/// priority, so the windows of concurrent requests rarely overlap when their maxima meet.
+const LANES: u32 = 128;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Phase {
@@ -36,11 +41,14 @@ enum Phase {
     Propose {
         synced: bool,
     },
-    /// Lowest/highest: AND of "the agreed CID is mine here".
-    Confirm {
-        synced: bool,
+    /// Highest, threaded: reserve the confirmation window once this request has the
+    /// process's priority, then confirm.
+    Reserve {
         agreed: Cid,
-        ok: bool,
+    },
+    /// Lowest/highest: BAND of which CIDs from the agreed one up this member reserved.
+    Confirm {
+        agreed: Cid,
     },
     Done(Cid),
     Failed,
@@ -66,7 +74,9 @@ enum Hold {
 /// before it finishes must be [`abort`](Self::abort)ed, or the space keeps its holds.
 ///
 /// `W` is the word capacity, at least the space's ([`words_for`](super::words_for)).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Equality and hashing cover the protocol state, not the statistics, so a simulator can
+/// recognise a state it has seen.
+#[derive(Clone, Debug)]
 pub struct CidRequest<const W: usize> {
     algorithm: Algorithm,
     priority: u64,
@@ -79,8 +89,10 @@ pub struct CidRequest<const W: usize> {
     registered: bool,
     /// The CID this member reserved as its own proposal.
     candidate: Option<Cid>,
-    /// The agreed CID this member reserved for the confirmation round.
-    reserved_agreed: Option<Cid>,
+    /// What this member proposed in the last MAX round.
+    proposed: Cid,
+    /// CIDs `agreed + i` this member reserved for the confirmation round (bit `i`).
+    window: (Cid, u32),
     /// Lowest: proposals start here; moved above each failed candidate.
     start: Cid,
     wrapped: bool,
@@ -89,6 +101,40 @@ pub struct CidRequest<const W: usize> {
 }
 
 impl<const W: usize> CidRequest<W> {
+    /// The protocol state, without statistics and without buffer words past `len`.
+    #[allow(clippy::type_complexity)]
+    fn identity(
+        &self,
+    ) -> (
+        Algorithm,
+        u64,
+        Phase,
+        bool,
+        ReduceOp,
+        &[u32],
+        Hold,
+        bool,
+        (Option<Cid>, Cid),
+        (Cid, u32),
+        Cid,
+        bool,
+    ) {
+        (
+            self.algorithm,
+            self.priority,
+            self.phase,
+            self.posted,
+            self.op,
+            &self.buf[..self.len],
+            self.hold,
+            self.registered,
+            (self.candidate, self.proposed),
+            self.window,
+            self.start,
+            self.wrapped,
+        )
+    }
+
     /// A request for a new CID under `parent` (the parent communicator's CID) with `tag`
     /// (0 for the communicator-collective constructors; the user's tag for
     /// `comm_create_group`). ⟨parent, tag⟩ orders concurrent requests of a process.
@@ -109,7 +155,8 @@ impl<const W: usize> CidRequest<W> {
             hold: Hold::None,
             registered: false,
             candidate: None,
-            reserved_agreed: None,
+            proposed: 0,
+            window: (0, 0),
             start: 0,
             wrapped: false,
             allreduces: 0,
@@ -148,9 +195,13 @@ impl<const W: usize> CidRequest<W> {
             _ => {}
         }
         if !self.posted {
-            if let Err(error) = space.with(|state| self.contribute(space, state)) {
-                self.phase = Phase::Failed;
-                return Err(error);
+            match space.with(|state| self.contribute(space, state)) {
+                Ok(true) => {}
+                Ok(false) => return Ok(Step::Wait),
+                Err(error) => {
+                    self.phase = Phase::Failed;
+                    return Err(error);
+                }
             }
             self.posted = true;
             self.allreduces += 1;
@@ -199,21 +250,23 @@ impl<const W: usize> CidRequest<W> {
         }
         self.hold = Hold::None;
         let width = space.config().width;
-        for cid in [self.candidate.take(), self.reserved_agreed.take()].into_iter().flatten() {
+        if let Some(cid) = self.candidate.take() {
             state.put(cid, width);
         }
+        self.release_window(state, width, None);
         if self.registered {
             state.unregister(self.priority);
             self.registered = false;
         }
     }
 
-    /// Writes this member's contribution for the current phase into the buffer.
+    /// Writes this member's contribution for the current phase into the buffer; false when
+    /// the request must wait for a request of higher priority in this process.
     fn contribute(
         &mut self,
         space: &CidSpace<W>,
         state: &mut SpaceState<W>,
-    ) -> Result<(), CidError> {
+    ) -> Result<bool, CidError> {
         let config = space.config();
         let mask_words = (config.width / 32) as usize;
         match self.phase {
@@ -249,31 +302,57 @@ impl<const W: usize> CidRequest<W> {
                 }
             }
             Phase::Propose { synced } => {
+                if synced && !state.is_top(self.priority) {
+                    // Only the process's priority request searches; the others wait
+                    // without an allreduce, as they all arrived already.
+                    return Ok(false);
+                }
+                if state.mask_in_use {
+                    // A fallback mask round lent every free CID to its holder. That holder
+                    // has passed its synchronisation, so its round ends without us.
+                    return Ok(false);
+                }
                 self.set_len(ReduceOp::Max, 1)?;
-                self.buf[0] = if synced && !state.is_top(self.priority) {
-                    VETO
-                } else {
-                    let pick = match self.algorithm {
-                        Algorithm::Lowest => state.lowest_free(self.start, config.width),
-                        _ => Some(state.highest.map_or(0, |h| h + 1)).filter(|c| *c < config.width),
-                    };
-                    match pick {
-                        Some(cid) => {
-                            state.take(cid);
-                            self.candidate = Some(cid);
-                            cid
-                        }
-                        None => config.width,
-                    }
+                let pick = match self.algorithm {
+                    Algorithm::Lowest => state.lowest_free(self.start, config.width),
+                    // Above everything in use here, and above a window that failed:
+                    // windows other requests hold are passed, not waited for.
+                    _ => state
+                        .lowest_free(state.top.map_or(0, |t| t + 1).max(self.start), config.width),
                 };
+                // Threaded highest reserves nothing before the maximum is known: it
+                // reserves its window when it has the priority (see `Phase::Reserve`).
+                let reserve = !(self.algorithm == Algorithm::Highest && config.threaded);
+                self.proposed = match pick {
+                    Some(cid) => {
+                        if reserve {
+                            if !state.take(cid) {
+                                return Err(CidError::Conflict);
+                            }
+                            self.candidate = Some(cid);
+                        }
+                        cid
+                    }
+                    None => config.width,
+                };
+                self.buf[0] = self.proposed;
             }
-            Phase::Confirm { ok, .. } => {
+            Phase::Reserve { agreed } => {
+                if !state.is_top(self.priority) || state.mask_in_use {
+                    return Ok(false);
+                }
+                self.reserve_window(state, config.width, agreed);
+                self.phase = Phase::Confirm { agreed };
                 self.set_len(ReduceOp::BitAnd, 1)?;
-                self.buf[0] = if ok { u32::MAX } else { 0 };
+                self.buf[0] = self.window.1;
+            }
+            Phase::Confirm { .. } => {
+                self.set_len(ReduceOp::BitAnd, 1)?;
+                self.buf[0] = self.window.1;
             }
             Phase::Done(_) | Phase::Failed => {}
         }
-        Ok(())
+        Ok(true)
     }
 
     fn set_len(&mut self, op: ReduceOp, len: usize) -> Result<(), CidError> {
@@ -332,29 +411,40 @@ impl<const W: usize> CidRequest<W> {
                     self.finish(state, cid);
                 }
             }
-            Phase::Propose { synced } => self.absorb_proposal(space, state, synced, reduced[0])?,
-            Phase::Confirm { synced, agreed, .. } => {
-                if reduced[0] != 0 {
-                    if let Some(own) = self.candidate.take() {
-                        if own != agreed {
-                            state.put(own, width);
-                        }
-                    }
-                    self.reserved_agreed = None;
-                    self.finish(state, agreed);
+            Phase::Propose { .. } => self.absorb_proposal(space, state, reduced[0])?,
+            Phase::Confirm { agreed } => {
+                let offered = reduced[0] & self.window.1;
+                if reduced[0] != offered {
+                    return Err(CidError::InconsistentResult);
+                }
+                // A candidate inside the window was moved into it; any other is not needed.
+                if let Some(own) = self.candidate.take() {
+                    state.put(own, width);
+                }
+                if offered != 0 {
+                    let index = offered.trailing_zeros();
+                    let chosen = self.window_cid(agreed, index);
+                    self.release_window(state, width, Some(chosen));
+                    // A CID off the agreed one stays out of `top`: later proposals fill the
+                    // gap below it rather than climb past it.
+                    state.commit(chosen, index == 0);
+                    self.finish(state, chosen);
                 } else {
-                    for cid in
-                        [self.candidate.take(), self.reserved_agreed.take()].into_iter().flatten()
-                    {
-                        state.put(cid, width);
-                    }
-                    if self.algorithm == Algorithm::Lowest {
-                        self.start = agreed.saturating_add(1);
-                    }
-                    self.enter_loop(state, synced)?;
+                    self.release_window(state, width, None);
+                    self.start = match self.algorithm {
+                        Algorithm::Lowest => agreed.saturating_add(1),
+                        // Past the agreed CID once; past the whole window after that, as
+                        // a request of the same lane may hold it.
+                        _ if !self.wrapped => agreed.saturating_add(1),
+                        _ => self.window_cid(agreed, self.window_size() - 1).saturating_add(1),
+                    };
+                    self.wrapped = true;
+                    self.ensure_registered(state)?;
+                    self.phase = Phase::Propose { synced: true };
                 }
             }
-            Phase::Done(_) | Phase::Failed => {}
+            // Nothing was posted in these phases: `handle_allreduce` refused the result.
+            Phase::Reserve { .. } | Phase::Done(_) | Phase::Failed => {}
         }
         Ok(())
     }
@@ -363,22 +453,12 @@ impl<const W: usize> CidRequest<W> {
         &mut self,
         space: &CidSpace<W>,
         state: &mut SpaceState<W>,
-        synced: bool,
         agreed: u32,
     ) -> Result<(), CidError> {
         let config = space.config();
         let own = self.candidate;
-        if own.is_some_and(|c| agreed < c) || (own.is_none() && agreed < config.width) {
+        if agreed < self.proposed {
             return Err(CidError::InconsistentResult);
-        }
-        if agreed == VETO {
-            if !synced {
-                return Err(CidError::InconsistentResult);
-            }
-            if let Some(cid) = self.candidate.take() {
-                state.put(cid, config.width);
-            }
-            return Ok(());
         }
         if agreed >= config.width {
             // Some member has no CID left to propose from where it searched.
@@ -395,7 +475,9 @@ impl<const W: usize> CidRequest<W> {
             }
             self.start = 0;
             self.wrapped = true;
-            return self.enter_loop(state, synced);
+            self.ensure_registered(state)?;
+            self.phase = Phase::Propose { synced: true };
+            return Ok(());
         }
         if self.algorithm == Algorithm::Highest && !config.threaded {
             // Every member proposed above everything it uses: the maximum is free everywhere.
@@ -411,23 +493,66 @@ impl<const W: usize> CidRequest<W> {
             self.finish(state, agreed);
             return Ok(());
         }
-        let ok = own == Some(agreed) || {
-            let taken = state.take(agreed);
-            if taken {
-                self.reserved_agreed = Some(agreed);
-            }
-            taken
-        };
-        self.phase = Phase::Confirm { synced, agreed, ok };
+        if self.algorithm == Algorithm::Highest {
+            self.ensure_registered(state)?;
+            self.phase = Phase::Reserve { agreed };
+            return Ok(());
+        }
+        self.reserve_window(state, config.width, agreed);
+        self.phase = Phase::Confirm { agreed };
         Ok(())
     }
 
-    /// After a failed first round every member has arrived: from now on only the
-    /// process's priority request proposes.
-    fn enter_loop(&mut self, state: &mut SpaceState<W>, _synced: bool) -> Result<(), CidError> {
-        self.ensure_registered(state)?;
-        self.phase = Phase::Propose { synced: true };
-        Ok(())
+    /// Reserves what this member can of the confirmation window above `agreed`; a
+    /// reserved candidate inside it moves into the window.
+    fn reserve_window(&mut self, state: &mut SpaceState<W>, width: u32, agreed: Cid) {
+        let mut bits = 0u32;
+        for i in 0..self.window_size() {
+            let cid = self.window_cid(agreed, i);
+            if cid >= width || state.mask_in_use {
+                continue;
+            }
+            if self.candidate == Some(cid) {
+                self.candidate = None;
+                bits |= 1 << i;
+            } else if state.take_for_window(cid) {
+                bits |= 1 << i;
+            }
+        }
+        self.window = (agreed, bits);
+    }
+
+    fn window_size(&self) -> u32 {
+        if self.algorithm == Algorithm::Highest {
+            HIGHEST_WINDOW
+        } else {
+            1
+        }
+    }
+
+    /// CID `i` of the confirmation window above `agreed`: the agreed CID itself, then (for
+    /// highest) every `LANES`-th CID on this request's lane, so two concurrent requests
+    /// that agreed on the same maximum share only that first CID unless their lanes meet.
+    #[inline]
+    fn window_cid(&self, agreed: Cid, i: u32) -> Cid {
+        if i == 0 {
+            return agreed;
+        }
+        let lane = ((self.priority.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32) % LANES;
+        agreed.saturating_add(1 + lane + LANES * (i - 1))
+    }
+
+    /// Frees every CID of the confirmation window except `keep`.
+    fn release_window(&mut self, state: &mut SpaceState<W>, width: u32, keep: Option<Cid>) {
+        let (agreed, mut bits) = self.window;
+        while bits != 0 {
+            let cid = self.window_cid(agreed, bits.trailing_zeros());
+            bits &= bits - 1;
+            if Some(cid) != keep {
+                state.put(cid, width);
+            }
+        }
+        self.window = (0, 0);
     }
 
     fn ensure_registered(&mut self, state: &mut SpaceState<W>) -> Result<(), CidError> {
@@ -444,5 +569,19 @@ impl<const W: usize> CidRequest<W> {
             self.registered = false;
         }
         self.phase = Phase::Done(cid);
+    }
+}
+
+impl<const W: usize> PartialEq for CidRequest<W> {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl<const W: usize> Eq for CidRequest<W> {}
+
+impl<const W: usize> Hash for CidRequest<W> {
+    fn hash<S: Hasher>(&self, state: &mut S) {
+        self.identity().hash(state);
     }
 }

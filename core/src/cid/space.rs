@@ -41,8 +41,13 @@ impl SpaceConfig {
 pub(crate) struct SpaceState<const W: usize> {
     /// Bit `c % 32` of word `c / 32` is set when CID `c` is free.
     pub free: [u32; W],
+    /// Set for CIDs reserved by a confirmation window (used, but not yet anyone's).
+    pub windowed: [u32; W],
     /// The highest CID in use or reserved.
     pub highest: Option<Cid>,
+    /// The highest CID in use or proposed, leaving out confirmation windows (or a CID
+    /// above it when the exact one was released): the highest algorithm proposes above it.
+    pub top: Option<Cid>,
     /// CIDs in use or reserved.
     pub live: u32,
     /// A request holds the eager segment for its allreduce.
@@ -63,13 +68,31 @@ impl<const W: usize> SpaceState<W> {
 
     /// Marks `cid` used; false when it was not free.
     pub fn take(&mut self, cid: Cid) -> bool {
+        let taken = self.take_for_window(cid);
+        if taken {
+            self.commit(cid, true);
+        }
+        taken
+    }
+
+    /// Marks `cid` reserved for a confirmation window, without moving `top`.
+    pub fn take_for_window(&mut self, cid: Cid) -> bool {
         if !self.is_free(cid) {
             return false;
         }
         self.free[cid as usize / 32] &= !(1 << (cid % 32));
+        self.windowed[cid as usize / 32] |= 1 << (cid % 32);
         self.live += 1;
         self.highest = Some(self.highest.map_or(cid, |h| h.max(cid)));
         true
+    }
+
+    /// Turns a window reservation of `cid` into a use; counts it in `top` when `raise`.
+    pub fn commit(&mut self, cid: Cid, raise: bool) {
+        self.windowed[cid as usize / 32] &= !(1 << (cid % 32));
+        if raise {
+            self.top = Some(self.top.map_or(cid, |t| t.max(cid)));
+        }
     }
 
     /// Marks `cid` free again; false when it was free already or outside the space.
@@ -78,20 +101,25 @@ impl<const W: usize> SpaceState<W> {
             return false;
         }
         self.free[cid as usize / 32] |= 1 << (cid % 32);
+        self.windowed[cid as usize / 32] &= !(1 << (cid % 32));
         self.live -= 1;
         if self.highest == Some(cid) {
-            self.highest = self.highest_used_below(cid, width);
+            self.highest = self.highest_used_below(cid, width, false);
+        }
+        if self.top == Some(cid) {
+            self.top = self.highest_used_below(cid, width, true);
         }
         true
     }
 
-    fn highest_used_below(&self, cid: Cid, width: u32) -> Option<Cid> {
+    fn highest_used_below(&self, cid: Cid, width: u32, skip_windows: bool) -> Option<Cid> {
         let words = (width / 32) as usize;
         let mut index = cid as usize / 32;
         // Bits at or above `cid` in its word are free by now or above the old highest.
         let mut below = (1u32 << (cid % 32)) - 1;
         loop {
-            let used = !self.free[index] & below;
+            let windows = if skip_windows { self.windowed[index] } else { 0 };
+            let used = !self.free[index] & !windows & below;
             if used != 0 {
                 return Some(index as u32 * 32 + 31 - used.leading_zeros());
             }
@@ -172,7 +200,9 @@ impl<const W: usize> CidSpace<W> {
         free[..(config.width / 32) as usize].fill(u32::MAX);
         let state = SpaceState {
             free,
+            windowed: [0; W],
             highest: None,
+            top: None,
             live: 0,
             eager_in_use: false,
             mask_in_use: false,

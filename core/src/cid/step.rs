@@ -41,6 +41,11 @@ pub enum Step<'a> {
         /// This member's contribution.
         words: &'a [u32],
     },
+    /// Another request of this process has priority: no allreduce is outstanding; poll
+    /// again later (after yielding to this process's other threads). Only the lowest and
+    /// highest algorithms wait, and only after their first allreduce has shown that every
+    /// member arrived, so waiting cannot close a cycle across processes.
+    Wait,
     /// The members agreed on this CID; it is claimed in this process's space.
     Done(Cid),
 }

@@ -20,6 +20,7 @@ fn agree(spaces: &[CidSpace<W>], algorithm: Algorithm) -> Result<(Cid, u32), Cid
         for (request, space) in requests.iter_mut().zip(spaces) {
             match request.poll(space)? {
                 Step::Done(cid) => done.push(cid),
+                Step::Wait => panic!("a lone request never waits"),
                 Step::Allreduce { op, words } => match &mut reduced {
                     None => reduced = Some((op, words.to_vec())),
                     Some((o, acc)) => {
@@ -131,10 +132,25 @@ fn host_mistakes_are_errors() {
     );
     request.poll(&space).unwrap();
     request.handle_allreduce(&space, &[5]).unwrap();
+    let Step::Allreduce { words, .. } = request.poll(&space).unwrap() else { panic!() };
+    // The window starts at the agreed CID; its other CIDs lie on the request's lane, some
+    // of them beyond this small width.
+    let offered = words[0];
+    assert_eq!(offered & 1, 1, "{offered:b}");
+    assert!(space.live() as usize == offered.count_ones() as usize && !space.is_free(5));
+    assert_eq!(
+        request.handle_allreduce(&space, &[offered | 1 << 31]),
+        Err(CidError::InconsistentResult)
+    );
+
+    let mut request = CidRequest::new(Algorithm::Highest, 0, 0);
     request.poll(&space).unwrap();
-    request.handle_allreduce(&space, &[u32::MAX]).unwrap();
+    request.handle_allreduce(&space, &[5]).unwrap();
+    let Step::Allreduce { words, .. } = request.poll(&space).unwrap() else { panic!() };
+    let offered = words[0];
+    assert_eq!(request.handle_allreduce(&space, &[offered]), Ok(()));
     assert_eq!(request.poll(&space).unwrap(), Step::Done(5));
-    assert!(space.is_free(0) && !space.is_free(5));
+    assert!(space.is_free(0) && !space.is_free(5) && space.live() == 1, "the window is released");
     assert_eq!(request.handle_allreduce(&space, &[0]), Err(CidError::Finished));
 
     // A MAX below this member's own proposal cannot be a reduction of it.
@@ -179,6 +195,7 @@ fn inter_communicator_pairs_meet_in_the_middle() {
                             Some(a) => op.fold(a, words),
                         }
                     }
+                    InterStep::Wait => panic!("a lone request never waits"),
                     InterStep::Exchange { local } => leader_cids[side] = Some(local),
                     InterStep::Done(pair) => pairs.push((side, pair)),
                 }

@@ -5,8 +5,10 @@ use core::mem::size_of;
 use super::{CidStore, StoreError};
 use crate::cid::Cid;
 
-/// The key of an empty slot; the one CID this store cannot hold.
+/// The key of a never-used slot.
 const EMPTY: Cid = Cid::MAX;
+/// The key of a slot whose communicator was removed (lookups walk past it).
+const TOMBSTONE: Cid = Cid::MAX - 1;
 /// The smallest table.
 const MIN_SIZE: usize = 8;
 
@@ -24,146 +26,162 @@ impl<H: Copy + Default> FoldedSlot<H> {
     }
 }
 
-/// CID `c` lives in slot `c mod size` of a power-of-two table, or the next free slot after
-/// it (linear probing). CIDs handed out near one another land in distinct slots, so a lookup
-/// is one load and one compare, as in a flat array; but the table follows the number of
-/// live communicators (it doubles past 7/8 full and halves below 3/8), not the highest
-/// CID. The caller's arena holds two tables of up to half its length, used in turn while
-/// resizing.
+/// CID `c` lives in slot `c mod size` of a power-of-two table whenever that slot is free
+/// when it is inserted; CIDs allocated near one another (as every algorithm hands them
+/// out) land in distinct slots, so a lookup is one load and one compare, as in a flat
+/// array. A CID whose slot is taken goes to the first free slot after a second,
+/// multiplicative hash of it, so one collision does not push its neighbours along. The
+/// table follows the number of live communicators (rebuilt larger past 7/8 full, counting
+/// removed slots, and smaller below 3/8), not the highest CID.
+///
+/// The table sits at the start of the caller's arena; the rest holds the entries while a
+/// rebuild moves them, so a table can grow to half the arena.
 #[derive(Debug)]
 pub struct Folded<'a, H> {
     arena: &'a mut [FoldedSlot<H>],
-    base: usize,
     mask: usize,
     len: usize,
+    tombstones: usize,
 }
 
 impl<'a, H: Copy + Default> Folded<'a, H> {
     /// A store over `arena`, which it clears. It holds up to 7/8 of the largest power of two
-    /// not above half the arena, at least 16 slots in all.
+    /// not above half the arena (nothing when the arena holds fewer than 16 slots).
     pub fn new(arena: &'a mut [FoldedSlot<H>]) -> Self {
         arena.fill(FoldedSlot::empty());
-        Self { arena, base: 0, mask: MIN_SIZE - 1, len: 0 }
+        let mask = if arena.len() >= 2 * MIN_SIZE { MIN_SIZE - 1 } else { 0 };
+        Self { arena, mask, len: 0, tombstones: 0 }
     }
 
     fn size(&self) -> usize {
         self.mask + 1
     }
 
-    fn max_size(&self) -> usize {
-        let half = self.arena.len() / 2;
-        if half < MIN_SIZE {
-            0
-        } else {
-            1 << (usize::BITS - 1 - half.leading_zeros())
+    fn usable(&self) -> bool {
+        self.arena.len() >= 2 * MIN_SIZE
+    }
+
+    /// Where the search continues when the home slot holds another CID.
+    #[inline]
+    fn second(&self, cid: Cid) -> usize {
+        (cid.wrapping_mul(0x9E37_79B9) >> 16) as usize & self.mask
+    }
+
+    /// The slot holding `cid`.
+    fn find(&self, cid: Cid) -> Option<usize> {
+        let home = cid as usize & self.mask;
+        match self.arena[home].key {
+            key if key == cid => return Some(home),
+            EMPTY => return None,
+            _ => {}
+        }
+        let mut i = self.second(cid);
+        loop {
+            match self.arena[i].key {
+                key if key == cid => return Some(i),
+                EMPTY => return None,
+                _ => i = (i + 1) & self.mask,
+            }
         }
     }
 
-    /// The slot holding `cid`, or the empty slot where its probe ends.
-    #[inline]
-    fn probe(&self, cid: Cid) -> (usize, bool) {
-        let mut i = cid as usize & self.mask;
-        loop {
-            let key = self.arena[self.base + i].key;
-            if key == cid {
-                return (i, true);
-            }
-            if key == EMPTY {
-                return (i, false);
-            }
+    /// Where `cid` (known absent) goes.
+    fn free_slot(&self, cid: Cid) -> usize {
+        let home = cid as usize & self.mask;
+        if matches!(self.arena[home].key, EMPTY | TOMBSTONE) {
+            return home;
+        }
+        let mut i = self.second(cid);
+        while !matches!(self.arena[i].key, EMPTY | TOMBSTONE) {
             i = (i + 1) & self.mask;
         }
+        i
     }
 
-    fn resize(&mut self, size: usize) {
-        let half = self.arena.len() / 2;
-        let (old_base, old_size) = (self.base, self.size());
-        let new_base = if old_base == 0 { half } else { 0 };
-        self.arena[new_base..new_base + size].fill(FoldedSlot::empty());
-        self.base = new_base;
-        self.mask = size - 1;
-        for i in old_base..old_base + old_size {
+    fn place(&mut self, cid: Cid, value: H) {
+        let at = self.free_slot(cid);
+        if self.arena[at].key == TOMBSTONE {
+            self.tombstones -= 1;
+        }
+        self.arena[at] = FoldedSlot { key: cid, value };
+    }
+
+    /// Rebuilds the table with `size` slots: the live entries are packed at the end of the
+    /// arena, the table cleared, and the entries placed again.
+    fn rebuild(&mut self, size: usize) {
+        let end = self.arena.len();
+        let mut packed = end;
+        for i in (0..self.size()).rev() {
             let slot = self.arena[i];
-            if slot.key != EMPTY {
-                let (at, _) = self.probe(slot.key);
-                self.arena[self.base + at] = slot;
+            if slot.key < TOMBSTONE {
+                packed -= 1;
+                self.arena[packed] = slot;
             }
         }
-        self.arena[old_base..old_base + old_size].fill(FoldedSlot::empty());
+        // Both tables fit in the first half and the live entries in the second.
+        let clear = size.max(self.size()).min(packed);
+        self.arena[..clear].fill(FoldedSlot::empty());
+        self.mask = size - 1;
+        self.tombstones = 0;
+        for i in packed..end {
+            let slot = self.arena[i];
+            self.arena[i] = FoldedSlot::empty();
+            self.place(slot.key, slot.value);
+        }
     }
 }
 
 impl<H: Copy + Default> CidStore<H> for Folded<'_, H> {
     fn insert(&mut self, cid: Cid, handle: H) -> Result<(), StoreError> {
-        if cid == EMPTY {
+        if cid >= TOMBSTONE {
             return Err(StoreError::OutOfRange);
         }
-        if self.max_size() == 0 {
+        if !self.usable() {
             return Err(StoreError::Full);
         }
-        if self.probe(cid).1 {
+        if self.find(cid).is_some() {
             return Err(StoreError::Occupied);
         }
-        if (self.len + 1) * 8 > self.size() * 7 {
-            if self.size() * 2 > self.max_size() {
+        if (self.len + self.tombstones + 1) * 8 > self.size() * 7 {
+            let mut size = self.size();
+            while (self.len + 1) * 16 > size * 7 {
+                size *= 2;
+            }
+            if size * 2 > self.arena.len() {
                 return Err(StoreError::Full);
             }
-            self.resize(self.size() * 2);
+            self.rebuild(size);
         }
-        let (at, _) = self.probe(cid);
-        self.arena[self.base + at] = FoldedSlot { key: cid, value: handle };
+        self.place(cid, handle);
         self.len += 1;
         Ok(())
     }
 
     fn remove(&mut self, cid: Cid) -> Option<H> {
-        if cid == EMPTY || self.len == 0 {
+        if cid >= TOMBSTONE || !self.usable() {
             return None;
         }
-        let (mut hole, found) = self.probe(cid);
-        if !found {
-            return None;
-        }
-        let value = self.arena[self.base + hole].value;
-        // Backward-shift deletion: pull later members of the run into the hole when their
-        // home slot does not lie between the hole and them.
-        let mut i = hole;
-        loop {
-            i = (i + 1) & self.mask;
-            let slot = self.arena[self.base + i];
-            if slot.key == EMPTY {
-                break;
-            }
-            let home = slot.key as usize & self.mask;
-            let distance_home = i.wrapping_sub(home) & self.mask;
-            let distance_hole = i.wrapping_sub(hole) & self.mask;
-            if distance_home >= distance_hole {
-                self.arena[self.base + hole] = slot;
-                hole = i;
-            }
-        }
-        self.arena[self.base + hole] = FoldedSlot::empty();
+        let at = self.find(cid)?;
+        let value = self.arena[at].value;
+        self.arena[at] = FoldedSlot { key: TOMBSTONE, value: H::default() };
         self.len -= 1;
+        self.tombstones += 1;
         if self.size() > MIN_SIZE && self.len * 8 < self.size() * 3 {
-            self.resize(self.size() / 2);
+            self.rebuild(self.size() / 2);
         }
         Some(value)
     }
 
     #[inline]
     fn get(&self, cid: Cid) -> Option<H> {
-        if self.len == 0 || cid == EMPTY {
-            return None;
-        }
-        let slot = &self.arena[self.base + (cid as usize & self.mask)];
-        if slot.key == cid {
+        let slot = self.arena.get(cid as usize & self.mask)?;
+        if slot.key == cid && cid < TOMBSTONE {
             return Some(slot.value);
         }
-        if slot.key == EMPTY {
+        if slot.key == EMPTY || !self.usable() {
             return None;
         }
-        let (at, found) = self.probe(cid);
-        found.then(|| self.arena[self.base + at].value)
+        self.find(cid).map(|at| self.arena[at].value)
     }
 
     fn len(&self) -> usize {
@@ -171,10 +189,14 @@ impl<H: Copy + Default> CidStore<H> for Folded<'_, H> {
     }
 
     fn cells(&self) -> usize {
-        self.size()
+        if self.usable() {
+            self.size()
+        } else {
+            0
+        }
     }
 
     fn bytes(&self) -> usize {
-        self.size() * size_of::<FoldedSlot<H>>()
+        self.cells() * size_of::<FoldedSlot<H>>()
     }
 }
