@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use coll_support::*;
-use commcore::coll::{CollError, CollOp, Datatype, Op, ReduceOp, Schedule, CollArgs, Ctx};
+use commcore::coll::{CollArgs, CollError, CollOp, Ctx, Datatype, Op, ReduceOp, Schedule};
 
 const SIZES: [u32; 18] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 64];
 
@@ -68,7 +68,11 @@ fn run_cases(cases: Vec<Case>) {
                 if let Err(e) = result {
                     let mut f = failures.lock().unwrap();
                     if f.len() < 30 {
-                        f.push(format!("{op} {} p={p} root={root} count={count} {} {dt}: {e}", alg.name(), rop.name()));
+                        f.push(format!(
+                            "{op} {} p={p} root={root} count={count} {} {dt}: {e}",
+                            alg.name(),
+                            rop.name()
+                        ));
                     }
                 }
             });
@@ -93,7 +97,8 @@ fn matrix_count_10000() {
 fn reordering_algorithms_refuse_non_commutative_ops() {
     let args = CollArgs::new(4, Datatype::U64).with_op(AFFINE);
     let ctx = Ctx::new(0, 5).unwrap();
-    let err = Schedule::intra(CollOp::Allreduce, commcore::coll::Algorithm::Ring, ctx, &args).unwrap_err();
+    let err = Schedule::intra(CollOp::Allreduce, commcore::coll::Algorithm::Ring, ctx, &args)
+        .unwrap_err();
     assert_eq!(err, CollError::NotCommutative(commcore::coll::Algorithm::Ring));
 }
 
@@ -102,22 +107,30 @@ fn bad_arguments_are_errors() {
     let ctx = Ctx::new(1, 4).unwrap();
     let args = CollArgs::new(4, Datatype::F32).with_op(Op::Builtin(ReduceOp::Band));
     assert!(matches!(
-        Schedule::intra(CollOp::Allreduce, commcore::coll::Algorithm::RecursiveDoubling, ctx, &args),
+        Schedule::intra(
+            CollOp::Allreduce,
+            commcore::coll::Algorithm::RecursiveDoubling,
+            ctx,
+            &args
+        ),
         Err(CollError::OpDatatype("band", Datatype::F32))
     ));
     let args = CollArgs::new(4, Datatype::I32).with_root(commcore::coll::Root::Rank(4));
     assert_eq!(
-        Schedule::intra(CollOp::Bcast, commcore::coll::Algorithm::Binomial, ctx, &args).unwrap_err(),
+        Schedule::intra(CollOp::Bcast, commcore::coll::Algorithm::Binomial, ctx, &args)
+            .unwrap_err(),
         CollError::BadRoot
     );
     let args = CollArgs::new(4, Datatype::I32);
     assert_eq!(
-        Schedule::intra(CollOp::Gatherv, commcore::coll::Algorithm::Linear, ctx, &args).unwrap_err(),
+        Schedule::intra(CollOp::Gatherv, commcore::coll::Algorithm::Linear, ctx, &args)
+            .unwrap_err(),
         CollError::BadBlocks
     );
     let args = CollArgs::new(usize::MAX / 2, Datatype::I64);
     assert_eq!(
-        Schedule::intra(CollOp::Bcast, commcore::coll::Algorithm::Binomial, ctx, &args).unwrap_err(),
+        Schedule::intra(CollOp::Bcast, commcore::coll::Algorithm::Binomial, ctx, &args)
+            .unwrap_err(),
         CollError::TooLarge
     );
     assert!(Ctx::new(4, 4).is_err());

@@ -111,7 +111,12 @@ impl CollOp {
     pub const fn rooted(self) -> bool {
         matches!(
             self,
-            Self::Bcast | Self::Reduce | Self::Gather | Self::Gatherv | Self::Scatter | Self::Scatterv
+            Self::Bcast
+                | Self::Reduce
+                | Self::Gather
+                | Self::Gatherv
+                | Self::Scatter
+                | Self::Scatterv
         )
     }
 }
@@ -212,7 +217,11 @@ impl Algorithm {
             ),
             Self::Ring => matches!(
                 op,
-                C::Allreduce | C::Allgather | C::Allgatherv | C::ReduceScatter | C::ReduceScatterBlock
+                C::Allreduce
+                    | C::Allgather
+                    | C::Allgatherv
+                    | C::ReduceScatter
+                    | C::ReduceScatterBlock
             ),
             Self::Rabenseifner => matches!(op, C::Allreduce),
             Self::ScatterAllgather => matches!(op, C::Bcast),

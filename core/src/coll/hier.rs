@@ -3,13 +3,15 @@
 //! boundaries. Built from flat algorithms on the sub-groups; peers and buffers are
 //! translated per phase, nothing is allocated.
 
-use super::algo::{allgather, allreduce, barrier, bcast, copy, gather, reduce, BlockLayout, Ctx, Emit};
+use super::algo::{
+    allgather, allreduce, barrier, bcast, copy, gather, reduce, BlockLayout, Ctx, Emit,
+};
 use super::args::{Algorithm, CollArgs, CollOp};
 use super::datatype::Datatype;
 use super::error::CollError;
 use super::layout::NodeLayout;
 use super::op::{Op, ReduceOp};
-use super::schedule::{intra_root, BufMap, Flat, Phase, PeerMap, Schedule};
+use super::schedule::{intra_root, BufMap, Flat, PeerMap, Phase, Schedule};
 use super::step::{Buf, Region};
 
 /// Leaders copy the node-sorted bundle in scratch to each rank's block of `Recv`.
@@ -83,7 +85,12 @@ pub(crate) fn schedule<'a>(
                     in_leaders
                         .then(|| leaders(Flat::BcastBinomial(up), layout, Some((rn, root)), same))
                         .flatten(),
-                    local(Flat::BcastBinomial(bcast::Binomial::new(lctx, lroot, b)), layout, node, same),
+                    local(
+                        Flat::BcastBinomial(bcast::Binomial::new(lctx, lroot, b)),
+                        layout,
+                        node,
+                        same,
+                    ),
                     None,
                     None,
                 ],
@@ -103,7 +110,9 @@ pub(crate) fn schedule<'a>(
                 [
                     local(Flat::ReduceBinomial(down), layout, node, phase1),
                     in_leaders
-                        .then(|| leaders(Flat::ReduceBinomial(up), layout, Some((rn, root)), phase2))
+                        .then(|| {
+                            leaders(Flat::ReduceBinomial(up), layout, Some((rn, root)), phase2)
+                        })
                         .flatten(),
                     None,
                     None,
@@ -117,14 +126,21 @@ pub(crate) fn schedule<'a>(
             let across = if b > LEADERS_LARGE {
                 Flat::AllreduceRabenseifner(allreduce::Rabenseifner::new(nctx, count, dtype, rop))
             } else {
-                Flat::AllreduceRecursiveDoubling(allreduce::RecursiveDoubling::new(nctx, count, dtype, rop))
+                Flat::AllreduceRecursiveDoubling(allreduce::RecursiveDoubling::new(
+                    nctx, count, dtype, rop,
+                ))
             };
             let phase2 = same.with(Buf::Send, Buf::Scratch, 0).with(Buf::Scratch, Buf::Scratch, b);
             Schedule::from_phases(
                 [
                     local(Flat::ReduceBinomial(down), layout, node, phase1),
                     is_leader.then(|| leaders(across, layout, None, phase2)).flatten(),
-                    local(Flat::BcastBinomial(bcast::Binomial::new(lctx, 0, b)), layout, node, same),
+                    local(
+                        Flat::BcastBinomial(bcast::Binomial::new(lctx, 0, b)),
+                        layout,
+                        node,
+                        same,
+                    ),
                     None,
                 ],
                 3 * b,
@@ -146,7 +162,12 @@ pub(crate) fn schedule<'a>(
                             )
                         })
                         .flatten(),
-                    local(Flat::BcastBinomial(bcast::Binomial::new(lctx, 0, 0)), layout, node, same),
+                    local(
+                        Flat::BcastBinomial(bcast::Binomial::new(lctx, 0, 0)),
+                        layout,
+                        node,
+                        same,
+                    ),
                     None,
                 ],
                 0,
@@ -156,11 +177,14 @@ pub(crate) fn schedule<'a>(
             let p = layout.size() as usize;
             let total = p.checked_mul(b).ok_or(CollError::TooLarge)?;
             let bundle_at = layout.starts()[node as usize] as usize * b;
-            let phase1 = same
-                .with(Buf::Recv, Buf::Scratch, bundle_at)
-                .with(Buf::Scratch, Buf::Scratch, total);
+            let phase1 = same.with(Buf::Recv, Buf::Scratch, bundle_at).with(
+                Buf::Scratch,
+                Buf::Scratch,
+                total,
+            );
             let grouped = BlockLayout::Grouped { starts: layout.starts(), bytes: b };
-            let phase2 = same.with(Buf::Send, Buf::Scratch, bundle_at).with(Buf::Recv, Buf::Scratch, 0);
+            let phase2 =
+                same.with(Buf::Send, Buf::Scratch, bundle_at).with(Buf::Recv, Buf::Scratch, 0);
             let unpack = Unpack { order: layout.order(), bytes: b };
             let gather_in = gather::BinomialGather::new(lctx, 0, b);
             let scratch = total + Flat::GatherBinomial(gather_in).scratch();
@@ -170,17 +194,20 @@ pub(crate) fn schedule<'a>(
                     is_leader
                         .then(|| {
                             leaders(
-                                Flat::AllgatherRecursiveDoubling(allgather::RecursiveDoubling::new(
-                                    nctx, grouped,
-                                )),
+                                Flat::AllgatherRecursiveDoubling(
+                                    allgather::RecursiveDoubling::new(nctx, grouped),
+                                ),
                                 layout,
                                 None,
                                 phase2,
                             )
                         })
                         .flatten(),
-                    is_leader
-                        .then_some(Phase { flat: Flat::Unpack(unpack), peers: PeerMap::Same, bufs: same }),
+                    is_leader.then_some(Phase {
+                        flat: Flat::Unpack(unpack),
+                        peers: PeerMap::Same,
+                        bufs: same,
+                    }),
                     local(
                         Flat::BcastBinomial(bcast::Binomial::new(lctx, 0, total)),
                         layout,

@@ -7,7 +7,7 @@ use super::args::{Algorithm, CollArgs, CollOp, Root};
 use super::datatype::Datatype;
 use super::error::CollError;
 use super::op::{Op, ReduceOp};
-use super::schedule::{BufMap, Flat, Phase, PeerMap, Schedule};
+use super::schedule::{BufMap, Flat, PeerMap, Phase, Schedule};
 use super::step::{Buf, Peer, Region, Step};
 
 /// What one side of a [`RemoteLinear`] moves.
@@ -121,13 +121,30 @@ pub(crate) fn schedule<'a>(
         CollOp::Scan | CollOp::Exscan => return Err(CollError::NotOnInterComm(op)),
         CollOp::Bcast => match (args.root, remote_root(args.root)?) {
             (Root::Here, _) => Schedule::from_phases(
-                [phase(remote(remote_size, Side::One(0, reg(Buf::Recv, 0, b)), Side::Nothing), same), None, None, None],
+                [
+                    phase(
+                        remote(remote_size, Side::One(0, reg(Buf::Recv, 0, b)), Side::Nothing),
+                        same,
+                    ),
+                    None,
+                    None,
+                    None,
+                ],
                 0,
             ),
             (_, Some(rr)) => Schedule::from_phases(
                 [
                     leader
-                        .then(|| phase(remote(remote_size, Side::Nothing, Side::One(rr, reg(Buf::Recv, 0, b))), same))
+                        .then(|| {
+                            phase(
+                                remote(
+                                    remote_size,
+                                    Side::Nothing,
+                                    Side::One(rr, reg(Buf::Recv, 0, b)),
+                                ),
+                                same,
+                            )
+                        })
                         .flatten(),
                     bcast_down(b),
                     None,
@@ -139,7 +156,15 @@ pub(crate) fn schedule<'a>(
         },
         CollOp::Reduce => match (args.root, remote_root(args.root)?) {
             (Root::Here, _) => Schedule::from_phases(
-                [phase(remote(remote_size, Side::Nothing, Side::One(0, reg(Buf::Recv, 0, b))), same), None, None, None],
+                [
+                    phase(
+                        remote(remote_size, Side::Nothing, Side::One(0, reg(Buf::Recv, 0, b))),
+                        same,
+                    ),
+                    None,
+                    None,
+                    None,
+                ],
                 0,
             ),
             (_, Some(rr)) => {
@@ -149,7 +174,14 @@ pub(crate) fn schedule<'a>(
                         Some(up),
                         leader
                             .then(|| {
-                                phase(remote(remote_size, Side::One(rr, reg(Buf::Scratch, 0, b)), Side::Nothing), same)
+                                phase(
+                                    remote(
+                                        remote_size,
+                                        Side::One(rr, reg(Buf::Scratch, 0, b)),
+                                        Side::Nothing,
+                                    ),
+                                    same,
+                                )
                             })
                             .flatten(),
                         None,
@@ -168,7 +200,9 @@ pub(crate) fn schedule<'a>(
             };
             let dtype = if op == CollOp::Barrier { Datatype::U8 } else { dtype };
             let up = phase(
-                Flat::ReduceBinomial(reduce::Binomial::ordered_into_scratch(ctx, elems, dtype, rop)),
+                Flat::ReduceBinomial(reduce::Binomial::ordered_into_scratch(
+                    ctx, elems, dtype, rop,
+                )),
                 same,
             );
             Schedule::from_phases(
@@ -201,7 +235,11 @@ pub(crate) fn schedule<'a>(
                 [
                     phase(
                         Flat::GatherBinomial(up),
-                        same.with(Buf::Recv, Buf::Scratch, 0).with(Buf::Scratch, Buf::Scratch, mine),
+                        same.with(Buf::Recv, Buf::Scratch, 0).with(
+                            Buf::Scratch,
+                            Buf::Scratch,
+                            mine,
+                        ),
                     ),
                     leader
                         .then(|| {
@@ -223,7 +261,11 @@ pub(crate) fn schedule<'a>(
         }
         CollOp::Allgatherv => {
             let layout = BlockLayout::varying(args.recv, remote_size, dtype)?;
-            single(remote(remote_size, Side::Each(reg(Buf::Send, 0, b)), Side::Blocks(Buf::Recv, layout)))
+            single(remote(
+                remote_size,
+                Side::Each(reg(Buf::Send, 0, b)),
+                Side::Blocks(Buf::Recv, layout),
+            ))
         }
         CollOp::Alltoall | CollOp::Alltoallv => {
             let (s, v) = if op == CollOp::Alltoall {
@@ -246,14 +288,26 @@ pub(crate) fn schedule<'a>(
                     (remote_size as usize).checked_mul(b).ok_or(CollError::TooLarge)?;
                     BlockLayout::regular(count, dtype)
                 } else {
-                    BlockLayout::varying(if scatter { args.send } else { args.recv }, remote_size, dtype)
+                    BlockLayout::varying(
+                        if scatter { args.send } else { args.recv },
+                        remote_size,
+                        dtype,
+                    )
                 }
             };
             match (args.root, rr, scatter) {
-                (Root::Here, _, false) => single(remote(remote_size, Side::Nothing, Side::Blocks(Buf::Recv, layout()?))),
-                (Root::Here, _, true) => single(remote(remote_size, Side::Blocks(Buf::Send, layout()?), Side::Nothing)),
-                (_, Some(rr), false) => single(remote(remote_size, Side::One(rr, reg(Buf::Send, 0, b)), Side::Nothing)),
-                (_, Some(rr), true) => single(remote(remote_size, Side::Nothing, Side::One(rr, reg(Buf::Recv, 0, b)))),
+                (Root::Here, _, false) => {
+                    single(remote(remote_size, Side::Nothing, Side::Blocks(Buf::Recv, layout()?)))
+                }
+                (Root::Here, _, true) => {
+                    single(remote(remote_size, Side::Blocks(Buf::Send, layout()?), Side::Nothing))
+                }
+                (_, Some(rr), false) => {
+                    single(remote(remote_size, Side::One(rr, reg(Buf::Send, 0, b)), Side::Nothing))
+                }
+                (_, Some(rr), true) => {
+                    single(remote(remote_size, Side::Nothing, Side::One(rr, reg(Buf::Recv, 0, b))))
+                }
                 _ => empty,
             }
         }
@@ -272,7 +326,9 @@ pub(crate) fn schedule<'a>(
             let (up, reduce_scratch) = reduce_up(elems, out_n).ok_or(CollError::BadRoot)?;
             let at = reduce_scratch;
             let down = match layout {
-                BlockLayout::Regular { bytes } => Flat::ScatterBinomial(gather::BinomialScatter::new(ctx, 0, bytes)),
+                BlockLayout::Regular { bytes } => {
+                    Flat::ScatterBinomial(gather::BinomialScatter::new(ctx, 0, bytes))
+                }
                 _ => Flat::GatherScatterLinear(gather::Linear::new(ctx, 0, layout, true)),
             };
             let down_scratch = down.scratch();
@@ -293,7 +349,11 @@ pub(crate) fn schedule<'a>(
                         .flatten(),
                     phase(
                         down,
-                        same.with(Buf::Send, Buf::Scratch, at).with(Buf::Scratch, Buf::Scratch, at + in_n),
+                        same.with(Buf::Send, Buf::Scratch, at).with(
+                            Buf::Scratch,
+                            Buf::Scratch,
+                            at + in_n,
+                        ),
                     ),
                     None,
                 ],

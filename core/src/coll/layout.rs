@@ -143,6 +143,9 @@ mod tests {
         assert_eq!(l.locate(6), None);
         assert!(l.is_hierarchical());
         let mut small = [0u32; 4];
-        assert!(matches!(NodeLayout::build(&ids, &mut small), Err(LayoutError::StorageTooSmall(_))));
+        assert!(matches!(
+            NodeLayout::build(&ids, &mut small),
+            Err(LayoutError::StorageTooSmall(_))
+        ));
     }
 }

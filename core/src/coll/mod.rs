@@ -14,8 +14,8 @@
 
 pub mod algo;
 pub mod args;
-//pub mod component;
-//pub mod control;
+pub mod component;
+pub mod control;
 pub mod datatype;
 pub mod error;
 pub mod hier;
@@ -24,12 +24,12 @@ pub mod layout;
 pub mod op;
 pub mod schedule;
 pub mod step;
-//pub mod tuned;
+pub mod tuned;
 
 pub use algo::Ctx;
 pub use args::{Algorithm, Blocks, CollArgs, CollOp, Root};
-//pub use component::{CollTable, CommInfo, CommKind, Component, ComponentId, Module, ThreadLevel};
-//pub use control::{Control, ControlError};
+pub use component::{CollTable, CommInfo, CommKind, Component, ComponentId, Module, ThreadLevel};
+pub use control::{Control, ControlError};
 pub use datatype::Datatype;
 pub use error::CollError;
 pub use layout::{LayoutError, NodeLayout};

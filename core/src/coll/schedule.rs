@@ -233,6 +233,8 @@ impl<'a> Phased<'a> {
     }
 }
 
+// core has no heap to box the larger variant in; a schedule lives on the caller's stack.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy, Debug)]
 enum Kind<'a> {
     Flat(Flat<'a>),
@@ -410,12 +412,10 @@ pub(crate) fn flat<'a>(
         (C::Allreduce, A::Ring) => {
             Flat::AllreduceRing(allreduce::Ring::new(ctx, count, dtype, rop))
         }
-        (C::Allreduce, A::Rabenseifner) => Flat::AllreduceRabenseifner(
-            allreduce::Rabenseifner::new(ctx, count, dtype, rop),
-        ),
-        (C::Allgather, A::Ring) => {
-            Flat::AllgatherRing(allgather::Ring::new(ctx, regular()?))
+        (C::Allreduce, A::Rabenseifner) => {
+            Flat::AllreduceRabenseifner(allreduce::Rabenseifner::new(ctx, count, dtype, rop))
         }
+        (C::Allgather, A::Ring) => Flat::AllgatherRing(allgather::Ring::new(ctx, regular()?)),
         (C::Allgatherv, A::Ring) => Flat::AllgatherRing(allgather::Ring::new(ctx, vrecv()?)),
         (C::Allgather, A::RecursiveDoubling) => {
             Flat::AllgatherRecursiveDoubling(allgather::RecursiveDoubling::new(ctx, regular()?))
@@ -461,12 +461,9 @@ pub(crate) fn flat<'a>(
             regular()?;
             Flat::ScatterBinomial(gather::BinomialScatter::new(ctx, root, bytes))
         }
-        (C::ReduceScatterBlock, A::Ring) => Flat::ReduceScatterRing(reduce_scatter::Ring::new(
-            ctx,
-            regular()?,
-            dtype,
-            rop,
-        )),
+        (C::ReduceScatterBlock, A::Ring) => {
+            Flat::ReduceScatterRing(reduce_scatter::Ring::new(ctx, regular()?, dtype, rop))
+        }
         (C::ReduceScatter, A::Ring) => {
             Flat::ReduceScatterRing(reduce_scatter::Ring::new(ctx, vrecv()?, dtype, rop))
         }
@@ -493,7 +490,6 @@ fn layout_fits(layout: &BlockLayout<'_>, size: u32) -> Result<(), CollError> {
     }
     Ok(())
 }
-
 
 /// Linear barrier and linear allreduce: a linear reduce to rank 0, then a linear broadcast.
 fn linear_reduce_bcast<'a>(

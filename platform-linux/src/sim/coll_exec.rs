@@ -147,7 +147,7 @@ struct RankState<'a> {
     done: bool,
 }
 
-fn slice<'b>(bufs: &'b RankBufs, rank: usize, region: Region) -> Result<&'b [u8], ExecError> {
+fn slice(bufs: &RankBufs, rank: usize, region: Region) -> Result<&[u8], ExecError> {
     let buf = match region.buf {
         Buf::Send => &bufs.send,
         Buf::Recv => &bufs.recv,
@@ -156,11 +156,7 @@ fn slice<'b>(bufs: &'b RankBufs, rank: usize, region: Region) -> Result<&'b [u8]
     buf.get(region.offset..region.end()).ok_or(ExecError::OutOfBounds { rank, region })
 }
 
-fn slice_mut<'b>(
-    bufs: &'b mut RankBufs,
-    rank: usize,
-    region: Region,
-) -> Result<&'b mut [u8], ExecError> {
+fn slice_mut(bufs: &mut RankBufs, rank: usize, region: Region) -> Result<&mut [u8], ExecError> {
     let buf = match region.buf {
         Buf::Send => &mut bufs.send,
         Buf::Recv => &mut bufs.recv,
@@ -187,7 +183,13 @@ pub fn run(
         .map(|(schedule, b)| {
             b.scratch.clear();
             b.scratch.resize(schedule.scratch_bytes(), 0);
-            RankState { schedule, pending: VecDeque::new(), held: None, finished: false, done: false }
+            RankState {
+                schedule,
+                pending: VecDeque::new(),
+                held: None,
+                finished: false,
+                done: false,
+            }
         })
         .collect();
     let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); n * n];
@@ -285,7 +287,12 @@ pub fn run(
     Ok(stats)
 }
 
-fn local_step(step: Step, me: usize, bufs: &mut RankBufs, temp: &mut Vec<u8>) -> Result<(), ExecError> {
+fn local_step(
+    step: Step,
+    me: usize,
+    bufs: &mut RankBufs,
+    temp: &mut Vec<u8>,
+) -> Result<(), ExecError> {
     match step {
         Step::Copy { src, dst } => {
             temp.clear();

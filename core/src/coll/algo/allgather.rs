@@ -28,7 +28,10 @@ impl<'a> Ring<'a> {
     pub(crate) fn step(&mut self, round: u32, index: u32) -> Emit {
         let (r, p) = (self.ctx.rank, self.ctx.size);
         if round == 0 {
-            return pick([Some(copy(own(&self.layout, r), self.layout.block(Buf::Recv, r)))], index);
+            return pick(
+                [Some(copy(own(&self.layout, r), self.layout.block(Buf::Recv, r)))],
+                index,
+            );
         }
         let t = round - 1;
         let out = (r + p - t) % p;
@@ -63,7 +66,14 @@ impl<'a> RecursiveDoubling<'a> {
     }
 
     /// Send the `a..b` range's regions, then receive the `c..d` range's.
-    fn exchange(&self, peer_out: u32, (a, b): (u32, u32), peer_in: u32, (c, d): (u32, u32), index: u32) -> Emit {
+    fn exchange(
+        &self,
+        peer_out: u32,
+        (a, b): (u32, u32),
+        peer_in: u32,
+        (c, d): (u32, u32),
+        index: u32,
+    ) -> Emit {
         let n_out = self.layout.range_regions(a, b);
         if index < n_out {
             return match self.layout.range_region(Buf::Recv, a, b, index) {
@@ -85,7 +95,9 @@ impl<'a> RecursiveDoubling<'a> {
             let first = Some(copy(own(&self.layout, r), mine));
             return match (folded, r % 2) {
                 (true, 0) => pick([first, Some(send(r + 1, mine))], index),
-                (true, _) => pick([first, Some(recv(r - 1, self.layout.block(Buf::Recv, r - 1)))], index),
+                (true, _) => {
+                    pick([first, Some(recv(r - 1, self.layout.block(Buf::Recv, r - 1)))], index)
+                }
                 _ => pick([first], index),
             };
         }
@@ -127,9 +139,7 @@ impl<'a> Bruck<'a> {
     fn at(&self, i: u32) -> usize {
         match self.layout {
             BlockLayout::Regular { bytes } => i as usize * bytes,
-            _ => {
-                (0..i).map(|j| self.layout.len((self.ctx.rank + j) % self.ctx.size)).sum()
-            }
+            _ => (0..i).map(|j| self.layout.len((self.ctx.rank + j) % self.ctx.size)).sum(),
         }
     }
 

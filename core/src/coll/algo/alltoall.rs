@@ -61,7 +61,10 @@ impl<'a> Pairwise<'a> {
         let (r, p) = (self.inner.ctx.rank, self.inner.ctx.size);
         let l = &self.inner;
         if round == 0 {
-            return pick([Some(copy(l.send.block(Buf::Send, r), l.recv.block(Buf::Recv, r)))], index);
+            return pick(
+                [Some(copy(l.send.block(Buf::Send, r), l.recv.block(Buf::Recv, r)))],
+                index,
+            );
         }
         let to = (r + round) % p;
         let from = (r + p - round) % p;

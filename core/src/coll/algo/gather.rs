@@ -26,7 +26,8 @@ impl<'a> Linear<'a> {
 
     pub(crate) fn step(&mut self, _round: u32, index: u32) -> Emit {
         let (r, p, root) = (self.ctx.rank, self.ctx.size, self.root);
-        let (flat, packed) = if self.scatter { (Buf::Recv, Buf::Send) } else { (Buf::Send, Buf::Recv) };
+        let (flat, packed) =
+            if self.scatter { (Buf::Recv, Buf::Send) } else { (Buf::Send, Buf::Recv) };
         let own = reg(flat, 0, self.layout.len(r));
         if r != root {
             return pick(
@@ -94,10 +95,16 @@ impl BinomialGather {
         if round <= l {
             let mask = 1u32 << (round - 1);
             return if v % (2 * mask) == mask {
-                pick([Some(send(self.ctx.absolute(v - mask, root), blocks(0, subtree(v, p))))], index)
+                pick(
+                    [Some(send(self.ctx.absolute(v - mask, root), blocks(0, subtree(v, p))))],
+                    index,
+                )
             } else if v % (2 * mask) == 0 && v + mask < p {
                 let child = v + mask;
-                pick([Some(recv(self.ctx.absolute(child, root), blocks(mask, subtree(child, p))))], index)
+                pick(
+                    [Some(recv(self.ctx.absolute(child, root), blocks(mask, subtree(child, p))))],
+                    index,
+                )
             } else {
                 Emit::End
             };
@@ -151,8 +158,13 @@ impl BinomialScatter {
             let rb = root as usize * b;
             return pick(
                 [
-                    Some(copy(reg(Buf::Send, rb, head as usize * b), reg(Buf::Scratch, 0, head as usize * b))),
-                    (root > 0).then(|| copy(reg(Buf::Send, 0, rb), reg(Buf::Scratch, head as usize * b, rb))),
+                    Some(copy(
+                        reg(Buf::Send, rb, head as usize * b),
+                        reg(Buf::Scratch, 0, head as usize * b),
+                    )),
+                    (root > 0).then(|| {
+                        copy(reg(Buf::Send, 0, rb), reg(Buf::Scratch, head as usize * b, rb))
+                    }),
                 ],
                 index,
             );

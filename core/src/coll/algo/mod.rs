@@ -185,11 +185,9 @@ impl<'a> BlockLayout<'a> {
                 let (a, b) = (starts[i as usize] as usize, starts[i as usize + 1] as usize);
                 Region::new(buf, a * bytes, (b - a) * bytes)
             }
-            Self::Varying { blocks, elem } => Region::new(
-                buf,
-                blocks.displs[i as usize] * elem,
-                blocks.counts[i as usize] * elem,
-            ),
+            Self::Varying { blocks, elem } => {
+                Region::new(buf, blocks.displs[i as usize] * elem, blocks.counts[i as usize] * elem)
+            }
         }
     }
 
@@ -212,8 +210,9 @@ impl<'a> BlockLayout<'a> {
             return None;
         }
         match self {
-            Self::Regular { bytes } => (index == 0)
-                .then(|| Region::new(buf, a as usize * bytes, (b - a) as usize * bytes)),
+            Self::Regular { bytes } => {
+                (index == 0).then(|| Region::new(buf, a as usize * bytes, (b - a) as usize * bytes))
+            }
             Self::Grouped { starts, bytes } => (index == 0).then(|| {
                 let (x, y) = (starts[a as usize] as usize, starts[b as usize] as usize);
                 Region::new(buf, x * bytes, (y - x) * bytes)

@@ -37,7 +37,8 @@ impl Linear {
 
     pub(crate) fn step(&mut self, _round: u32, index: u32) -> Emit {
         let n = self.bytes;
-        let (mine, result, tmp) = (reg(Buf::Send, 0, n), reg(Buf::Recv, 0, n), reg(Buf::Scratch, 0, n));
+        let (mine, result, tmp) =
+            (reg(Buf::Send, 0, n), reg(Buf::Recv, 0, n), reg(Buf::Scratch, 0, n));
         if self.ctx.rank != self.root {
             return pick([Some(send(self.root, mine))], index);
         }

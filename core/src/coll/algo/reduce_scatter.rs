@@ -40,7 +40,10 @@ impl<'a> Ring<'a> {
         }
         if round == p {
             let len = self.layout.len(r);
-            return pick([Some(copy(self.layout.block(Buf::Scratch, r), reg(Buf::Recv, 0, len)))], index);
+            return pick(
+                [Some(copy(self.layout.block(Buf::Scratch, r), reg(Buf::Recv, 0, len)))],
+                index,
+            );
         }
         let out = (r + p - round % p) % p;
         let inn = (r + 2 * p - round - 1) % p;

@@ -32,7 +32,8 @@ impl Linear {
 
     pub(crate) fn step(&mut self, _round: u32, index: u32) -> Emit {
         let (r, p, n) = (self.ctx.rank, self.ctx.size, self.bytes);
-        let (mine, out, tmp) = (reg(Buf::Send, 0, n), reg(Buf::Recv, 0, n), reg(Buf::Scratch, 0, n));
+        let (mine, out, tmp) =
+            (reg(Buf::Send, 0, n), reg(Buf::Recv, 0, n), reg(Buf::Scratch, 0, n));
         let next = (r + 1 < p).then_some(r + 1);
         let (op, dt) = (self.op, self.dtype);
         if !self.exclusive {
@@ -91,7 +92,10 @@ impl RecursiveDoubling {
         let (mine, out) = (reg(Buf::Send, 0, n), reg(Buf::Recv, 0, n));
         let (partial, tmp) = (reg(Buf::Scratch, 0, n), reg(Buf::Scratch, n, n));
         if round == 0 {
-            return pick([Some(copy(mine, partial)), (!s.exclusive).then(|| copy(mine, out))], index);
+            return pick(
+                [Some(copy(mine, partial)), (!s.exclusive).then(|| copy(mine, out))],
+                index,
+            );
         }
         let k = round - 1;
         let partner = r ^ (1 << k);

@@ -127,6 +127,9 @@ use commcore_linux::sim::coll_exec::{run, RankBufs, Topology};
 
 pub const SENTINEL: u8 = 0xAB;
 
+/// Send counts, send displacements, receive counts, receive displacements of one rank.
+type AlltoallvLayout = (Vec<usize>, Vec<usize>, Vec<usize>, Vec<usize>);
+
 /// Per-rank varying counts (some zero) and displacements with one-element gaps.
 pub fn varying(p: usize, count: usize, salt: usize) -> (Vec<usize>, Vec<usize>) {
     let counts: Vec<usize> = (0..p).map(|i| (i * 7 + salt * 3 + count) % (count + 3)).collect();
@@ -163,7 +166,7 @@ pub fn check_intra(
     let e = dt.size();
     let d = |r: usize, n: usize| data(dt, &rop, r, n, (count as u64) << 8 | op as u64);
     let (vc, vd) = varying(pu, count, root as usize);
-    let per_rank_v: Vec<(Vec<usize>, Vec<usize>, Vec<usize>, Vec<usize>)> = (0..pu)
+    let per_rank_v: Vec<AlltoallvLayout> = (0..pu)
         .map(|r| {
             let sc: Vec<usize> = (0..pu).map(|j| (r * 3 + j * 5 + count) % (count + 2)).collect();
             let rc: Vec<usize> = (0..pu).map(|j| (j * 3 + r * 5 + count) % (count + 2)).collect();
@@ -269,7 +272,8 @@ pub fn check_intra(
             for r in 0..pu {
                 sends[r] = (0..pu).map(|j| d(r * pu + j, count)).collect::<Vec<_>>().concat();
                 recv_len[r] = pu * count * e;
-                expected[r] = Some((0..pu).map(|j| d(j * pu + r, count)).collect::<Vec<_>>().concat());
+                expected[r] =
+                    Some((0..pu).map(|j| d(j * pu + r, count)).collect::<Vec<_>>().concat());
             }
         }
         CollOp::Alltoallv => {
@@ -330,12 +334,17 @@ pub fn check_intra(
         })
         .collect();
     let schedules = schedules.map_err(|e| format!("schedule: {e}"))?;
-    run(Topology::Intra { size: pu }, schedules, &mut bufs, None).map_err(|e| format!("run: {e}"))?;
+    run(Topology::Intra { size: pu }, schedules, &mut bufs, None)
+        .map_err(|e| format!("run: {e}"))?;
     for r in 0..pu {
         if let Some(want) = &expected[r] {
             if &bufs[r].recv != want {
                 let at = bufs[r].recv.iter().zip(want).position(|(a, b)| a != b);
-                return Err(format!("rank {r} differs at byte {at:?} (len {} vs {})", bufs[r].recv.len(), want.len()));
+                return Err(format!(
+                    "rank {r} differs at byte {at:?} (len {} vs {})",
+                    bufs[r].recv.len(),
+                    want.len()
+                ));
             }
         }
     }
