@@ -123,7 +123,7 @@ pub fn roots(op: CollOp, size: u32) -> Vec<u32> {
 }
 
 use commcore::coll::{Algorithm, Blocks, CollArgs, Ctx, Root, Schedule};
-use commcore_linux::sim::coll_exec::{run, RankBufs, Topology};
+use commcore_linux::sim::coll_exec::{run, RankBufs, Stats, Topology};
 
 pub const SENTINEL: u8 = 0xAB;
 
@@ -152,7 +152,6 @@ fn place(buf: &mut [u8], at: usize, data: &[u8]) {
 
 /// Runs `op` with `alg` on `p` simulated ranks and compares every rank's result with the
 /// reference. `Err` describes the first difference.
-#[allow(clippy::too_many_arguments)]
 pub fn check_intra(
     op: CollOp,
     alg: Algorithm,
@@ -162,6 +161,36 @@ pub fn check_intra(
     rop: Op,
     dt: Datatype,
 ) -> Result<(), String> {
+    let make = maker(move |r, args| {
+        Schedule::intra(op, alg, Ctx::new(r, p).unwrap(), args)
+            .map_err(|e| format!("schedule: {e}"))
+    });
+    check_with(op, p, root, count, rop, dt, None, &make).map(|_| ())
+}
+
+/// Pins a closure to the higher-ranked signature of [`Make`].
+pub fn maker<F>(f: F) -> F
+where
+    F: for<'a> Fn(u32, &CollArgs<'a>) -> Result<Schedule<'a>, String>,
+{
+    f
+}
+
+/// Builds a rank's schedule from its arguments.
+pub type Make<'m> = dyn for<'a> Fn(u32, &CollArgs<'a>) -> Result<Schedule<'a>, String> + 'm;
+
+/// Like [`check_intra`] with schedules from `make`; counts inter-node messages over `nodes`.
+#[allow(clippy::too_many_arguments)]
+pub fn check_with(
+    op: CollOp,
+    p: u32,
+    root: u32,
+    count: usize,
+    rop: Op,
+    dt: Datatype,
+    nodes: Option<&[u32]>,
+    make: &Make<'_>,
+) -> Result<Stats, String> {
     let pu = p as usize;
     let e = dt.size();
     let d = |r: usize, n: usize| data(dt, &rop, r, n, (count as u64) << 8 | op as u64);
@@ -330,11 +359,11 @@ pub fn check_intra(
                 }
                 _ => {}
             }
-            Schedule::intra(op, alg, Ctx::new(r, p).unwrap(), &args)
+            make(r, &args)
         })
         .collect();
-    let schedules = schedules.map_err(|e| format!("schedule: {e}"))?;
-    run(Topology::Intra { size: pu }, schedules, &mut bufs, None)
+    let schedules = schedules?;
+    let stats = run(Topology::Intra { size: pu }, schedules, &mut bufs, nodes)
         .map_err(|e| format!("run: {e}"))?;
     for r in 0..pu {
         if let Some(want) = &expected[r] {
@@ -348,7 +377,7 @@ pub fn check_intra(
             }
         }
     }
-    Ok(())
+    Ok(stats)
 }
 
 /// The flat algorithms of `op`.
