@@ -316,7 +316,11 @@ fn idle(comm: &Comm) {
     let mut buf = [0u8; 4];
     comm.recv(&mut buf, 0, 0).unwrap();
     let used = cpu_seconds() - before;
-    assert!(used < 0.2 * WAIT.as_secs_f64(), "rank {} burnt {used:.3} s of CPU waiting", comm.rank());
+    assert!(
+        used < 0.2 * WAIT.as_secs_f64(),
+        "rank {} burnt {used:.3} s of CPU waiting",
+        comm.rank()
+    );
 }
 
 fn cpu_seconds() -> f64 {
