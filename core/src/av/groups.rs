@@ -97,6 +97,13 @@ impl<'a, const N: usize> ProcessGroups<'a, N> {
         self.av(pgid).get(lpid as usize)
     }
 
+    /// The entry of process `lpid` of the group in slot `index` (an mlut's lookup, which
+    /// holds the pgid as a plain index).
+    #[inline(always)]
+    pub(crate) fn entry_at(&self, index: usize, lpid: Lpid) -> Option<&'a Ave> {
+        self.avs.get(index)?.get(lpid as usize)
+    }
+
     /// Number of registered groups.
     pub fn len(&self) -> usize {
         self.live.iter().filter(|l| **l).count()

@@ -17,8 +17,8 @@ struct Block {
 /// into at most `TABLES` tables, first fit.
 ///
 /// Every table counts its users: the rank map that created it and every view or duplicate
-/// made from it. [`release`](Self::release) returns the words when the last user goes. A
-/// full arena is an `Err`, never a panic.
+/// made from it. [`RankMap::free`](super::RankMap::free) by the last user returns the words.
+/// A full arena is an `Err`, never a panic.
 #[derive(Debug)]
 pub struct TableArena<'a, const TABLES: usize> {
     words: &'a [AtomicU32],

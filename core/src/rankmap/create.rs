@@ -4,7 +4,7 @@
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::detect::{detect, Shape};
-use super::map::{Model, Rank};
+use super::map::{lpid_mask, mlut_shift, pack, unpack, Model, Rank};
 use super::{RankMap, RankMapError, TableArena};
 use crate::av::{Lpid, Pgid, ProcessGroups};
 
@@ -48,7 +48,42 @@ pub fn create<'a, const N: usize, const T: usize>(
     if let Some(child) = compose(parent, pattern, n, groups, arena)? {
         return Ok(child);
     }
+    // An irregular mapping through an increasing affine parent stays irregular (a negative
+    // stride could turn descending runs into block-stride): no second scan, one tight pass.
+    let increasing = match parent.model {
+        Model::Contiguous { first, .. } => Some((first as i64, 1)),
+        Model::Stride { first, stride, base, .. } if stride > 0 => {
+            Some((base as i64 + first, stride))
+        }
+        _ => None,
+    };
+    if let (Shape::Irregular, Some((start, step))) = (pattern, increasing) {
+        return lut_through_affine(parent, indirect, start, step, groups, arena);
+    }
     from_processes_seq(n, through_parent, parent.pgid(), groups, arena)
+}
+
+/// The lut of `lpid(i) = start + indirect[i] × step`, every entry checked against the
+/// parent's size.
+fn lut_through_affine<'a, const N: usize, const T: usize>(
+    parent: &RankMap<'a>,
+    indirect: &[Rank],
+    start: i64,
+    step: i64,
+    groups: &ProcessGroups<'a, N>,
+    arena: &mut TableArena<'a, T>,
+) -> Result<RankMap<'a>, RankMapError> {
+    let size = parent.size;
+    let table = arena.allocate(indirect.len())?;
+    for (i, (&rank, word)) in indirect.iter().zip(table).enumerate() {
+        if rank >= size {
+            arena.release(table)?;
+            return Err(RankMapError::ParentRankOutOfRange { index: i as u32, rank, size });
+        }
+        word.store((start + rank as i64 * step) as Lpid, Relaxed);
+    }
+    let model = Model::Lut { av: groups.av(parent.pgid), table };
+    Ok(RankMap { model, size: indirect.len() as u32, pgid: parent.pgid })
 }
 
 /// A communicator of processes `lpids` of group `pgid` (e.g. a remote group learnt when
@@ -106,7 +141,7 @@ impl<'a> RankMap<'a> {
         }
         let model = match self.model {
             Model::Contiguous { av, first } => Model::Contiguous { av, first },
-            Model::Stride { av, first, stride } => Model::Stride { av, first, stride },
+            Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
             Model::BlockStride { av, first, gap, magic, block } => {
                 Model::BlockStride { av, first, gap, magic, block }
             }
@@ -114,9 +149,9 @@ impl<'a> RankMap<'a> {
             Model::LutStride { av, table, start, stride } => {
                 Model::LutStride { av, table, start, stride }
             }
-            Model::Mlut { table } => Model::Mlut { table },
-            Model::MlutStride { table, start, stride } => {
-                Model::MlutStride { table, start, stride }
+            Model::Mlut { table, shift, mask } => Model::Mlut { table, shift, mask },
+            Model::MlutStride { table, start, stride, shift, mask } => {
+                Model::MlutStride { table, start, stride, shift, mask }
             }
         };
         Ok(Self { model, size: self.size, pgid: self.pgid })
@@ -156,22 +191,24 @@ fn compose<'a, const N: usize, const T: usize>(
             return Ok(match parent.model {
                 // lpid = f + o + (i / b) × S + i mod b.
                 Model::Contiguous { first: f, .. } => {
-                    Some(block_stride(pgid, groups, f as i64 + first, block, step, n))
+                    block_stride(pgid, groups, f as i64 + first, block, step, n)
                 }
                 _ => None,
             });
         }
         Shape::Irregular => return Ok(None),
     };
-    let regular = |first: i64, stride: i64| Some(affine(pgid, groups, first, stride, n));
+    let regular = |first: i64, stride: i64| affine(pgid, groups, first, stride, n);
     Ok(match parent.model {
         Model::Contiguous { first: f, .. } => regular(f as i64 + offset, stride),
-        Model::Stride { first: f, stride: t, .. } => regular(f + t * offset, t * stride),
+        Model::Stride { first: f, stride: t, base, .. } => {
+            regular(base as i64 + f + t * offset, t * stride)
+        }
         Model::BlockStride { first: f, gap, block, .. } => {
             let b = block as i64;
             let step = gap + b;
             if offset % b == 0 && stride == 1 {
-                Some(block_stride(pgid, groups, f + offset / b * step, block as u64, step, n))
+                block_stride(pgid, groups, f + offset / b * step, block as u64, step, n)
             } else if stride % b == 0 {
                 // Every child rank falls at the same position of its block.
                 let first = f + offset.div_euclid(b) * step + offset.rem_euclid(b);
@@ -180,18 +217,18 @@ fn compose<'a, const N: usize, const T: usize>(
                 None
             }
         }
-        Model::Lut { table, .. } | Model::Mlut { table } => {
+        Model::Lut { table, .. } | Model::Mlut { table, .. } => {
             view(parent, table, offset, stride, n, groups, arena)?
         }
         Model::LutStride { table, start, stride: t, .. }
-        | Model::MlutStride { table, start, stride: t } => {
+        | Model::MlutStride { table, start, stride: t, .. } => {
             let t = t as i64;
             view(parent, table, start as i64 + t * offset, t * stride, n, groups, arena)?
         }
     })
 }
 
-/// Ranks `i` of the child read entry `start + i × stride` of the parent's table (pairs for an
+/// Ranks `i` of the child read entry `start + i × stride` of the parent's table (packed words of an
 /// mlut). Scanned first: a view that turns out regular needs no table at all.
 fn view<'a, const N: usize, const T: usize>(
     parent: &RankMap<'a>,
@@ -202,15 +239,18 @@ fn view<'a, const N: usize, const T: usize>(
     groups: &ProcessGroups<'a, N>,
     arena: &mut TableArena<'a, T>,
 ) -> Result<Option<RankMap<'a>>, RankMapError> {
-    let is_mlut = matches!(parent.model, Model::Mlut { .. } | Model::MlutStride { .. });
+    let mlut_shift = match parent.model {
+        Model::Mlut { shift, .. } | Model::MlutStride { shift, .. } => Some(shift),
+        _ => None,
+    };
     let entry = |i: usize| {
         let k = (start + i as i64 * stride) as usize;
-        if is_mlut {
-            let pair = table.get(2 * k..2 * k + 2)?;
-            Some((Pgid(pair[0].load(Relaxed) as u16), pair[1].load(Relaxed) as i64))
-        } else {
-            Some((parent.pgid, table.get(k)?.load(Relaxed) as i64))
-        }
+        let word = table.get(k)?.load(Relaxed);
+        let (pgid, lpid) = match mlut_shift {
+            Some(shift) => unpack(word, shift),
+            None => (parent.pgid, word),
+        };
+        Some((pgid, lpid as i64))
     };
     if let Some(map) = regular_map(detect(n as usize, entry), n, groups) {
         return Ok(Some(map));
@@ -226,31 +266,46 @@ fn view<'a, const N: usize, const T: usize>(
         (Model::Lut { av, .. } | Model::LutStride { av, .. }, _) => {
             Some(Model::LutStride { av, table, start: start_word, stride: stride_word })
         }
-        (_, 1) => table.get(2 * s..2 * (s + len)).map(|table| Model::Mlut { table }),
-        _ => Some(Model::MlutStride { table, start: start_word, stride: stride_word }),
+        (Model::Mlut { shift, .. } | Model::MlutStride { shift, .. }, 1) => table
+            .get(s..s + len)
+            .map(|table| Model::Mlut { table, shift: *shift, mask: lpid_mask(*shift) }),
+        (Model::Mlut { shift, .. } | Model::MlutStride { shift, .. }, _) => {
+            let (shift, mask) = (*shift, lpid_mask(*shift));
+            Some(Model::MlutStride { table, start: start_word, stride: stride_word, shift, mask })
+        }
+        (Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. }, _) => None,
     };
     let Some(model) = model else { return Ok(None) };
     arena.retain(table)?;
     Ok(Some(RankMap { model, size: n, pgid: parent.pgid }))
 }
 
-/// `lpid = first + i × stride` in group `pgid`.
+/// `lpid = first + i × stride` in group `pgid`; `None` when the lpids leave the group's
+/// address vector or the stride has no regular model (zero: duplicates; beyond `i32`).
 fn affine<'a, const N: usize>(
     pgid: Pgid,
     groups: &ProcessGroups<'a, N>,
     first: i64,
     stride: i64,
     n: u32,
-) -> RankMap<'a> {
+) -> Option<RankMap<'a>> {
     let av = groups.av(pgid);
-    let model = if stride == 1 || n <= 1 {
-        let s = (first as usize).min(av.len());
-        let e = (s + n as usize).min(av.len());
-        Model::Contiguous { av: &av[s..e], first: first as u32 }
+    if n == 0 {
+        return Some(RankMap { model: Model::Contiguous { av: &[], first: 0 }, size: 0, pgid });
+    }
+    let stride = if n == 1 { 1 } else { stride };
+    let last = first + (n as i64 - 1) * stride;
+    let (low, high) = (first.min(last), first.max(last));
+    if low < 0 || high >= av.len() as i64 || stride == 0 || stride.abs() > i32::MAX as i64 {
+        return None;
+    }
+    let (low, high) = (low as usize, high as usize);
+    let model = if stride == 1 {
+        Model::Contiguous { av: &av[low..=high], first: first as u32 }
     } else {
-        Model::Stride { av, first, stride }
+        Model::Stride { av: &av[low..=high], first: first - low as i64, stride, base: low as u32 }
     };
-    RankMap { model, size: n, pgid }
+    Some(RankMap { model, size: n, pgid })
 }
 
 /// `lpid = first + (i / block) × step + i mod block` in group `pgid`.
@@ -261,7 +316,7 @@ fn block_stride<'a, const N: usize>(
     block: u64,
     step: i64,
     n: u32,
-) -> RankMap<'a> {
+) -> Option<RankMap<'a>> {
     let b = block as i64;
     if n as u64 <= block || step == b {
         return affine(pgid, groups, first, 1, n);
@@ -275,7 +330,7 @@ fn block_stride<'a, const N: usize>(
         magic,
         block: block as u32,
     };
-    RankMap { model, size: n, pgid }
+    Some(RankMap { model, size: n, pgid })
 }
 
 fn regular_map<'a, const N: usize>(
@@ -287,10 +342,10 @@ fn regular_map<'a, const N: usize>(
         Shape::Empty => {
             Some(RankMap { model: Model::Contiguous { av: &[], first: 0 }, size: 0, pgid: Pgid(0) })
         }
-        Shape::Contiguous { pgid, first } => Some(affine(pgid, groups, first, 1, n)),
-        Shape::Stride { pgid, first, stride } => Some(affine(pgid, groups, first, stride, n)),
+        Shape::Contiguous { pgid, first } => affine(pgid, groups, first, 1, n),
+        Shape::Stride { pgid, first, stride } => affine(pgid, groups, first, stride, n),
         Shape::BlockStride { pgid, first, block, step } => {
-            Some(block_stride(pgid, groups, first, block, step, n))
+            block_stride(pgid, groups, first, block, step, n)
         }
         Shape::Irregular => None,
     }
@@ -311,39 +366,40 @@ pub(crate) fn from_processes_seq<'a, const N: usize, const T: usize>(
     if let Some(map) = regular_map(shape, n, groups) {
         return Ok(map);
     }
-    let single = match group {
-        Some(pgid) => Some(pgid),
+    // One group (known, or found by a scan that also sizes an mlut's words): a lut.
+    let (single, shift) = match group {
+        Some(pgid) => (Some(pgid), 0),
         None => {
-            let (first, _) = at(0)?;
-            let mut same = true;
+            let (first, mut max_lpid) = at(0)?;
+            let (mut same, mut max_pgid) = (true, first);
             for i in 1..len {
-                same &= at(i)?.0 == first;
+                let (p, l) = at(i)?;
+                same &= p == first;
+                max_pgid = max_pgid.max(p);
+                max_lpid = max_lpid.max(l);
             }
-            same.then_some(first)
+            let shift = if same {
+                0
+            } else {
+                mlut_shift(max_pgid, max_lpid).ok_or(RankMapError::TooLarge)?
+            };
+            (same.then_some(first), shift)
         }
     };
-    if let Some(pgid) = single {
-        let table = arena.allocate(len)?;
-        if let Err(e) = fill(table, len, |i| at(i).map(|(_, l)| l)) {
-            arena.release(table)?;
-            return Err(e);
-        }
-        let model = Model::Lut { av: groups.av(pgid), table };
-        return Ok(RankMap { model, size: n, pgid });
-    }
-    let words = len.checked_mul(2).ok_or(RankMapError::TooLarge)?;
-    let table = arena.allocate(words)?;
-    let filled = (0..len).try_for_each(|i| {
-        let (p, l) = at(i)?;
-        table[2 * i].store(p.0 as u32, Relaxed);
-        table[2 * i + 1].store(l, Relaxed);
-        Ok(())
-    });
+    let table = arena.allocate(len)?;
+    let filled = match single {
+        Some(_) => fill(table, len, |i| at(i).map(|(_, l)| l)),
+        None => fill(table, len, |i| at(i).map(|(p, l)| pack(p, l, shift))),
+    };
     if let Err(e) = filled {
         arena.release(table)?;
         return Err(e);
     }
-    Ok(RankMap { model: Model::Mlut { table }, size: n, pgid: Pgid(0) })
+    let model = match single {
+        Some(pgid) => Model::Lut { av: groups.av(pgid), table },
+        None => Model::Mlut { table, shift, mask: lpid_mask(shift) },
+    };
+    Ok(RankMap { model, size: n, pgid: single.unwrap_or(Pgid(0)) })
 }
 
 fn fill(

@@ -28,7 +28,8 @@ pub enum RankMapError {
     },
     /// A process group is not registered.
     UnknownGroup(Pgid),
-    /// A communicator would have more than `u32::MAX` ranks.
+    /// A communicator would have more than `u32::MAX` ranks, or an mlut's largest pgid and
+    /// lpid do not fit one 32-bit word together.
     TooLarge,
     /// The table arena has no free run of `words` words (the largest has `largest_free`).
     ArenaFull {
@@ -41,6 +42,13 @@ pub enum RankMapError {
     ArenaTablesFull,
     /// The rank map's table does not come from this arena.
     ForeignTable,
+    /// An output slice holds `given` entries; the communicator has `needed` ranks.
+    OutputLength {
+        /// Entries needed: one per rank.
+        needed: u32,
+        /// Entries the slice holds.
+        given: usize,
+    },
 }
 
 impl fmt::Display for RankMapError {
@@ -55,12 +63,17 @@ impl fmt::Display for RankMapError {
                 "entry {index} names process {lpid}, its address vector has {len} entries"
             ),
             Self::UnknownGroup(p) => write!(f, "process group {} is not registered", p.0),
-            Self::TooLarge => f.write_str("communicator larger than u32::MAX ranks"),
+            Self::TooLarge => {
+                f.write_str("communicator larger than u32::MAX ranks, or its mlut words overflow")
+            }
             Self::ArenaFull { words, largest_free } => {
                 write!(f, "table arena full: {words} words needed, largest free run {largest_free}")
             }
             Self::ArenaTablesFull => f.write_str("table arena tracks its maximum of tables"),
             Self::ForeignTable => f.write_str("rank map's table is not from this arena"),
+            Self::OutputLength { needed, given } => {
+                write!(f, "output holds {given} entries, the communicator has {needed} ranks")
+            }
         }
     }
 }

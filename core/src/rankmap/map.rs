@@ -22,7 +22,8 @@ pub enum ModelKind {
     Lut,
     /// A strided view of a parent's lut: `lpid = table[start + rank × stride]`.
     LutStrideView,
-    /// A table of `(pgid, lpid)` pairs (possibly an offset view of a parent's table).
+    /// A table of `(pgid, lpid)` packed into one word each (possibly an offset view of a
+    /// parent's table).
     Mlut,
     /// A strided view of a parent's mlut.
     MlutStrideView,
@@ -54,11 +55,11 @@ impl ModelKind {
 /// table and find the address vector in the registry.
 #[derive(Debug)]
 pub(crate) enum Model<'a> {
-    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
-    /// so the slice bound is the rank bound.
-    Contiguous { av: &'a [Ave], first: u32 },
-    /// `lpid = first + rank × stride`.
-    Stride { av: &'a [Ave], first: i64, stride: i64 },
+    /// `lpid = base + first + rank × stride`, with `0 < |stride| ≤ i32::MAX`. `av` is the
+    /// group's address vector cut to exactly the lpids the ranks reach (`base` is the lpid of
+    /// its first entry), so a rank past the end falls outside it and the slice bound is the
+    /// only check.
+    Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
     /// `lpid = first + rank + (rank / block) × gap`, where `gap = step − block` and the
     /// quotient is `mulhi(magic, rank)` (no division on the lookup path).
     BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32 },
@@ -66,10 +67,13 @@ pub(crate) enum Model<'a> {
     Lut { av: &'a [Ave], table: &'a [AtomicU32] },
     /// `lpid = table[start + rank × stride]` within the parent's table.
     LutStride { av: &'a [Ave], table: &'a [AtomicU32], start: u32, stride: i32 },
-    /// `(pgid, lpid) = (table[2 rank], table[2 rank + 1])`; `table` is `2 size` words.
-    Mlut { table: &'a [AtomicU32] },
-    /// `(pgid, lpid)` at pair `start + rank × stride` of the parent's table.
-    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32 },
+    /// `table[rank]` packs `pgid << shift | lpid` (see [`unpack`]); `table` is `size` words.
+    Mlut { table: &'a [AtomicU32], shift: u32, mask: u32 },
+    /// `(pgid, lpid)` packed at word `start + rank × stride` of the parent's table.
+    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32, shift: u32, mask: u32 },
+    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
+    /// so the slice bound is the rank bound.
+    Contiguous { av: &'a [Ave], first: u32 },
 }
 
 /// How one communicator's ranks map to processes `(pgid, lpid)` and their entries.
@@ -151,23 +155,22 @@ impl<'a> RankMap<'a> {
         match self.model {
             Model::Lut { table, .. }
             | Model::LutStride { table, .. }
-            | Model::Mlut { table }
+            | Model::Mlut { table, .. }
             | Model::MlutStride { table, .. } => Some(table),
             Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. } => None,
         }
     }
 
     /// The process behind `rank`; `None` when `rank >= size`.
-    #[inline]
+    #[inline(always)]
     pub fn translate(&self, rank: Rank) -> Option<(Pgid, Lpid)> {
         let r = rank as usize;
         match self.model {
             Model::Contiguous { first, .. } => {
                 (rank < self.size).then(|| (self.pgid, first.wrapping_add(rank)))
             }
-            Model::Stride { first, stride, .. } => {
-                (rank < self.size).then(|| (self.pgid, (first + rank as i64 * stride) as Lpid))
-            }
+            Model::Stride { first, stride, base, .. } => (rank < self.size)
+                .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
             Model::BlockStride { first, gap, magic, .. } => (rank < self.size).then(|| {
                 (self.pgid, (first + rank as i64 + quotient(magic, rank) as i64 * gap) as Lpid)
             }),
@@ -179,19 +182,26 @@ impl<'a> RankMap<'a> {
                 let i = start as i64 + rank as i64 * stride as i64;
                 Some((self.pgid, table.get(i as usize)?.load(Relaxed)))
             }
-            Model::Mlut { table } => pair(table, r),
-            Model::MlutStride { table, start, stride } => {
+            Model::Mlut { table, shift, .. } => Some(unpack(table.get(r)?.load(Relaxed), shift)),
+            Model::MlutStride { table, start, stride, shift, .. } => {
                 if rank >= self.size {
                     return None;
                 }
-                pair(table, (start as i64 + rank as i64 * stride as i64) as usize)
+                let i = (start as i64 + rank as i64 * stride as i64) as usize;
+                Some(unpack(table.get(i)?.load(Relaxed), shift))
             }
         }
     }
 
     /// The entry of the process behind `rank`; `None` when `rank >= size`. `groups` is read
     /// only by mlut maps, to find the address vector of each rank's group.
-    #[inline]
+    ///
+    /// One exhaustive `match`, no default arm. The contiguous models (direct and offset: the
+    /// duplicates and unreordered splits that dominate applications) are hinted likely, so
+    /// the compiler tests them first with one compare and reaches the others through a jump
+    /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
+    /// a rank past the end falls outside it (the lut's table, the stride's window of the
+    /// address vector), plus the address-vector check where an index comes from a table.
     pub fn entry<const N: usize>(
         &self,
         groups: &ProcessGroups<'a, N>,
@@ -200,32 +210,42 @@ impl<'a> RankMap<'a> {
         let r = rank as usize;
         match self.model {
             Model::Contiguous { av, .. } => av.get(r),
-            Model::Stride { av, first, stride } => {
-                if rank >= self.size {
-                    return None;
-                }
+            Model::Stride { av, first, stride, .. } => {
+                unlikely();
                 av.get((first + rank as i64 * stride) as usize)
             }
             Model::BlockStride { av, first, gap, magic, .. } => {
+                unlikely();
                 if rank >= self.size {
                     return None;
                 }
                 av.get((first + rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
             }
-            Model::Lut { av, table } => av.get(table.get(r)?.load(Relaxed) as usize),
+            Model::Lut { av, table } => {
+                unlikely();
+                av.get(table.get(r)?.load(Relaxed) as usize)
+            }
             Model::LutStride { av, table, start, stride } => {
+                unlikely();
                 if rank >= self.size {
                     return None;
                 }
                 let i = start as i64 + rank as i64 * stride as i64;
                 av.get(table.get(i as usize)?.load(Relaxed) as usize)
             }
-            Model::Mlut { table } => pair_entry(groups, table, r),
-            Model::MlutStride { table, start, stride } => {
+            Model::Mlut { table, shift, mask } => {
+                unlikely();
+                let word = table.get(r)?.load(Relaxed);
+                groups.entry_at((word >> shift) as usize, word & mask)
+            }
+            Model::MlutStride { table, start, stride, shift, mask } => {
+                unlikely();
                 if rank >= self.size {
                     return None;
                 }
-                pair_entry(groups, table, (start as i64 + rank as i64 * stride as i64) as usize)
+                let i = (start as i64 + rank as i64 * stride as i64) as usize;
+                let word = table.get(i)?.load(Relaxed);
+                groups.entry_at((word >> shift) as usize, word & mask)
             }
         }
     }
@@ -241,6 +261,30 @@ impl<'a> RankMap<'a> {
     }
 }
 
+/// Marks a branch as the less likely one, so the contiguous models are tested first.
+#[cold]
+#[inline(always)]
+fn unlikely() {}
+
+impl<'a> RankMap<'a> {
+    /// The node of every rank, in rank order, into `out` (hierarchical collectives group
+    /// ranks by node with it). `out` must hold exactly [`size`](Self::size) entries.
+    pub fn nodes_into<const N: usize>(
+        &self,
+        groups: &ProcessGroups<'a, N>,
+        out: &mut [NodeId],
+    ) -> Result<(), super::RankMapError> {
+        if out.len() != self.size as usize {
+            return Err(super::RankMapError::OutputLength { needed: self.size, given: out.len() });
+        }
+        for (rank, node) in out.iter_mut().enumerate() {
+            let missing = super::RankMapError::UnknownGroup(self.pgid);
+            *node = self.node(groups, rank as Rank).ok_or(missing)?;
+        }
+        Ok(())
+    }
+}
+
 /// `rank / block` for any 32-bit rank, with `magic = u64::MAX / block + 1` (block ≥ 2): the
 /// high half of a 64×64 product.
 #[inline]
@@ -248,26 +292,43 @@ pub(crate) fn quotient(magic: u64, rank: Rank) -> u64 {
     ((magic as u128 * rank as u128) >> 64) as u64
 }
 
-/// Pair `i` of an mlut table.
-#[inline]
-fn pair(table: &[AtomicU32], i: usize) -> Option<(Pgid, Lpid)> {
-    let words = table.get(2 * i..2 * i + 2)?;
-    Some((Pgid(words[0].load(Relaxed) as u16), words[1].load(Relaxed)))
+/// An mlut word: the pgid above bit `shift` (`0 < shift < 32`), the lpid below it.
+#[inline(always)]
+pub(crate) fn unpack(word: u32, shift: u32) -> (Pgid, Lpid) {
+    (Pgid((word >> shift) as u16), word & lpid_mask(shift))
 }
 
-#[inline]
-fn pair_entry<'a, const N: usize>(
-    groups: &ProcessGroups<'a, N>,
-    table: &[AtomicU32],
-    i: usize,
-) -> Option<&'a Ave> {
-    let (pgid, lpid) = pair(table, i)?;
-    groups.entry(pgid, lpid)
+/// The bits below `shift` (`0 < shift < 32`).
+pub(crate) const fn lpid_mask(shift: u32) -> u32 {
+    u32::MAX >> (32 - shift)
+}
+
+/// The mlut word of `(pgid, lpid)`.
+pub(crate) fn pack(pgid: Pgid, lpid: Lpid, shift: u32) -> u32 {
+    ((pgid.0 as u32) << shift) | lpid
+}
+
+/// The lpid width of an mlut whose largest lpid is `max_lpid`, if its largest pgid fits above it.
+pub(crate) fn mlut_shift(max_pgid: Pgid, max_lpid: Lpid) -> Option<u32> {
+    let shift = (u32::BITS - max_lpid.leading_zeros()).max(1);
+    let pgid_bits = u32::BITS - (max_pgid.0 as u32).leading_zeros();
+    (shift + pgid_bits <= 32 && shift < 32).then_some(shift)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mlut_words_round_trip() {
+        for (pgid, lpid) in [(0u16, 0u32), (1, 786_431), (3, 1), (255, (1 << 24) - 1)] {
+            let shift = mlut_shift(Pgid(pgid), lpid).unwrap();
+            assert_eq!(unpack(pack(Pgid(pgid), lpid, shift), shift), (Pgid(pgid), lpid));
+        }
+        assert_eq!(mlut_shift(Pgid(1), u32::MAX), None);
+        assert_eq!(mlut_shift(Pgid(0x1ff), (1 << 24) - 1), None);
+        assert_eq!(mlut_shift(Pgid(1), (1 << 31) - 1), Some(31));
+    }
 
     #[test]
     fn block_quotient_is_exact_for_every_32_bit_rank_sampled() {
