@@ -94,6 +94,19 @@ fn a_thousand_random_splits_with_frees_agree_on_every_member() {
 }
 
 #[test]
+fn two_threads_per_process_create_communicators_at_once_with_every_cid_algorithm() {
+    for algorithm in ["mask", "lowest", "highest"] {
+        for procs in [2, 4] {
+            let mut spec = job(procs, "threads");
+            spec.env.push(("COMMCORE_CID_ALGORITHM".into(), algorithm.into()));
+            spec.capture_rank0_stdout = true;
+            let out = run_ok(&spec);
+            assert!(out.contains("30 creations per thread completed"), "{algorithm}: {out}");
+        }
+    }
+}
+
+#[test]
 fn waiting_ranks_sleep_instead_of_spinning() {
     // Eight ranks on this two-core machine: seven wait a second for the eighth.
     run_ok(&job(8, "idle"));

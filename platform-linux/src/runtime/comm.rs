@@ -16,15 +16,20 @@ use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
 pub(super) const WORLD_CID: u32 = 0;
 pub(super) const SELF_CID: u32 = 1;
 
-/// A rank map owned by a communicator (and its clones); its table, if any, goes back to the
-/// runtime's arena with the last of them.
+/// A communicator's context id and rank map, owned by it and its clones: with the last of
+/// them the id goes back to the CID space and the map's table, if any, to the arena.
 pub(super) struct MapHandle {
+    cid: u32,
     map: Option<RankMap<'static>>,
     runtime: Arc<Runtime>,
 }
 
 impl Drop for MapHandle {
     fn drop(&mut self) {
+        if self.cid > SELF_CID {
+            // Only fails for an id that is not ours, which a communicator's never is.
+            let _ = self.runtime.cids.release(self.cid);
+        }
         if let Some(map) = self.map.take() {
             let mut arena =
                 self.runtime.arena.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -41,8 +46,8 @@ impl Drop for MapHandle {
 pub(super) struct Members(Arc<MapHandle>);
 
 impl Members {
-    pub(super) fn new(runtime: Arc<Runtime>, map: RankMap<'static>) -> Members {
-        Members(Arc::new(MapHandle { map: Some(map), runtime }))
+    pub(super) fn new(runtime: Arc<Runtime>, cid: u32, map: RankMap<'static>) -> Members {
+        Members(Arc::new(MapHandle { cid, map: Some(map), runtime }))
     }
 
     pub(super) fn map(&self) -> &RankMap<'static> {
@@ -105,7 +110,7 @@ impl Comm {
         map: RankMap<'static>,
     ) -> Comm {
         let size = map.size() as usize;
-        let members = Members::new(runtime.clone(), map);
+        let members = Members::new(runtime.clone(), cid, map);
         Comm { runtime, cid, context: 2 * cid, rank, size, members }
     }
 

@@ -34,8 +34,8 @@ pub enum CommError {
         /// The offending rank.
         rank: usize,
     },
-    /// Every context id is in use.
-    ContextIdsExhausted,
+    /// The context-id agreement failed (core's CID request).
+    Cid(commcore::cid::CidError),
     /// A split color is negative and not `UNDEFINED`.
     InvalidColor(i32),
 }
@@ -54,7 +54,7 @@ impl fmt::Display for CommError {
             CommError::BadGroup { rank } => {
                 write!(f, "rank {rank} is repeated or outside the parent")
             }
-            CommError::ContextIdsExhausted => write!(f, "no context id is left"),
+            CommError::Cid(error) => write!(f, "context id: {error}"),
             CommError::InvalidColor(color) => {
                 write!(f, "split color {color} is invalid (>= 0 or UNDEFINED)")
             }

@@ -37,10 +37,10 @@ pub use error::{CommError, InitError, P2pError};
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 
-use std::sync::atomic::AtomicU32;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use commcore::av::ProcessGroups;
+use commcore::cid::{Algorithm, CidSpace};
 use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
 
@@ -88,9 +88,17 @@ pub(crate) struct Runtime {
     groups: ProcessGroups<'static, 1>,
     /// Storage for the tables of rank maps that need one.
     arena: Mutex<TableArena<'static, ARENA_TABLES>>,
-    /// The highest context id this process has used (the highest-CID algorithm's state).
-    highest_cid: AtomicU32,
+    /// This process's context ids, shared by its threads (core's CID space).
+    cids: CidSpace<CID_WORDS>,
+    /// The CID algorithm of this job (`COMMCORE_CID_ALGORITHM`).
+    cid_algorithm: Algorithm,
+    /// Allreduces this process's CID requests have run.
+    cid_allreduces: std::sync::atomic::AtomicU64,
 }
+
+/// Context ids a process can hold: `0..CID_WIDTH`.
+const CID_WIDTH: u32 = 4096;
+const CID_WORDS: usize = commcore::cid::words_for(CID_WIDTH);
 
 /// Rank-map tables the arena holds at most.
 const ARENA_TABLES: usize = 1024;

@@ -10,7 +10,8 @@ use rand_chacha::ChaCha8Rng;
 
 fn main() {
     let scenario = std::env::args().nth(1).unwrap_or_default();
-    let world = World::init().expect("init");
+    let world = if scenario == "threads" { World::init_thread_multiple() } else { World::init() };
+    let world = world.expect("init");
     let comm = world.comm();
     match scenario.as_str() {
         "ordering" => ordering(comm),
@@ -25,6 +26,7 @@ fn main() {
         "idle" => idle(comm),
         "communicators" => communicators(comm),
         "splits" => splits(comm),
+        "threads" => threads(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
         other => panic!("unknown scenario {other:?}"),
@@ -460,4 +462,31 @@ fn splits(world: &Comm) {
     }
     world.barrier().unwrap();
     println!("rank {me}: {calls} splits, {checked} communicators checked");
+}
+
+/// The CID papers' deadlock scenario for real: two communicators over the same processes,
+/// and in each process two threads creating communicators from them at once, started in
+/// opposite orders on even and odd ranks. Every creation must complete, every member agree.
+fn threads(world: &Comm) {
+    const ROUNDS: usize = 30;
+    let parents = [world.dup().unwrap(), world.dup().unwrap()];
+    let me = world.rank();
+    let all: Vec<usize> = (0..world.size()).collect();
+    std::thread::scope(|scope| {
+        for (index, parent) in parents.iter().enumerate() {
+            let all = &all;
+            scope.spawn(move || {
+                if index != me % 2 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                for _ in 0..ROUNDS {
+                    let child = parent.dup().unwrap();
+                    check_members(&child, all, me);
+                    child.free();
+                }
+            });
+        }
+    });
+    world.barrier().unwrap();
+    println!("threads: {} creations per thread completed", ROUNDS);
 }
