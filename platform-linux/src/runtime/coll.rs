@@ -249,7 +249,13 @@ impl Comm {
                 }
             }
         }
-        self.complete(pending, recv, scratch)
+        self.complete(pending, recv, scratch)?;
+        // Push what the sends left queued as far as the rings take it now.
+        let mut engine = runtime.engine();
+        if engine.has_outbound() {
+            engine.progress(&runtime.fabric, None, None)?;
+        }
+        Ok(())
     }
 
     /// Waits for every posted receive, in order, straight into its region.

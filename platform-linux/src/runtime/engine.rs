@@ -565,6 +565,8 @@ impl Engine {
                     sent: 0,
                     started: false,
                 });
+                // Start it now: the caller may not call in again for a while.
+                self.push_out(fabric, dest, None);
             }
             return;
         }

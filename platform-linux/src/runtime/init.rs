@@ -20,18 +20,18 @@ use crate::shm::{cma, futex, Layout, Region, Ring};
 
 /// Environment: `0` or `off` turns single-copy transfers off.
 pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
-/// Environment: messages above this many bytes go by single copy (default 16384).
+/// Environment: messages above this many bytes go by single copy (default 131072: below it
+/// the pipelined copy through the rings is faster on this machine).
 pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
-/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 200,
-/// or 2 with more ranks than cores); it sleeps after 5 times as long (at least 1 ms), or 25
-/// times (at least 50 µs) with more ranks than cores.
+/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 20,
+/// or 2 with more ranks than cores); it sleeps after 5 times as long, at least 2 ms.
 pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
 
 /// Environment: single copies above this many bytes are split between receiver and sender
 /// (default 131072); `off` turns splitting off.
 pub const ENV_SPLIT_COPY_ABOVE: &str = "COMMCORE_SPLIT_COPY_ABOVE";
 
-const DEFAULT_SINGLE_COPY_ABOVE: usize = 16 * 1024;
+const DEFAULT_SINGLE_COPY_ABOVE: usize = 128 * 1024;
 const DEFAULT_SPLIT_COPY_ABOVE: usize = 128 * 1024;
 
 static LAUNCHED_WORLD: AtomicBool = AtomicBool::new(false);
@@ -171,18 +171,16 @@ impl World {
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let oversubscribed = size > cores;
-        // With a core per rank, waiting spins like the peers' busy polling for a while (a
-        // busy machine then keeps our time slices); with more ranks than cores it yields
-        // almost at once, so that the peer we wait for gets the core.
+        // Waiting polls briefly (20 µs with a core per rank, 2 µs with more ranks than cores),
+        // then yields between polls, so that a peer sharing our core (more ranks than cores,
+        // or a busy machine) gets it at once.
         let poll_us: u64 = std::env::var(ENV_SPIN_US)
             .ok()
             .and_then(|t| t.parse().ok())
-            .unwrap_or(if oversubscribed { 2 } else { 200 });
-        let yield_us = if oversubscribed {
-            poll_us.saturating_mul(25).max(50)
-        } else {
-            poll_us.saturating_mul(5).max(1000)
-        };
+            .unwrap_or(if oversubscribed { 2 } else { 20 });
+        // Yielding keeps ranks that share a core taking turns quickly, as Open MPI does when
+        // oversubscribed; sleeping after a couple of milliseconds keeps a long wait cheap.
+        let yield_us = poll_us.saturating_mul(5).max(2000);
         let spin = Spin {
             poll: Duration::from_micros(poll_us),
             yield_until: Duration::from_micros(yield_us),

@@ -151,7 +151,7 @@ impl Runtime {
 }
 
 /// Lock-free polls of the rings between two steps of a blocked operation.
-const POLLS_PER_STEP: u32 = 256;
+const POLLS_PER_STEP: u32 = 32;
 
 impl Drop for Runtime {
     fn drop(&mut self) {
