@@ -23,7 +23,7 @@ pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
 /// Environment: messages above this many bytes go by single copy (default 131072: below it
 /// the pipelined copy through the rings is faster on this machine).
 pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
-/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 20,
+/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 200,
 /// or 2 with more ranks than cores); it sleeps after 5 times as long, at least 2 ms.
 pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
 
@@ -171,13 +171,14 @@ impl World {
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let oversubscribed = size > cores;
-        // Waiting polls briefly (20 µs with a core per rank, 2 µs with more ranks than cores),
-        // then yields between polls, so that a peer sharing our core (more ranks than cores,
-        // or a busy machine) gets it at once.
+        // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
+        // machine a rank that yields loses its core to other work for a whole time slice);
+        // with more ranks than cores it yields after 2 µs so that the peer sharing our core
+        // runs at once. Either sleeps after 2 ms.
         let poll_us: u64 = std::env::var(ENV_SPIN_US)
             .ok()
             .and_then(|t| t.parse().ok())
-            .unwrap_or(if oversubscribed { 2 } else { 20 });
+            .unwrap_or(if oversubscribed { 2 } else { 200 });
         // Yielding keeps ranks that share a core taking turns quickly, as Open MPI does when
         // oversubscribed; sleeping after a couple of milliseconds keeps a long wait cheap.
         let yield_us = poll_us.saturating_mul(5).max(2000);
