@@ -202,6 +202,7 @@ impl<'a> RankMap<'a> {
     /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
     /// a rank past the end falls outside it (the lut's table, the stride's window of the
     /// address vector), plus the address-vector check where an index comes from a table.
+    #[inline(always)]
     pub fn entry<const N: usize>(
         &self,
         groups: &ProcessGroups<'a, N>,
