@@ -45,6 +45,8 @@ pub struct ProcessGroups<'a, const N: usize> {
     live: [bool; N],
 }
 
+static_assertions::assert_impl_all!(ProcessGroups<'static, 4>: Send, Sync);
+
 impl<'a, const N: usize> ProcessGroups<'a, N> {
     /// An empty registry.
     pub const fn new() -> Self {

@@ -96,6 +96,8 @@ pub struct RankMap<'a> {
 }
 
 static_assertions::const_assert!(core::mem::size_of::<RankMap<'static>>() <= 64);
+// Threads of one process translate through the same communicator concurrently.
+static_assertions::assert_impl_all!(RankMap<'static>: Send, Sync);
 
 impl<'a> RankMap<'a> {
     /// The map of a group's own world: rank `r` is process `r` of `av` (which is `pgid`'s
