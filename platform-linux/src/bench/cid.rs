@@ -78,7 +78,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
                     seed: o.seed,
                 };
                 let record = threads == 1 && algorithm != Algorithm::Mask;
-                if !allocation_part && !(record && storage_part) {
+                if !(allocation_part || record && storage_part) {
                     continue;
                 }
                 let record = record && storage_part;
