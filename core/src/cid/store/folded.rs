@@ -85,6 +85,10 @@ impl<'a, H: Copy + Default> Folded<'a, H> {
 
     /// The slot holding `cid`.
     fn find(&self, cid: Cid) -> Option<usize> {
+        if cid >= TOMBSTONE {
+            // The marker keys are never stored.
+            return None;
+        }
         let home = cid as usize & self.mask;
         match self.arena[home].key {
             key if key == cid => return Some(home),
