@@ -3,6 +3,7 @@
 
 pub mod cid;
 pub mod coll;
+pub mod pt2pt;
 pub mod rankmap;
 pub mod report;
 
@@ -11,7 +12,7 @@ pub type BenchFn = fn(&[String]) -> Result<serde_json::Value, String>;
 
 /// Every benchmark by name.
 pub const BENCHES: &[(&str, BenchFn)] =
-    &[("rankmap", rankmap::run), ("cid", cid::run), ("coll", coll::run)];
+    &[("rankmap", rankmap::run), ("cid", cid::run), ("coll", coll::run), ("pt2pt", pt2pt::run)];
 
 /// The value after `--name` in `args`, parsed; `Ok(None)` when the flag is absent.
 pub fn option<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, String> {

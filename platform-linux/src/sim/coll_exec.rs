@@ -1,1 +1,316 @@
-//! A deterministic in-memory executor of collective schedules.
+//! A deterministic in-memory executor of collective schedules: it runs the schedules of
+//! every rank of a simulated (intra- or inter-) communicator to completion, moving bytes
+//! between per-rank buffers, and counts messages, bytes and inter-node messages.
+//!
+//! Semantics are those documented on [`commcore::coll::Step`]: sends are buffered (eager),
+//! receives match in order per ordered pair, local steps and `Wait` wait for this rank's
+//! outstanding receives. Ranks are advanced round-robin in a fixed order, so a run is
+//! reproducible; a run in which no rank can progress is reported as a deadlock.
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use commcore::coll::{reduce, Buf, Group, OpError, Peer, Region, Schedule, Step};
+
+/// The buffers of one rank.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankBufs {
+    /// The send buffer.
+    pub send: Vec<u8>,
+    /// The receive buffer.
+    pub recv: Vec<u8>,
+    /// Scratch (sized by the executor from the schedule).
+    pub scratch: Vec<u8>,
+}
+
+/// How ranks of the simulated communicator are numbered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topology {
+    /// An intra-communicator of `size` ranks: global index = rank.
+    Intra {
+        /// Ranks.
+        size: usize,
+    },
+    /// An inter-communicator: group A is global `0..a`, group B is `a..a + b`.
+    Inter {
+        /// Ranks in group A.
+        a: usize,
+        /// Ranks in group B.
+        b: usize,
+    },
+}
+
+impl Topology {
+    /// Total ranks.
+    pub fn ranks(&self) -> usize {
+        match *self {
+            Self::Intra { size } => size,
+            Self::Inter { a, b } => a + b,
+        }
+    }
+
+    fn resolve(&self, me: usize, peer: Peer) -> Option<usize> {
+        let r = peer.rank as usize;
+        match (*self, peer.group) {
+            (Self::Intra { size }, Group::Local) => (r < size).then_some(r),
+            (Self::Intra { .. }, Group::Remote) => None,
+            (Self::Inter { a, b }, group) => {
+                let in_a = me < a;
+                let to_a = in_a == (group == Group::Local);
+                if to_a {
+                    (r < a).then_some(r)
+                } else {
+                    (r < b).then_some(a + r)
+                }
+            }
+        }
+    }
+}
+
+/// Counters of one run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages sent.
+    pub messages: u64,
+    /// Payload bytes sent.
+    pub bytes: u64,
+    /// Messages between ranks on different nodes (when nodes were given).
+    pub inter_node_messages: u64,
+    /// Steps executed, over all ranks (`Wait` included).
+    pub steps: u64,
+    /// Scheduler passes over all ranks until completion (a proxy for rounds).
+    pub passes: u64,
+}
+
+/// A schedule that cannot run to completion.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExecError {
+    /// No rank can progress; `blocked` ranks are unfinished after `steps` steps.
+    Deadlock {
+        /// Unfinished ranks.
+        blocked: Vec<usize>,
+        /// Steps executed so far.
+        steps: u64,
+    },
+    /// A step names a region outside its buffer.
+    OutOfBounds {
+        /// The rank.
+        rank: usize,
+        /// The region.
+        region: Region,
+    },
+    /// A step names a peer that does not exist.
+    BadPeer {
+        /// The rank.
+        rank: usize,
+        /// The peer.
+        peer: Peer,
+    },
+    /// A receive region's length differs from the matching message's.
+    LengthMismatch {
+        /// The receiving rank.
+        rank: usize,
+        /// The sender.
+        from: usize,
+        /// Bytes expected.
+        expected: usize,
+        /// Bytes sent.
+        got: usize,
+    },
+    /// A reduction failed.
+    Reduce {
+        /// The rank.
+        rank: usize,
+        /// Why.
+        error: OpError,
+    },
+    /// Messages were left unreceived at the end.
+    Leftover {
+        /// Messages left.
+        messages: usize,
+    },
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+impl std::error::Error for ExecError {}
+
+struct RankState<'a> {
+    schedule: Schedule<'a>,
+    pending: VecDeque<(usize, Region)>,
+    held: Option<Step>,
+    finished: bool,
+    done: bool,
+}
+
+fn slice(bufs: &RankBufs, rank: usize, region: Region) -> Result<&[u8], ExecError> {
+    let buf = match region.buf {
+        Buf::Send => &bufs.send,
+        Buf::Recv => &bufs.recv,
+        Buf::Scratch => &bufs.scratch,
+    };
+    buf.get(region.offset..region.end()).ok_or(ExecError::OutOfBounds { rank, region })
+}
+
+fn slice_mut(bufs: &mut RankBufs, rank: usize, region: Region) -> Result<&mut [u8], ExecError> {
+    let buf = match region.buf {
+        Buf::Send => &mut bufs.send,
+        Buf::Recv => &mut bufs.recv,
+        Buf::Scratch => &mut bufs.scratch,
+    };
+    buf.get_mut(region.offset..region.end()).ok_or(ExecError::OutOfBounds { rank, region })
+}
+
+/// Runs `schedules[i]` on `bufs[i]` for every global rank `i` of `topology` to completion.
+/// Scratch buffers are resized to what each schedule asks for. `nodes[i]`, when given, is
+/// the node of global rank `i`, for counting inter-node messages.
+pub fn run(
+    topology: Topology,
+    schedules: Vec<Schedule<'_>>,
+    bufs: &mut [RankBufs],
+    nodes: Option<&[u32]>,
+) -> Result<Stats, ExecError> {
+    let n = topology.ranks();
+    assert_eq!(schedules.len(), n, "one schedule per rank");
+    assert_eq!(bufs.len(), n, "one set of buffers per rank");
+    let mut ranks: Vec<RankState<'_>> = schedules
+        .into_iter()
+        .zip(bufs.iter_mut())
+        .map(|(schedule, b)| {
+            b.scratch.clear();
+            b.scratch.resize(schedule.scratch_bytes(), 0);
+            RankState {
+                schedule,
+                pending: VecDeque::new(),
+                held: None,
+                finished: false,
+                done: false,
+            }
+        })
+        .collect();
+    let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); n * n];
+    let mut stats = Stats::default();
+    let mut temp = Vec::new();
+    let mut remaining = n;
+    while remaining > 0 {
+        stats.passes += 1;
+        let mut progress = false;
+        for me in 0..n {
+            let st = &mut ranks[me];
+            if st.done {
+                continue;
+            }
+            loop {
+                // Match what has arrived, in order per sender.
+                let mut i = 0;
+                while i < st.pending.len() {
+                    let (from, region) = st.pending[i];
+                    let earlier = st.pending.iter().take(i).any(|(f, _)| *f == from);
+                    if !earlier {
+                        if let Some(msg) = channels[from * n + me].pop_front() {
+                            if msg.len() != region.len {
+                                return Err(ExecError::LengthMismatch {
+                                    rank: me,
+                                    from,
+                                    expected: region.len,
+                                    got: msg.len(),
+                                });
+                            }
+                            slice_mut(&mut bufs[me], me, region)?.copy_from_slice(&msg);
+                            st.pending.remove(i);
+                            progress = true;
+                            continue;
+                        }
+                    }
+                    i += 1;
+                }
+                if st.held.is_some() || st.finished {
+                    if !st.pending.is_empty() {
+                        break;
+                    }
+                    if st.finished {
+                        st.done = true;
+                        remaining -= 1;
+                        progress = true;
+                        break;
+                    }
+                    let step = st.held.take().expect("held step");
+                    local_step(step, me, &mut bufs[me], &mut temp)?;
+                    progress = true;
+                    continue;
+                }
+                let Some(step) = st.schedule.next() else {
+                    st.finished = true;
+                    continue;
+                };
+                stats.steps += 1;
+                progress = true;
+                match step {
+                    Step::Send { to, region } => {
+                        let dst = topology
+                            .resolve(me, to)
+                            .ok_or(ExecError::BadPeer { rank: me, peer: to })?;
+                        let data = slice(&bufs[me], me, region)?.to_vec();
+                        stats.messages += 1;
+                        stats.bytes += data.len() as u64;
+                        if let Some(nodes) = nodes {
+                            if nodes[me] != nodes[dst] {
+                                stats.inter_node_messages += 1;
+                            }
+                        }
+                        channels[me * n + dst].push_back(data);
+                    }
+                    Step::Recv { from, region } => {
+                        let src = topology
+                            .resolve(me, from)
+                            .ok_or(ExecError::BadPeer { rank: me, peer: from })?;
+                        slice(&bufs[me], me, region)?;
+                        st.pending.push_back((src, region));
+                    }
+                    other => st.held = Some(other),
+                }
+            }
+        }
+        if !progress {
+            let blocked = (0..n).filter(|&r| !ranks[r].done).collect();
+            return Err(ExecError::Deadlock { blocked, steps: stats.steps });
+        }
+    }
+    let leftover: usize = channels.iter().map(VecDeque::len).sum();
+    if leftover > 0 {
+        return Err(ExecError::Leftover { messages: leftover });
+    }
+    Ok(stats)
+}
+
+fn local_step(
+    step: Step,
+    me: usize,
+    bufs: &mut RankBufs,
+    temp: &mut Vec<u8>,
+) -> Result<(), ExecError> {
+    match step {
+        Step::Copy { src, dst } => {
+            temp.clear();
+            temp.extend_from_slice(slice(bufs, me, src)?);
+            let out = slice_mut(bufs, me, dst)?;
+            if out.len() != temp.len() {
+                return Err(ExecError::OutOfBounds { rank: me, region: dst });
+            }
+            out.copy_from_slice(temp);
+        }
+        Step::Reduce { op, dtype, src, dst, src_left } => {
+            temp.clear();
+            temp.extend_from_slice(slice(bufs, me, src)?);
+            let out = slice_mut(bufs, me, dst)?;
+            reduce(&op, dtype, temp, out, src_left)
+                .map_err(|error| ExecError::Reduce { rank: me, error })?;
+        }
+        Step::Wait | Step::Send { .. } | Step::Recv { .. } => {}
+    }
+    Ok(())
+}
