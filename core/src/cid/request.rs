@@ -16,7 +16,7 @@ pub enum Algorithm {
     /// base mask in ⟨parent cid, tag⟩ priority order.
     Mask,
     /// MAX of the highest used CID plus one; confirmation only when threaded (over a
-    /// 32-CID window above the maximum, so one taken CID does not fail the round); a mask
+    /// 32-CID window from the maximum, so one taken CID does not fail the round); a mask
     /// round when the width would be exceeded.
     Highest,
     /// The mask algorithm *without* its synchronising first allreduce: a request may hold

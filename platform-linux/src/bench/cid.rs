@@ -3,7 +3,8 @@
 //!
 //! Options: `--ranks N` (128), `--allocations N` (10,000 per run, split over the
 //! threads), `--width N` (65,536 CIDs), `--eager N` (64), `--seed N` (1),
-//! `--lookups N` (1,048,576 per timing).
+//! `--lookups N` (1,048,576 per timing), `--part all|allocation|storage` (all; storage
+//! runs only the single-threaded lowest and highest allocations it replays).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -49,6 +50,13 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         seed: option(args, "--seed")?.unwrap_or(1),
         lookups: option(args, "--lookups")?.unwrap_or(1 << 20),
     };
+    let part: String = option(args, "--part")?.unwrap_or_else(|| "all".into());
+    let (allocation_part, storage_part) = match part.as_str() {
+        "all" => (true, true),
+        "allocation" => (true, false),
+        "storage" => (false, true),
+        other => return Err(format!("--part: unknown part {other:?}")),
+    };
     if o.ranks < 2 || o.ranks > 128 {
         return Err("--ranks must be 2..=128".into());
     }
@@ -70,6 +78,10 @@ pub fn run(args: &[String]) -> Result<Value, String> {
                     seed: o.seed,
                 };
                 let record = threads == 1 && algorithm != Algorithm::Mask;
+                if !(allocation_part || record && storage_part) {
+                    continue;
+                }
+                let record = record && storage_part;
                 let (row, trace) = allocate(name, algorithm, config, stress_config, record)?;
                 allocation.push(row);
                 if let Some(trace) = trace {
@@ -79,7 +91,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         }
     }
     let mut narrow = Vec::new();
-    for (algorithm, name) in ALGORITHMS {
+    for (algorithm, name) in ALGORITHMS.into_iter().filter(|_| allocation_part) {
         let config = SpaceConfig { width: 256, eager: 32, threaded: false };
         let stress_config = StressConfig {
             ranks: o.ranks,
@@ -154,7 +166,7 @@ fn allocate(
 
 /// Replays every rank's inserts and removes into each structure; density and bytes are
 /// sampled after every insert (every allocation a rank keeps) and averaged over the run and
-/// the ranks. Lookups are timed on rank 0's final set of live CIDs.
+/// the ranks. Lookups are timed on the final live CIDs of the rank that holds the most.
 fn store_rows(
     algorithm: &str,
     scenario: &str,
@@ -170,10 +182,13 @@ fn store_rows(
     let mut arena = vec![FoldedSlot::empty(); 1 << 14];
     let mut rows = Vec::new();
     let mut flat_ns = None;
+    // Lookups run on the rank that ends with the most live communicators.
+    let timed_rank = (0..traces.len()).max_by_key(|&r| final_live(&traces[r]).len()).unwrap_or(0);
     for structure in ["flat", "radix", "rbtree", "folded"] {
         let mut density = 0.0;
         let mut bytes = 0.0;
         let mut lookup_ns = (0.0, 0.0);
+        let mut displaced = None;
         for (rank, trace) in traces.iter().enumerate() {
             let sample = |store: &mut dyn CidStore<u32>| replay(store, trace);
             let (d, b) = match structure {
@@ -184,7 +199,7 @@ fn store_rows(
             };
             density += d / traces.len() as f64;
             bytes += b / traces.len() as f64;
-            if rank == 0 {
+            if rank == timed_rank {
                 let live = final_live(trace);
                 let sequence = lookup_sequence(&live, lookups, seed);
                 lookup_ns = match structure {
@@ -193,7 +208,12 @@ fn store_rows(
                         time_lookups(&mut Radix::new(&mut inners, &mut leaves), &live, &sequence)?
                     }
                     "rbtree" => time_lookups(&mut RbTree::new(&mut nodes), &live, &sequence)?,
-                    _ => time_lookups(&mut Folded::new(&mut arena), &live, &sequence)?,
+                    _ => {
+                        let mut folded = Folded::new(&mut arena);
+                        let timing = time_lookups(&mut folded, &live, &sequence)?;
+                        displaced = Some(folded.displaced() as f64 / live.len() as f64);
+                        timing
+                    }
                 };
             }
         }
@@ -209,7 +229,9 @@ fn store_rows(
             "lookup_ratio": lookup_ns.0 / flat.0,
             "throughput_ns": lookup_ns.1,
             "flat_throughput_ns": flat.1,
-            "live_at_rank0": final_live(&traces[0]).len(),
+            "timed_rank": timed_rank,
+            "displaced_fraction": displaced,
+            "timed_live": final_live(&traces[timed_rank]).len(),
         }));
     }
     Ok(rows)
