@@ -38,7 +38,7 @@ impl Region {
     /// One past the last byte.
     #[inline]
     pub const fn end(&self) -> usize {
-        self.offset + self.len
+        self.offset.saturating_add(self.len)
     }
 }
 
