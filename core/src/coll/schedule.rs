@@ -458,11 +458,17 @@ pub(crate) fn flat<'a>(
         (C::Gather, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, regular()?, false))
         }
+        (C::Gatherv, A::Linear) if ctx.rank != root && args.recv.is_none() => {
+            Flat::GatherScatterLinear(gather::Linear::leaf(ctx, root, bytes, false))
+        }
         (C::Gatherv, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, vrecv()?, false))
         }
         (C::Scatter, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, regular()?, true))
+        }
+        (C::Scatterv, A::Linear) if ctx.rank != root && args.send.is_none() => {
+            Flat::GatherScatterLinear(gather::Linear::leaf(ctx, root, bytes, true))
         }
         (C::Scatterv, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, vsend()?, true))

@@ -80,6 +80,9 @@ pub struct Stats {
     pub steps: u64,
     /// Scheduler passes over all ranks until completion (a proxy for rounds).
     pub passes: u64,
+    /// The fewest ranks whose start causally precedes some rank's end (following messages):
+    /// the number of ranks for a barrier, or anything that waits for everyone.
+    pub min_causal: usize,
 }
 
 /// A schedule that cannot run to completion.
@@ -174,8 +177,11 @@ pub fn run(
 /// allocator.
 #[derive(Debug, Default)]
 pub struct Executor {
-    channels: Vec<VecDeque<Vec<u8>>>,
+    channels: Vec<VecDeque<(Vec<u8>, Vec<u64>)>>,
     pool: Vec<Vec<u8>>,
+    clock_pool: Vec<Vec<u64>>,
+    /// Per rank, a bit per rank whose start it has heard of (causally).
+    knows: Vec<u64>,
     pending: Vec<VecDeque<(usize, Region)>>,
     held: Vec<Option<Step>>,
     state: Vec<u8>,
@@ -205,9 +211,16 @@ impl Executor {
             }
         }
         for q in self.channels.iter_mut() {
-            while let Some(m) = q.pop_front() {
+            while let Some((m, k)) = q.pop_front() {
                 self.pool.push(m);
+                self.clock_pool.push(k);
             }
+        }
+        let words = n.div_ceil(64);
+        self.knows.clear();
+        self.knows.resize(n * words, 0);
+        for r in 0..n {
+            self.knows[r * words + r / 64] |= 1 << (r % 64);
         }
         self.channels.resize_with(n * n, VecDeque::new);
         self.pending.resize_with(n, VecDeque::new);
@@ -233,6 +246,7 @@ impl Executor {
     ) -> Result<Stats, ExecError> {
         let n = topology.ranks();
         let mut stats = Stats::default();
+        let words = n.div_ceil(64);
         let mut remaining = n;
         while remaining > 0 {
             stats.passes += 1;
@@ -249,7 +263,7 @@ impl Executor {
                         let (from, region) = pending[i];
                         let earlier = pending.iter().take(i).any(|(f, _)| *f == from);
                         if !earlier {
-                            if let Some(msg) = self.channels[from * n + me].pop_front() {
+                            if let Some((msg, heard)) = self.channels[from * n + me].pop_front() {
                                 if msg.len() != region.len {
                                     return Err(ExecError::LengthMismatch {
                                         rank: me,
@@ -259,7 +273,13 @@ impl Executor {
                                     });
                                 }
                                 slice_mut(&mut bufs[me], me, region)?.copy_from_slice(&msg);
+                                for (k, h) in
+                                    self.knows[me * words..][..words].iter_mut().zip(&heard)
+                                {
+                                    *k |= h;
+                                }
                                 self.pool.push(msg);
+                                self.clock_pool.push(heard);
                                 pending.remove(i);
                                 progress = true;
                                 continue;
@@ -305,7 +325,10 @@ impl Executor {
                                     stats.inter_node_messages += 1;
                                 }
                             }
-                            self.channels[me * n + dst].push_back(data);
+                            let mut heard = self.clock_pool.pop().unwrap_or_default();
+                            heard.clear();
+                            heard.extend_from_slice(&self.knows[me * words..][..words]);
+                            self.channels[me * n + dst].push_back((data, heard));
                         }
                         Step::Recv { from, region } => {
                             let src = topology
@@ -323,6 +346,10 @@ impl Executor {
                 return Err(ExecError::Deadlock { blocked, steps: stats.steps });
             }
         }
+        stats.min_causal = (0..n)
+            .map(|r| self.knows[r * words..][..words].iter().map(|w| w.count_ones() as usize).sum())
+            .min()
+            .unwrap_or(0);
         Ok(stats)
     }
 }
