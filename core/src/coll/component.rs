@@ -364,7 +364,7 @@ struct Route {
 }
 
 impl Route {
-    #[inline]
+    #[inline(always)]
     fn pick(&self, args: &CollArgs<'_>) -> Ctor {
         let bytes = args.message_bytes();
         let i = (bytes >= self.splits[0]) as usize + (bytes >= self.splits[1]) as usize;
@@ -463,13 +463,13 @@ impl<'a> CollTable<'a> {
     }
 
     /// The schedule for one call of `op`: one table lookup and one dispatch.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&self, op: CollOp, args: &CollArgs<'a>) -> Result<Schedule<'a>, CollError> {
         let route = &self.routes[op as usize];
         self.follow(route.path, route, op, args)
     }
 
-    #[inline]
+    #[inline(always)]
     fn follow(
         &self,
         path: Path,
