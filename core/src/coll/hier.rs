@@ -65,7 +65,7 @@ pub(crate) fn schedule<'a>(
     let nctx = Ctx::new(node, layout.nodes())?;
     let is_leader = li == 0;
     let (count, dtype, rop) = (args.count, args.dtype, args.op);
-    let b = args.bytes(count)?;
+    let b = args.bytes_for(count, layout.size())?;
     if op.reduces() {
         args.check_op()?;
         if !rop.is_commutative() {

@@ -93,7 +93,7 @@ pub(crate) fn schedule<'a>(
 ) -> Result<Schedule<'a>, CollError> {
     let same = BufMap::SAME;
     let (count, dtype, rop) = (args.count, args.dtype, args.op);
-    let b = args.bytes(count)?;
+    let b = args.bytes_for(count, ctx.size.max(remote_size))?;
     let r = ctx.rank;
     let leader = r == 0;
     if op.reduces() {
@@ -321,7 +321,7 @@ pub(crate) fn schedule<'a>(
             } else {
                 (count, BlockLayout::varying(args.recv, ctx.size, dtype)?)
             };
-            let out_n = args.bytes(elems)?;
+            let out_n = args.bytes_for(elems, 0)?;
             let in_n = layout.extent(ctx.size);
             let (up, reduce_scratch) = reduce_up(elems, out_n).ok_or(CollError::BadRoot)?;
             let at = reduce_scratch;
@@ -352,12 +352,12 @@ pub(crate) fn schedule<'a>(
                         same.with(Buf::Send, Buf::Scratch, at).with(
                             Buf::Scratch,
                             Buf::Scratch,
-                            at + in_n,
+                            at.saturating_add(in_n),
                         ),
                     ),
                     None,
                 ],
-                at + in_n + down_scratch,
+                at.saturating_add(in_n).saturating_add(down_scratch),
             )
         }
     })

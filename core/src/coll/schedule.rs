@@ -172,7 +172,7 @@ impl BufMap {
     #[inline]
     fn map(&self, r: Region) -> Region {
         let (buf, at) = self.0[r.buf as usize];
-        Region::new(buf, at + r.offset, r.len)
+        Region::new(buf, at.saturating_add(r.offset), r.len)
     }
 }
 
@@ -254,6 +254,7 @@ pub struct Schedule<'a> {
 }
 
 impl<'a> Schedule<'a> {
+    #[inline]
     fn from_flat(flat: Flat<'a>) -> Self {
         let (rounds, scratch) = (flat.rounds(), flat.scratch());
         Self { kind: Kind::Flat(flat), rounds, round: 0, index: 0, in_round: false, scratch }
@@ -310,6 +311,18 @@ impl<'a> Schedule<'a> {
         ctx: Ctx,
         args: &CollArgs<'a>,
     ) -> Result<Self, CollError> {
+        super::ctor::constructor(op, alg)?(ctx, args)
+    }
+
+    /// [`intra`](Self::intra), inlined so that constant `op` and `alg` fold the dispatch
+    /// away (the per-pair constructors of [`ctor`](super::ctor) are built from it).
+    #[inline(always)]
+    pub(crate) fn intra_inline(
+        op: CollOp,
+        alg: Algorithm,
+        ctx: Ctx,
+        args: &CollArgs<'a>,
+    ) -> Result<Self, CollError> {
         if alg == Algorithm::Linear && matches!(op, CollOp::Barrier | CollOp::Allreduce) {
             return linear_reduce_bcast(op, ctx, args);
         }
@@ -358,6 +371,7 @@ pub(crate) fn intra_root(root: Root, size: u32) -> Result<u32, CollError> {
 }
 
 /// Builds a leaf algorithm after checking the arguments.
+#[inline(always)]
 pub(crate) fn flat<'a>(
     op: CollOp,
     alg: Algorithm,
@@ -377,7 +391,7 @@ pub(crate) fn flat<'a>(
     }
     let root = if op.rooted() { intra_root(args.root, ctx.size)? } else { 0 };
     let (count, dtype, rop) = (args.count, args.dtype, args.op);
-    let bytes = args.bytes(count)?;
+    let bytes = args.bytes_for(count, ctx.size)?;
     let regular = || -> Result<BlockLayout<'a>, CollError> {
         let layout = BlockLayout::regular(count, dtype)?;
         layout_fits(&layout, ctx.size)?;
@@ -444,11 +458,17 @@ pub(crate) fn flat<'a>(
         (C::Gather, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, regular()?, false))
         }
+        (C::Gatherv, A::Linear) if ctx.rank != root && args.recv.is_none() => {
+            Flat::GatherScatterLinear(gather::Linear::leaf(ctx, root, bytes, false))
+        }
         (C::Gatherv, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, vrecv()?, false))
         }
         (C::Scatter, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, regular()?, true))
+        }
+        (C::Scatterv, A::Linear) if ctx.rank != root && args.send.is_none() => {
+            Flat::GatherScatterLinear(gather::Linear::leaf(ctx, root, bytes, true))
         }
         (C::Scatterv, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, vsend()?, true))
@@ -501,7 +521,7 @@ fn linear_reduce_bcast<'a>(
     if op == CollOp::Allreduce {
         args.check_op()?;
     }
-    let bytes = args.bytes(count)?;
+    let bytes = args.bytes_for(count, ctx.size)?;
     let up = reduce::Linear::new(ctx, 0, count, args.dtype, args.op);
     let scratch = up.scratch();
     let phase = |flat| Some(Phase { flat, peers: PeerMap::Same, bufs: BufMap::SAME });

@@ -38,7 +38,7 @@ impl Region {
     /// One past the last byte.
     #[inline]
     pub const fn end(&self) -> usize {
-        self.offset + self.len
+        self.offset.saturating_add(self.len)
     }
 }
 
@@ -117,8 +117,8 @@ pub enum Step {
         /// Whether `src` is the left (lower-rank) operand.
         src_left: bool,
     },
-    /// Copy `src` to `dst` (same length; the regions may be in the same buffer but do not
-    /// overlap).
+    /// Copy `src` to `dst` (same length; in the same buffer the regions are either
+    /// disjoint or identical, the latter a no-op).
     Copy {
         /// From.
         src: Region,

@@ -365,6 +365,22 @@ pub fn check_with(
     let schedules = schedules?;
     let stats = run(Topology::Intra { size: pu }, schedules, &mut bufs, nodes)
         .map_err(|e| format!("run: {e}"))?;
+    // Operations whose result on every rank depends on every rank must order every rank's
+    // start before every rank's end (for a barrier, that is all it does).
+    let waits_for_all = matches!(
+        op,
+        CollOp::Barrier
+            | CollOp::Allreduce
+            | CollOp::Allgather
+            | CollOp::Allgatherv
+            | CollOp::Alltoall
+            | CollOp::Alltoallv
+            | CollOp::ReduceScatter
+            | CollOp::ReduceScatterBlock
+    );
+    if waits_for_all && stats.min_causal != pu {
+        return Err(format!("a rank finished having heard of only {} ranks", stats.min_causal));
+    }
     for r in 0..pu {
         if let Some(want) = &expected[r] {
             if &bufs[r].recv != want {
