@@ -6,7 +6,10 @@
 # Installs Debian's Open MPI and MPICH (and jq) when missing, builds our C programs under
 # scripts/peers/ with each, then runs commcore and both peers in turn, interleaved (the order
 # rotates every round), N runs each (default 5), and prints the median of each figure side by
-# side with the ratio commcore / better peer. For latencies lower is better; for bandwidth and
+# side with the ratio commcore / better peer. Figures: point-to-point between 2 processes
+# (`commcore bench pt2pt`, scripts/peers/pt2pt.c) and the split stress benchmark on 8
+# (`commcore bench split`, scripts/peers/split.c; SPLIT_ITERATIONS, default 200, each;
+# MPICH busy-polls when oversubscribed, so its split runs take tens of seconds). For latencies lower is better; for bandwidth and
 # message rate higher is better. With --json it prints one JSON list of
 # {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}.
 #
@@ -48,12 +51,46 @@ for program in scripts/peers/*.c; do
     mpicc.mpich -O2 -Wall -Werror -o "$out/$name-mpich" "$program"
 done
 
-run_commcore() { ./target/release/commcore bench pt2pt --json; }
-run_openmpi() {
+split_iterations=${SPLIT_ITERATIONS:-200}
+openmpi() {
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
-        mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 "$out/pt2pt-openmpi"
+        mpirun.openmpi --allow-run-as-root --oversubscribe "$@"
 }
-run_mpich() { mpirun.mpich -np 2 "$out/pt2pt-mpich"; }
+
+# Each prints one JSON object of figures by name for one run.
+figures_commcore() {
+    local pt2pt large small
+    pt2pt=$(./target/release/commcore bench pt2pt --json)
+    large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
+        --iterations "$split_iterations" --json)
+    small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
+        --iterations "$split_iterations" --json)
+    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '
+        ([$p.figures[] | {key: .figure, value: .single_copy}]
+         + [$p.figures[] | select(.figure == "pingpong_latency_1MiB")
+            | {key: "pingpong_latency_1MiB_two_copy", value: .two_copy}] | from_entries)
+        + {split_median_large_comm: $l.median_us, split_p99_over_median_large_comm:
+           ($l.p99_us / $l.median_us), split_median_small_comm: $s.median_us,
+           split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}'
+}
+
+figures_peer() { # peer launcher-function
+    local peer=$1 pt2pt large small
+    pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1)
+    large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
+    small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '{
+        pingpong_latency_8B: $p.latency_us["8"],
+        pingpong_latency_64KiB: $p.latency_us["65536"],
+        pingpong_latency_1MiB: $p.latency_us["1048576"],
+        bandwidth_1MiB: $p.bandwidth_mbps,
+        message_rate_8B: $p.message_rate_mmsgs,
+        split_median_large_comm: $l.median_us,
+        split_p99_over_median_large_comm: ($l.p99_us / $l.median_us),
+        split_median_small_comm: $s.median_us,
+        split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}'
+}
+mpich() { mpirun.mpich "$@"; }
 
 # One line per run: {"peer": ..., "figures": {figure: value}}.
 results="$out/results.jsonl"
@@ -63,21 +100,12 @@ for ((round = 0; round < runs; round++)); do
     for ((k = 0; k < 3; k++)); do
         peer=${peers[$(((round + k) % 3))]}
         log "round $((round + 1))/$runs: $peer"
-        output=$("run_$peer" | tail -n 1)
         if [ "$peer" = commcore ]; then
-            jq -c '{peer: "commcore", figures: (
-                    [.figures[] | {key: .figure, value: .single_copy}] +
-                    [.figures[] | select(.figure == "pingpong_latency_1MiB")
-                        | {key: "pingpong_latency_1MiB_two_copy", value: .two_copy}]
-                    | from_entries)}' <<<"$output" >>"$results"
+            figures=$(figures_commcore)
         else
-            jq -c --arg peer "$peer" '{peer: $peer, figures: {
-                    pingpong_latency_8B: .latency_us["8"],
-                    pingpong_latency_64KiB: .latency_us["65536"],
-                    pingpong_latency_1MiB: .latency_us["1048576"],
-                    bandwidth_1MiB: .bandwidth_mbps,
-                    message_rate_8B: .message_rate_mmsgs}}' <<<"$output" >>"$results"
+            figures=$(figures_peer "$peer")
         fi
+        jq -c --arg peer "$peer" '{peer: $peer, figures: .}' <<<"$figures" >>"$results"
     done
 done
 
@@ -86,14 +114,18 @@ report=$(jq -s '
     def med($peer; $figure): [.[] | select(.peer == $peer) | .figures[$figure]
                               | select(. != null)] | median;
     . as $all
-    | [ ["pingpong_latency_8B", "us", "lower"],
-        ["pingpong_latency_64KiB", "us", "lower"],
-        ["pingpong_latency_1MiB", "us", "lower"],
-        ["pingpong_latency_1MiB_two_copy", "us", "lower"],
-        ["bandwidth_1MiB", "MB/s", "higher"],
-        ["message_rate_8B", "Mmsg/s", "higher"] ]
-    | map(. as [$figure, $unit, $better]
-        | {figure: $figure, procs: 2,
+    | [ ["pingpong_latency_8B", "us", "lower", 2],
+        ["pingpong_latency_64KiB", "us", "lower", 2],
+        ["pingpong_latency_1MiB", "us", "lower", 2],
+        ["pingpong_latency_1MiB_two_copy", "us", "lower", 2],
+        ["bandwidth_1MiB", "MB/s", "higher", 2],
+        ["message_rate_8B", "Mmsg/s", "higher", 2],
+        ["split_median_large_comm", "us", "lower", 8],
+        ["split_p99_over_median_large_comm", "p99/median", "lower", 8],
+        ["split_median_small_comm", "us", "lower", 8],
+        ["split_p99_over_median_small_comm", "p99/median", "lower", 8] ]
+    | map(. as [$figure, $unit, $better, $procs]
+        | {figure: $figure, procs: $procs,
            commcore: ($all | med("commcore"; $figure)),
            openmpi: ($all | med("openmpi"; $figure)),
            mpich: ($all | med("mpich"; $figure)),

@@ -79,6 +79,34 @@ fn eight_ranks_exchange_long_and_short_messages_all_at_once() {
 }
 
 #[test]
+fn communicators_dup_split_and_create_with_agreed_context_ids() {
+    run_ok(&job(1, "communicators"));
+    run_ok(&job(5, "communicators"));
+}
+
+#[test]
+fn a_thousand_random_splits_with_frees_agree_on_every_member() {
+    let mut spec = job(8, "splits");
+    spec.capture_rank0_stdout = true;
+    let out = run_ok(&spec);
+    let calls: usize = out.split_whitespace().nth(2).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(calls >= 200, "rank 0 took part in too few splits: {out}");
+}
+
+#[test]
+fn two_threads_per_process_create_communicators_at_once_with_every_cid_algorithm() {
+    for algorithm in ["mask", "lowest", "highest"] {
+        for procs in [2, 4] {
+            let mut spec = job(procs, "threads");
+            spec.env.push(("COMMCORE_CID_ALGORITHM".into(), algorithm.into()));
+            spec.capture_rank0_stdout = true;
+            let out = run_ok(&spec);
+            assert!(out.contains("30 creations per thread completed"), "{algorithm}: {out}");
+        }
+    }
+}
+
+#[test]
 fn waiting_ranks_sleep_instead_of_spinning() {
     // Eight ranks on this two-core machine: seven wait a second for the eighth.
     run_ok(&job(8, "idle"));

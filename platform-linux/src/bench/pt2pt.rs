@@ -30,23 +30,10 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if procs < 2 {
         return Err("--procs must be at least 2".into());
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut runs = Vec::new();
     for single_copy in [true, false] {
-        let mut spec = JobSpec::new(procs, exe.clone());
-        spec.args = std::iter::once("bench".into())
-            .chain(std::iter::once("pt2pt".into()))
-            .chain(args.iter().map(Into::into))
-            .collect();
-        spec.capture_rank0_stdout = true;
-        if !single_copy {
-            spec.env.push(("COMMCORE_SINGLE_COPY".into(), "0".into()));
-        }
-        let output = run_job(&spec).map_err(|f| format!("benchmark job failed: {f}"))?;
-        let text = String::from_utf8_lossy(&output.rank0_stdout);
-        let figures: Value = serde_json::from_str(text.trim())
-            .map_err(|e| format!("rank 0 printed no figures ({e}): {text:?}"))?;
-        runs.push(figures);
+        let env: &[(&str, &str)] = if single_copy { &[] } else { &[("COMMCORE_SINGLE_COPY", "0")] };
+        runs.push(launch_self(procs, "pt2pt", args, env)?);
     }
     let (on, off) = (&runs[0], &runs[1]);
     let mut rows = Vec::new();
@@ -77,6 +64,25 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         "figures": rows,
         "speedup_1MiB_single_copy_over_two_copy": speedup,
     }))
+}
+
+/// Runs this benchmark again as a job of `procs` ranks of this program (`commcore bench
+/// NAME ARGS…` under the launcher, with `env` added) and returns the JSON rank 0 printed.
+pub(crate) fn launch_self(
+    procs: usize,
+    name: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut spec = JobSpec::new(procs, exe);
+    spec.args = ["bench", name].iter().map(Into::into).chain(args.iter().map(Into::into)).collect();
+    spec.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    spec.capture_rank0_stdout = true;
+    let output = run_job(&spec).map_err(|f| format!("benchmark job failed: {f}"))?;
+    let text = String::from_utf8_lossy(&output.rank0_stdout);
+    serde_json::from_str(text.trim())
+        .map_err(|e| format!("rank 0 printed no figures ({e}): {text:?}"))
 }
 
 fn label(size: usize) -> String {

@@ -10,58 +10,127 @@ use super::error::P2pError;
 use super::request::{Request, State, Status};
 use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
 
-/// Context of the world communicator's point-to-point traffic; its collectives use the next
-/// one, and the self communicator the two after.
-const WORLD_CONTEXT: u32 = 0;
-const SELF_CONTEXT: u32 = 2;
+/// The world communicator's context id; the self communicator's is the next. A
+/// communicator with id `cid` carries point-to-point messages in context `2 cid` and its
+/// collectives' messages in `2 cid + 1`, so the two never match each other.
+pub(super) const WORLD_CID: u32 = 0;
+pub(super) const SELF_CID: u32 = 1;
+
+/// A communicator's context id and rank map, owned by it and its clones: with the last of
+/// them the id goes back to the CID space and the map's table, if any, to the arena.
+pub(super) struct MapHandle {
+    cid: u32,
+    map: Option<RankMap<'static>>,
+    runtime: Arc<Runtime>,
+}
+
+impl Drop for MapHandle {
+    fn drop(&mut self) {
+        if self.cid > SELF_CID {
+            // Only fails for an id that is not ours, which a communicator's never is.
+            let _ = self.runtime.cids.release(self.cid);
+        }
+        if let Some(map) = self.map.take() {
+            let mut arena =
+                self.runtime.arena.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Freeing only fails for a table the arena does not know, which cannot happen
+            // for maps it handed out.
+            let _ = map.free(&mut arena);
+        }
+    }
+}
 
 /// A communicator's members: core's rank map from communicator ranks to processes of the
 /// world's group, whose lpids are world ranks.
-#[derive(Clone, Debug)]
-pub(super) struct Members(Arc<RankMap<'static>>);
+#[derive(Clone)]
+pub(super) struct Members(Arc<MapHandle>);
 
 impl Members {
+    pub(super) fn new(runtime: Arc<Runtime>, cid: u32, map: RankMap<'static>) -> Members {
+        Members(Arc::new(MapHandle { cid, map: Some(map), runtime }))
+    }
+
+    pub(super) fn map(&self) -> &RankMap<'static> {
+        // Set at construction, taken only in Drop.
+        self.0.map.as_ref().expect("a live communicator has its rank map")
+    }
+
     fn to_world(&self, rank: usize) -> Option<usize> {
         let rank = u32::try_from(rank).ok()?;
-        self.0.translate(rank).map(|(_, lpid)| lpid as usize)
+        self.map().translate(rank).map(|(_, lpid)| lpid as usize)
     }
 
     pub(super) fn to_comm(&self, world: usize) -> usize {
-        if self.0.kind() == ModelKind::Direct {
+        let map = self.map();
+        if map.kind() == ModelKind::Direct {
             return world;
         }
-        (0..self.0.size() as usize).find(|&r| self.to_world(r) == Some(world)).unwrap_or(usize::MAX)
+        (0..map.size() as usize).find(|&r| self.to_world(r) == Some(world)).unwrap_or(usize::MAX)
     }
 }
 
 /// A communicator (`MPI_Comm`): point-to-point operations address its ranks, and its
-/// messages never match another communicator's.
+/// messages never match another communicator's. Clones share the communicator; it is freed
+/// (`MPI_Comm_free`) when the last clone is dropped or [`Comm::free`]d.
 #[derive(Clone)]
 pub struct Comm {
-    runtime: Arc<Runtime>,
-    context: u32,
-    rank: usize,
-    size: usize,
-    members: Members,
+    pub(super) runtime: Arc<Runtime>,
+    pub(super) cid: u32,
+    pub(super) context: u32,
+    pub(super) rank: usize,
+    pub(super) size: usize,
+    pub(super) members: Members,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("context_id", &self.cid)
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("rank_map", &self.rank_map().kind())
+            .finish()
+    }
 }
 
 impl Comm {
     pub(super) fn world(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
-        let (rank, size) = (runtime.fabric.rank, map.size() as usize);
-        Comm { runtime, context: WORLD_CONTEXT, rank, size, members: Members(Arc::new(map)) }
+        let rank = runtime.fabric.rank;
+        Comm::with(runtime, WORLD_CID, rank, map)
     }
 
     pub(super) fn own(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
-        Comm { runtime, context: SELF_CONTEXT, rank: 0, size: 1, members: Members(Arc::new(map)) }
+        Comm::with(runtime, SELF_CID, 0, map)
     }
 
-    /// The rank map that translates this communicator's ranks to processes.
-    pub fn rank_map(&self) -> &RankMap<'static> {
-        &self.members.0
+    pub(super) fn with(
+        runtime: Arc<Runtime>,
+        cid: u32,
+        rank: usize,
+        map: RankMap<'static>,
+    ) -> Comm {
+        let size = map.size() as usize;
+        let members = Members::new(runtime.clone(), cid, map);
+        Comm { runtime, cid, context: 2 * cid, rank, size, members }
     }
 
     pub(super) fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// The rank map that translates this communicator's ranks to processes.
+    pub fn rank_map(&self) -> &RankMap<'static> {
+        self.members.map()
+    }
+
+    /// The context id all members agreed on for this communicator.
+    pub fn context_id(&self) -> u32 {
+        self.cid
+    }
+
+    /// The world rank of this communicator's rank `rank`, if it exists.
+    pub fn world_rank(&self, rank: usize) -> Option<usize> {
+        self.members.to_world(rank)
     }
 
     /// This process's rank in the communicator.
@@ -104,7 +173,13 @@ impl Comm {
         self.send_on(self.context, buf, dest, tag)
     }
 
-    fn send_on(&self, context: u32, buf: &[u8], dest: usize, tag: i32) -> Result<(), P2pError> {
+    pub(super) fn send_on(
+        &self,
+        context: u32,
+        buf: &[u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<(), P2pError> {
         let dest = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
         let start = runtime.engine().start_send(&runtime.fabric, dest, context, tag, buf, true);
@@ -133,7 +208,7 @@ impl Comm {
         self.recv_on(self.context, buf, source.into(), tag)
     }
 
-    fn recv_on(
+    pub(super) fn recv_on(
         &self,
         context: u32,
         buf: &mut [u8],

@@ -161,6 +161,9 @@ pub(crate) struct Engine {
     /// Single copies above this many bytes are split: the receiver reads the head while the
     /// sender writes the tail, so both cores copy.
     pub(crate) split_above: Option<usize>,
+    /// Set when progress matched a posted receive or completed a send: another thread of
+    /// this process may be asleep waiting for exactly that.
+    news: bool,
     /// Emptied byte buffers kept for reuse, so that small messages cost no allocation.
     spare: Vec<Vec<u8>>,
     /// Our single-copy sends in flight: id → (destination, buffer address, length).
@@ -190,6 +193,7 @@ impl Engine {
             split_above,
             rendezvous: HashMap::default(),
             spare: Vec::new(),
+            news: false,
             written: std::collections::HashMap::new(),
         }
     }
@@ -555,6 +559,9 @@ impl Engine {
                 self.push_out(fabric, dest, feed);
             }
         }
+        if std::mem::take(&mut self.news) {
+            fabric.notify(fabric.rank);
+        }
         Ok(())
     }
 
@@ -612,6 +619,7 @@ impl Engine {
                 CellKind::Finished => {
                     self.rendezvous.remove(&header.id);
                     self.finished_sends.insert(header.id);
+                    self.news = true;
                 }
                 CellKind::ClearToSend => {
                     let errno = match self.rendezvous.get(&header.id) {
@@ -640,6 +648,7 @@ impl Engine {
                 }
                 CellKind::Written => {
                     self.written.insert((source, header.id), header.tag);
+                    self.news = true;
                 }
             }
             ring.pop();
@@ -655,6 +664,7 @@ impl Engine {
         let found = self.posted.iter().position(|(_, p)| p.accepts(&arrival));
         match found.and_then(|i| self.posted.remove(i)) {
             Some((recv, _)) => {
+                self.news = true;
                 arrival.recv = Some(recv);
                 self.matched.insert(recv, id);
             }

@@ -22,6 +22,48 @@ impl fmt::Display for InitError {
 
 impl std::error::Error for InitError {}
 
+/// Why creating a communicator failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommError {
+    /// The communication it needs failed.
+    P2p(P2pError),
+    /// Core could not build the rank map (e.g. its table storage is full).
+    RankMap(commcore::rankmap::RankMapError),
+    /// A group named a rank twice or one outside the parent.
+    BadGroup {
+        /// The offending rank.
+        rank: usize,
+    },
+    /// The context-id agreement failed (core's CID request).
+    Cid(commcore::cid::CidError),
+    /// A split color is negative and not `UNDEFINED`.
+    InvalidColor(i32),
+}
+
+impl From<P2pError> for CommError {
+    fn from(error: P2pError) -> CommError {
+        CommError::P2p(error)
+    }
+}
+
+impl fmt::Display for CommError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommError::P2p(error) => write!(f, "{error}"),
+            CommError::RankMap(error) => write!(f, "rank map: {error:?}"),
+            CommError::BadGroup { rank } => {
+                write!(f, "rank {rank} is repeated or outside the parent")
+            }
+            CommError::Cid(error) => write!(f, "context id: {error}"),
+            CommError::InvalidColor(color) => {
+                write!(f, "split color {color} is invalid (>= 0 or UNDEFINED)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommError {}
+
 /// Why a point-to-point operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum P2pError {

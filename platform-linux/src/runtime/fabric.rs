@@ -59,11 +59,12 @@ impl Fabric {
     pub(crate) fn sleep(&self, ready: impl Fn() -> bool) {
         let bell = self.doorbell(self.rank);
         let seen = bell.load(Acquire);
-        self.sleeping(self.rank).store(1, Relaxed);
+        // A count, not a flag: several threads of this process may sleep at once.
+        self.sleeping(self.rank).fetch_add(1, Relaxed);
         fence(SeqCst);
         if !ready() {
             futex::wait(bell, seen, SLEEP_SLICE);
         }
-        self.sleeping(self.rank).store(0, Relaxed);
+        self.sleeping(self.rank).fetch_sub(1, Relaxed);
     }
 }

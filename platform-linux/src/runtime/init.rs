@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups, TransportId};
-use commcore::rankmap::RankMap;
+use commcore::cid::{Algorithm, CidSpace, SpaceConfig, SpaceError};
+use commcore::rankmap::{RankMap, TableArena};
 
 use super::engine::Engine;
 use super::error::InitError;
@@ -79,9 +80,20 @@ impl World {
     /// Joins the job started by `commcore run`, or becomes a singleton world of one rank
     /// when started without it. Only one launched world may exist at a time per process.
     pub fn init() -> Result<World, InitError> {
+        Self::init_thread(false)
+    }
+
+    /// [`World::init`] for a process whose threads may communicate and create
+    /// communicators at the same time (`MPI_THREAD_MULTIPLE`): the highest CID algorithm
+    /// then confirms each id, one more allreduce.
+    pub fn init_thread_multiple() -> Result<World, InitError> {
+        Self::init_thread(true)
+    }
+
+    fn init_thread(threaded: bool) -> Result<World, InitError> {
         let bad = |m: String| InitError::Environment(m);
         let var = |name: &str| std::env::var(name).ok();
-        let Some(fd_text) = var(env::SHM_FD) else { return Self::singleton() };
+        let Some(fd_text) = var(env::SHM_FD) else { return Self::singleton(threaded) };
         let number = |name: &str| -> Result<usize, InitError> {
             let text = var(name).ok_or_else(|| bad(format!("{name} is not set")))?;
             text.parse().map_err(|_| bad(format!("{name}={text:?} is not a number")))
@@ -104,16 +116,17 @@ impl World {
                 return Err(e);
             }
         };
-        Self::join(region, layout, rank, node_count, true).inspect_err(|_| release_launched_world())
+        Self::join(region, layout, rank, node_count, true, threaded)
+            .inspect_err(|_| release_launched_world())
     }
 
-    fn singleton() -> Result<World, InitError> {
+    fn singleton(threaded: bool) -> Result<World, InitError> {
         let layout = Layout::new(1).ok_or_else(|| InitError::Environment("no layout".into()))?;
         let region = Region::create(layout.region_bytes()).map_err(InitError::Region)?;
         region.atomic_u32(layout.job_size()).store(1, Relaxed);
         region.atomic_u32(layout.nodes()).store(1, Relaxed);
         region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
-        Self::join(region, layout, 0, 1, false)
+        Self::join(region, layout, 0, 1, false, threaded)
     }
 
     fn join(
@@ -122,6 +135,7 @@ impl World {
         rank: usize,
         node_count: usize,
         launched: bool,
+        threaded: bool,
     ) -> Result<World, InitError> {
         let size = layout.size();
         region.atomic_u32(layout.pid(rank)).store(std::process::id(), Relaxed);
@@ -173,14 +187,23 @@ impl World {
         };
         let av = world_address_vector(&layout, &pids, &nodes)?;
         let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count };
+        let mut groups = ProcessGroups::new();
+        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+        let words: &'static [AtomicU32] =
+            Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
             fabric,
             engine: Mutex::new(Engine::new(size, threshold, split_above)),
             spin,
             single_copy,
             launched,
+            groups,
+            arena: Mutex::new(TableArena::new(words)),
+            cids: context_ids(threaded)?,
+            cid_algorithm: cid_algorithm()?,
+            cid_allreduces: std::sync::atomic::AtomicU64::new(0),
         });
-        let (world_map, self_map) = rank_maps(av, rank)?;
+        let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
         Ok(World {
             comm: Comm::world(runtime.clone(), world_map),
             self_comm: Comm::own(runtime, self_map),
@@ -256,14 +279,42 @@ fn world_address_vector(
     Ok(Box::leak(entries.into_boxed_slice()))
 }
 
+/// Environment: the CID algorithm, `lowest`, `mask` or `highest` (the default: one MAX
+/// reduction of one word per allocation).
+pub const ENV_CID_ALGORITHM: &str = "COMMCORE_CID_ALGORITHM";
+
+fn cid_algorithm() -> Result<Algorithm, InitError> {
+    match std::env::var(ENV_CID_ALGORITHM).as_deref() {
+        Err(_) | Ok("highest") => Ok(Algorithm::Highest),
+        Ok("lowest") => Ok(Algorithm::Lowest),
+        Ok("mask") => Ok(Algorithm::Mask),
+        Ok(other) => Err(InitError::Environment(format!(
+            "{ENV_CID_ALGORITHM}={other:?}: expected lowest, mask or highest"
+        ))),
+    }
+}
+
+/// The process's CID space, with the world's and self's ids taken.
+fn context_ids(threaded: bool) -> Result<CidSpace<{ super::CID_WORDS }>, InitError> {
+    let config = SpaceConfig { width: super::CID_WIDTH, eager: 64, threaded };
+    let bad = |e: SpaceError| InitError::Environment(format!("CID space: {e:?}"));
+    let space = CidSpace::new(config).map_err(bad)?;
+    space.claim(super::comm::WORLD_CID).map_err(bad)?;
+    space.claim(super::comm::SELF_CID).map_err(bad)?;
+    Ok(space)
+}
+
+/// Words of rank-map table storage per process (leaked with the world, like the AV).
+const ARENA_WORDS: usize = 16 * 1024;
+
 /// The world's map (direct) and this rank's self map (offset), over process group 0.
 fn rank_maps(
+    groups: &ProcessGroups<'static, 1>,
     av: &'static [Ave],
     rank: usize,
 ) -> Result<(RankMap<'static>, RankMap<'static>), InitError> {
-    let mut groups: ProcessGroups<'static, 1> = ProcessGroups::new();
-    let pgid: Pgid =
-        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+    let pgid = Pgid(0);
+    debug_assert!(groups.contains(pgid));
     let own = RankMap::contiguous(pgid, av, rank as u32, 1)
         .map_err(|e| InitError::Environment(format!("self rank map: {e:?}")))?;
     Ok((RankMap::direct(pgid, av), own))

@@ -24,6 +24,7 @@
 //! burn the machine.
 
 mod comm;
+mod create;
 mod engine;
 mod error;
 mod fabric;
@@ -31,11 +32,16 @@ mod init;
 mod request;
 
 pub use comm::Comm;
-pub use error::{InitError, P2pError};
+pub use create::UNDEFINED;
+pub use error::{CommError, InitError, P2pError};
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use commcore::av::ProcessGroups;
+use commcore::cid::{Algorithm, CidSpace};
+use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
 
 use engine::Engine;
@@ -78,7 +84,24 @@ pub(crate) struct Runtime {
     spin: Spin,
     single_copy: SingleCopy,
     launched: bool,
+    /// Process group 0, the world's.
+    groups: ProcessGroups<'static, 1>,
+    /// Storage for the tables of rank maps that need one.
+    arena: Mutex<TableArena<'static, ARENA_TABLES>>,
+    /// This process's context ids, shared by its threads (core's CID space).
+    cids: CidSpace<CID_WORDS>,
+    /// The CID algorithm of this job (`COMMCORE_CID_ALGORITHM`).
+    cid_algorithm: Algorithm,
+    /// Allreduces this process's CID requests have run.
+    cid_allreduces: std::sync::atomic::AtomicU64,
 }
+
+/// Context ids a process can hold: `0..CID_WIDTH`.
+const CID_WIDTH: u32 = 4096;
+const CID_WORDS: usize = commcore::cid::words_for(CID_WIDTH);
+
+/// Rank-map tables the arena holds at most.
+const ARENA_TABLES: usize = 1024;
 
 impl Runtime {
     fn engine(&self) -> MutexGuard<'_, Engine> {

@@ -83,7 +83,8 @@ impl Layout {
     pub fn probe_address(&self, rank: usize) -> usize {
         self.slot(rank) + 8
     }
-    /// Slot: set while the rank sleeps on its doorbell (u32), on its own cache line.
+    /// Slot: how many of the rank's threads sleep on its doorbell (u32), on its own cache
+    /// line.
     pub fn sleeping(&self, rank: usize) -> usize {
         self.slot(rank) + 64
     }
