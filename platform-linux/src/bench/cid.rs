@@ -103,6 +103,22 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         };
         narrow.push(allocate(name, algorithm, config, stress_config, false)?.0);
     }
+    // The mask algorithm at MPICH's width and at the widest: the eager allreduce is the same.
+    let mut mask_widths = Vec::new();
+    for width in [2048, MAX_WIDTH].into_iter().filter(|_| allocation_part) {
+        for scenario in [Participation::FewLive, Participation::SmallComm] {
+            let config = SpaceConfig { width, eager: o.eager.min(width - 32), threaded: false };
+            let stress_config = StressConfig {
+                ranks: o.ranks,
+                threads: 1,
+                per_stream: o.allocations,
+                participation: scenario,
+                max_live: scenario.default_max_live(),
+                seed: o.seed,
+            };
+            mask_widths.push(allocate("mask", Algorithm::Mask, config, stress_config, false)?.0);
+        }
+    }
     let mut storage = Vec::new();
     for (name, scenario, trace) in &traces {
         storage.extend(store_rows(name, scenario.name(), trace, o.width, o.lookups, o.seed)?);
@@ -114,6 +130,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         "seed": o.seed,
         "allocation": allocation,
         "narrow_width": narrow,
+        "mask_widths": mask_widths,
         "storage": storage,
     }))
 }
