@@ -16,7 +16,7 @@ fn random_node_layouts() {
         let p: u32 = rng.gen_range(1..=40);
         let nodes: u32 = rng.gen_range(1..=p.min(9));
         let ids: Vec<u32> = (0..p).map(|_| rng.gen_range(0..nodes) * 1000 + 7).collect();
-        let storage = Box::leak(vec![0u32; 3 * ids.len() + 1].into_boxed_slice());
+        let storage = Box::leak(vec![0u32; 4 * ids.len() + 1].into_boxed_slice());
         let layout = NodeLayout::build(&ids, storage).unwrap();
         let op =
             [CollOp::Barrier, CollOp::Bcast, CollOp::Reduce, CollOp::Allreduce, CollOp::Allgather]

@@ -189,7 +189,7 @@ fn schedule() -> Result<Value, String> {
         }
         // Hierarchical, 8 ranks a node.
         let ids: Vec<u32> = (0..ranks).map(|r| r / 8).collect();
-        let mut storage = vec![0u32; 3 * ids.len() + 1];
+        let mut storage = vec![0u32; 4 * ids.len() + 1];
         let layout = NodeLayout::build(&ids, &mut storage).map_err(|e| e.to_string())?;
         for op in
             [CollOp::Barrier, CollOp::Bcast, CollOp::Reduce, CollOp::Allreduce, CollOp::Allgather]
@@ -238,7 +238,7 @@ fn hier() -> Result<Value, String> {
         let ids: Vec<u32> = (0..RANKS)
             .map(|r| if placement == "block" { r / (RANKS / NODES) } else { r % NODES })
             .collect();
-        let mut storage = vec![0u32; 3 * ids.len() + 1];
+        let mut storage = vec![0u32; 4 * ids.len() + 1];
         let layout = NodeLayout::build(&ids, &mut storage).map_err(|e| e.to_string())?;
         for op in
             [CollOp::Bcast, CollOp::Reduce, CollOp::Allreduce, CollOp::Barrier, CollOp::Allgather]
