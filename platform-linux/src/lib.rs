@@ -10,4 +10,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod launch;
+pub mod runtime;
+pub mod shm;
 pub mod sim;

@@ -1,6 +1,314 @@
-//! `commcore bench cid`.
+//! `commcore bench cid`: the CID allocation stress benchmark in the simulated world, and
+//! the storage structures replayed on the CID sequences it produces.
+//!
+//! Options: `--ranks N` (128), `--allocations N` (10,000 per run, split over the
+//! threads), `--width N` (65,536 CIDs), `--eager N` (64), `--seed N` (1),
+//! `--lookups N` (1,048,576 per timing), `--part all|allocation|storage` (all; storage
+//! runs only the single-threaded lowest and highest allocations it replays).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use commcore::cid::store::{
+    CidStore, Flat, Folded, FoldedSlot, Radix, RadixInner, RadixLeaf, RbNode, RbTree,
+};
+use commcore::cid::{words_for, Algorithm, Cid, SpaceConfig, MAX_WIDTH};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Value};
+
+use super::option;
+use crate::sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
+
+/// Capacity of every simulated space: the widest CID space.
+const W: usize = words_for(MAX_WIDTH);
+
+const ALGORITHMS: [(Algorithm, &str); 3] =
+    [(Algorithm::Lowest, "lowest"), (Algorithm::Mask, "mask"), (Algorithm::Highest, "highest")];
+const SCENARIOS: [Participation; 3] =
+    [Participation::SmallComm, Participation::LargeComm, Participation::FewLive];
+
+/// Every rank's CID inserts and removes over one run.
+type Traces = Vec<Vec<StoreEvent>>;
+
+struct Options {
+    ranks: usize,
+    allocations: usize,
+    width: u32,
+    eager: u32,
+    seed: u64,
+    lookups: usize,
+}
 
 /// Runs the benchmark.
-pub fn run(_args: &[String]) -> Result<serde_json::Value, String> {
-    Err("bench cid is not built yet".into())
+pub fn run(args: &[String]) -> Result<Value, String> {
+    let o = Options {
+        ranks: option(args, "--ranks")?.unwrap_or(128),
+        allocations: option(args, "--allocations")?.unwrap_or(10_000),
+        width: option(args, "--width")?.unwrap_or(MAX_WIDTH),
+        eager: option(args, "--eager")?.unwrap_or(64),
+        seed: option(args, "--seed")?.unwrap_or(1),
+        lookups: option(args, "--lookups")?.unwrap_or(1 << 20),
+    };
+    let part: String = option(args, "--part")?.unwrap_or_else(|| "all".into());
+    let (allocation_part, storage_part) = match part.as_str() {
+        "all" => (true, true),
+        "allocation" => (true, false),
+        "storage" => (false, true),
+        other => return Err(format!("--part: unknown part {other:?}")),
+    };
+    if o.ranks < 2 || o.ranks > 128 {
+        return Err("--ranks must be 2..=128".into());
+    }
+    if o.allocations == 0 || o.lookups == 0 {
+        return Err("--allocations and --lookups must be positive".into());
+    }
+    let mut allocation = Vec::new();
+    let mut traces = Vec::new();
+    for (algorithm, name) in ALGORITHMS {
+        for scenario in SCENARIOS {
+            for threads in [1, 4] {
+                let config = SpaceConfig { width: o.width, eager: o.eager, threaded: threads > 1 };
+                let stress_config = StressConfig {
+                    ranks: o.ranks,
+                    threads,
+                    per_stream: o.allocations / threads,
+                    participation: scenario,
+                    max_live: scenario.default_max_live(),
+                    seed: o.seed,
+                };
+                let record = threads == 1 && algorithm != Algorithm::Mask;
+                if !(allocation_part || record && storage_part) {
+                    continue;
+                }
+                let record = record && storage_part;
+                let (row, trace) = allocate(name, algorithm, config, stress_config, record)?;
+                allocation.push(row);
+                if let Some(trace) = trace {
+                    traces.push((name, scenario, trace));
+                }
+            }
+        }
+    }
+    let mut narrow = Vec::new();
+    for (algorithm, name) in ALGORITHMS.into_iter().filter(|_| allocation_part) {
+        let config = SpaceConfig { width: 256, eager: 32, threaded: false };
+        let stress_config = StressConfig {
+            ranks: o.ranks,
+            threads: 1,
+            per_stream: o.allocations,
+            participation: Participation::SmallComm,
+            max_live: 200,
+            seed: o.seed,
+        };
+        narrow.push(allocate(name, algorithm, config, stress_config, false)?.0);
+    }
+    let mut storage = Vec::new();
+    for (name, scenario, trace) in &traces {
+        storage.extend(store_rows(name, scenario.name(), trace, o.width, o.lookups, o.seed)?);
+    }
+    Ok(json!({
+        "ranks": o.ranks,
+        "width": o.width,
+        "eager": o.eager,
+        "seed": o.seed,
+        "allocation": allocation,
+        "narrow_width": narrow,
+        "storage": storage,
+    }))
+}
+
+fn allocate(
+    name: &str,
+    algorithm: Algorithm,
+    config: SpaceConfig,
+    stress_config: StressConfig,
+    record: bool,
+) -> Result<(Value, Option<Traces>), String> {
+    let script = stress(stress_config);
+    let mut world = World::<W>::new(script, algorithm, config)?;
+    if record {
+        world = world.with_traces();
+    }
+    world
+        .run(stress_config.seed)
+        .map_err(|f| format!("{name} {}: {f}", stress_config.participation.name()))?;
+    let mut rounds = Vec::new();
+    let (mut bytes, mut failures, mut highest) = (0u64, 0usize, 0 as Cid);
+    for outcome in world.outcomes() {
+        match outcome.result {
+            Some(Ok(cid)) => highest = highest.max(cid),
+            Some(Err(_)) => failures += 1,
+            None => return Err(format!("{name}: an allocation never ran")),
+        }
+        rounds.push(outcome.allreduces);
+        bytes += outcome.bytes;
+    }
+    rounds.sort_unstable();
+    let n = rounds.len().max(1);
+    let p99 = rounds.get((n * 99).div_ceil(100).saturating_sub(1)).copied().unwrap_or(0);
+    let row = json!({
+        "algorithm": name,
+        "scenario": stress_config.participation.name(),
+        "threads": stress_config.threads,
+        "width": config.width,
+        "allocations": rounds.len(),
+        "allreduces_mean": rounds.iter().map(|r| f64::from(*r)).sum::<f64>() / n as f64,
+        "allreduces_p99": p99,
+        "allreduces_max": rounds.last().copied().unwrap_or(0),
+        "bytes_mean": bytes as f64 / n as f64,
+        "highest_cid": highest,
+        "failures": failures,
+        "steps": world.steps(),
+    });
+    Ok((row, world.traces().map(<[_]>::to_vec)))
+}
+
+/// Replays every rank's inserts and removes into each structure; density and bytes are
+/// sampled after every insert (every allocation a rank keeps) and averaged over the run and
+/// the ranks. Lookups are timed on the final live CIDs of the rank that holds the most.
+fn store_rows(
+    algorithm: &str,
+    scenario: &str,
+    traces: &[Vec<StoreEvent>],
+    width: u32,
+    lookups: usize,
+    seed: u64,
+) -> Result<Vec<Value>, String> {
+    let mut flat_slots = vec![None; width as usize];
+    let mut inners = vec![RadixInner::EMPTY; 1024];
+    let mut leaves = vec![RadixLeaf::EMPTY; (width as usize).div_ceil(256)];
+    let mut nodes = vec![RbNode::EMPTY; width as usize + 1];
+    let mut arena = vec![FoldedSlot::empty(); 1 << 14];
+    let mut rows = Vec::new();
+    let mut flat_ns = None;
+    // Lookups run on the rank that ends with the most live communicators.
+    let timed_rank = (0..traces.len()).max_by_key(|&r| final_live(&traces[r]).len()).unwrap_or(0);
+    for structure in ["flat", "radix", "rbtree", "folded"] {
+        let mut density = 0.0;
+        let mut bytes = 0.0;
+        let mut lookup_ns = (0.0, 0.0);
+        let mut displaced = None;
+        for (rank, trace) in traces.iter().enumerate() {
+            let sample = |store: &mut dyn CidStore<u32>| replay(store, trace);
+            let (d, b) = match structure {
+                "flat" => sample(&mut Flat::new(&mut flat_slots))?,
+                "radix" => sample(&mut Radix::new(&mut inners, &mut leaves))?,
+                "rbtree" => sample(&mut RbTree::new(&mut nodes))?,
+                _ => sample(&mut Folded::new(&mut arena))?,
+            };
+            density += d / traces.len() as f64;
+            bytes += b / traces.len() as f64;
+            if rank == timed_rank {
+                let live = final_live(trace);
+                let sequence = lookup_sequence(&live, lookups, seed);
+                lookup_ns = match structure {
+                    "flat" => time_lookups(&mut Flat::new(&mut flat_slots), &live, &sequence)?,
+                    "radix" => {
+                        time_lookups(&mut Radix::new(&mut inners, &mut leaves), &live, &sequence)?
+                    }
+                    "rbtree" => time_lookups(&mut RbTree::new(&mut nodes), &live, &sequence)?,
+                    _ => {
+                        let mut folded = Folded::new(&mut arena);
+                        let timing = time_lookups(&mut folded, &live, &sequence)?;
+                        displaced = Some(folded.displaced() as f64 / live.len() as f64);
+                        timing
+                    }
+                };
+            }
+        }
+        let flat = *flat_ns.get_or_insert(lookup_ns);
+        rows.push(json!({
+            "structure": structure,
+            "scenario": scenario,
+            "algorithm": algorithm,
+            "density_mean": density,
+            "bytes": bytes,
+            "lookup_ns": lookup_ns.0,
+            "flat_lookup_ns": flat.0,
+            "lookup_ratio": lookup_ns.0 / flat.0,
+            "throughput_ns": lookup_ns.1,
+            "flat_throughput_ns": flat.1,
+            "timed_rank": timed_rank,
+            "displaced_fraction": displaced,
+            "timed_live": final_live(&traces[timed_rank]).len(),
+        }));
+    }
+    Ok(rows)
+}
+
+/// The predefined world and self CIDs, then the trace; returns (mean density, mean bytes)
+/// sampled after each insert.
+fn replay(store: &mut dyn CidStore<u32>, trace: &[StoreEvent]) -> Result<(f64, f64), String> {
+    for cid in [0, 1] {
+        store.insert(cid, cid).map_err(|e| format!("insert {cid}: {e}"))?;
+    }
+    let (mut density, mut bytes, mut samples) = (0.0, 0.0, 0usize);
+    for event in trace {
+        match *event {
+            StoreEvent::Insert(cid) => {
+                store.insert(cid, cid).map_err(|e| format!("insert {cid}: {e}"))?;
+                density += store.len() as f64 / store.cells().max(1) as f64;
+                bytes += store.bytes() as f64;
+                samples += 1;
+            }
+            StoreEvent::Remove(cid) => {
+                store.remove(cid).ok_or_else(|| format!("remove {cid}: not stored"))?;
+            }
+        }
+    }
+    let samples = samples.max(1) as f64;
+    Ok((density / samples, bytes / samples))
+}
+
+fn final_live(trace: &[StoreEvent]) -> Vec<Cid> {
+    let mut live = std::collections::BTreeSet::from([0, 1]);
+    for event in trace {
+        match *event {
+            StoreEvent::Insert(cid) => live.insert(cid),
+            StoreEvent::Remove(cid) => live.remove(&cid),
+        };
+    }
+    live.into_iter().collect()
+}
+
+fn lookup_sequence(live: &[Cid], count: usize, seed: u64) -> Vec<Cid> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..count).map(|_| live[rng.gen_range(0..live.len())]).collect()
+}
+
+/// Nanoseconds per lookup of `sequence` in `store` holding `live`, best of five passes:
+/// (dependent, independent). Dependent lookups take their key through the previous
+/// result, as a message's communicator is found before the next message is matched, so
+/// they measure a lookup's latency; independent ones overlap and measure throughput.
+fn time_lookups<S: CidStore<u32>>(
+    store: &mut S,
+    live: &[Cid],
+    sequence: &[Cid],
+) -> Result<(f64, f64), String> {
+    for &cid in live {
+        store.insert(cid, cid).map_err(|e| format!("insert {cid}: {e}"))?;
+    }
+    let per_lookup = |started: Instant| started.elapsed().as_nanos() as f64 / sequence.len() as f64;
+    let (mut dependent, mut independent) = (f64::INFINITY, f64::INFINITY);
+    // Opaque to the optimiser, so the key really depends on the previous result.
+    let zero = black_box(0u32);
+    for _ in 0..5 {
+        let started = Instant::now();
+        let mut last = 0u32;
+        for &cid in black_box(sequence) {
+            last = store.get(cid ^ (last & zero)).unwrap_or(0);
+        }
+        black_box(last);
+        dependent = dependent.min(per_lookup(started));
+
+        let started = Instant::now();
+        let mut sum = 0u64;
+        for &cid in black_box(sequence) {
+            sum = sum.wrapping_add(u64::from(store.get(cid).unwrap_or(0)));
+        }
+        black_box(sum);
+        independent = independent.min(per_lookup(started));
+    }
+    Ok((dependent, independent))
 }

@@ -3,15 +3,22 @@
 
 pub mod cid;
 pub mod coll;
+pub mod pt2pt;
 pub mod rankmap;
 pub mod report;
+pub mod split;
 
 /// A benchmark's entry point: its own arguments in, its JSON report out.
 pub type BenchFn = fn(&[String]) -> Result<serde_json::Value, String>;
 
 /// Every benchmark by name.
-pub const BENCHES: &[(&str, BenchFn)] =
-    &[("rankmap", rankmap::run), ("cid", cid::run), ("coll", coll::run)];
+pub const BENCHES: &[(&str, BenchFn)] = &[
+    ("rankmap", rankmap::run),
+    ("cid", cid::run),
+    ("coll", coll::run),
+    ("pt2pt", pt2pt::run),
+    ("split", split::run),
+];
 
 /// The value after `--name` in `args`, parsed; `Ok(None)` when the flag is absent.
 pub fn option<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, String> {

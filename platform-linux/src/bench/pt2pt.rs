@@ -1,0 +1,205 @@
+//! `commcore bench pt2pt`: ping-pong latency (8 B, 64 KiB, 1 MiB), bandwidth and message rate
+//! between two real processes started by the launcher, once with single-copy transfers and
+//! once with the two-copy path.
+//!
+//! The command launches itself: without a launcher environment it starts a job of
+//! `--procs` ranks (default 2; ranks beyond 1 only wait in a barrier) running this same
+//! benchmark, and rank 0 of that job measures and prints its figures as JSON. Each figure is
+//! the median over `--batches` timed batches (default 7).
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::option;
+use crate::launch::{env, run_job, JobSpec};
+use crate::runtime::{Comm, P2pError, Request, World};
+
+const LATENCY_SIZES: [usize; 3] = [8, 64 * 1024, 1024 * 1024];
+const BANDWIDTH_BYTES: usize = 1024 * 1024;
+const BANDWIDTH_WINDOW: usize = 16;
+const RATE_WINDOW: usize = 64;
+
+/// Runs the benchmark.
+pub fn run(args: &[String]) -> Result<Value, String> {
+    if std::env::var_os(env::SHM_FD).is_some() {
+        rank_main(args).map_err(|e| e.to_string())?;
+        std::process::exit(0);
+    }
+    let procs: usize = option(args, "--procs")?.unwrap_or(2);
+    if procs < 2 {
+        return Err("--procs must be at least 2".into());
+    }
+    let mut runs = Vec::new();
+    for single_copy in [true, false] {
+        let env: &[(&str, &str)] = if single_copy { &[] } else { &[("COMMCORE_SINGLE_COPY", "0")] };
+        runs.push(launch_self(procs, "pt2pt", args, env)?);
+    }
+    let (on, off) = (&runs[0], &runs[1]);
+    let mut rows = Vec::new();
+    for size in LATENCY_SIZES {
+        let key = size.to_string();
+        rows.push(row(
+            &format!("pingpong_latency_{}", label(size)),
+            "us",
+            &on["latency_us"][&key],
+            &off["latency_us"][&key],
+        ));
+    }
+    rows.push(row("bandwidth_1MiB", "MB/s", &on["bandwidth_mbps"], &off["bandwidth_mbps"]));
+    rows.push(row(
+        "message_rate_8B",
+        "Mmsg/s",
+        &on["message_rate_mmsgs"],
+        &off["message_rate_mmsgs"],
+    ));
+    let big = (1024 * 1024).to_string();
+    let speedup = off["latency_us"][&big].as_f64().unwrap_or(f64::NAN)
+        / on["latency_us"][&big].as_f64().unwrap_or(f64::NAN);
+    Ok(json!({
+        "benchmark": "pt2pt",
+        "procs": procs,
+        "single_copy_mode": on["transfers"],
+        "two_copy_mode": off["transfers"],
+        "figures": rows,
+        "speedup_1MiB_single_copy_over_two_copy": speedup,
+    }))
+}
+
+/// Runs this benchmark again as a job of `procs` ranks of this program (`commcore bench
+/// NAME ARGS…` under the launcher, with `env` added) and returns the JSON rank 0 printed.
+pub(crate) fn launch_self(
+    procs: usize,
+    name: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Result<Value, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut spec = JobSpec::new(procs, exe);
+    spec.args = ["bench", name].iter().map(Into::into).chain(args.iter().map(Into::into)).collect();
+    spec.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    spec.capture_rank0_stdout = true;
+    let output = run_job(&spec).map_err(|f| format!("benchmark job failed: {f}"))?;
+    let text = String::from_utf8_lossy(&output.rank0_stdout);
+    serde_json::from_str(text.trim())
+        .map_err(|e| format!("rank 0 printed no figures ({e}): {text:?}"))
+}
+
+fn label(size: usize) -> String {
+    match size {
+        s if s >= 1 << 20 => format!("{}MiB", s >> 20),
+        s if s >= 1 << 10 => format!("{}KiB", s >> 10),
+        s => format!("{s}B"),
+    }
+}
+
+fn row(figure: &str, unit: &str, single_copy: &Value, two_copy: &Value) -> Value {
+    json!({ "figure": figure, "unit": unit, "single_copy": single_copy, "two_copy": two_copy })
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// One rank of the benchmark job: ranks 0 and 1 measure, the rest wait.
+fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let batches: usize = option(args, "--batches")?.unwrap_or(7).max(1);
+    let world = World::init()?;
+    let comm = world.comm();
+    let mut latency = serde_json::Map::new();
+    let (mut bandwidth, mut rate) = (f64::NAN, f64::NAN);
+    if comm.rank() < 2 {
+        for size in LATENCY_SIZES {
+            let iterations = match size {
+                s if s <= 1024 => 10_000,
+                s if s <= 65536 => 1_000,
+                _ => 200,
+            };
+            let us = median(
+                (0..batches).map(|_| pingpong(comm, size, iterations)).collect::<Result<_, _>>()?,
+            );
+            latency.insert(size.to_string(), json!(us));
+        }
+        let send = vec![2u8; BANDWIDTH_BYTES];
+        let mut receive = vec![vec![1u8; BANDWIDTH_BYTES]; BANDWIDTH_WINDOW];
+        let seconds = median(
+            (0..batches).map(|_| window(comm, &send, &mut receive, 8)).collect::<Result<_, _>>()?,
+        );
+        bandwidth = (BANDWIDTH_BYTES * BANDWIDTH_WINDOW * 8) as f64 / seconds / 1e6;
+        let mut receive = vec![vec![1u8; 8]; RATE_WINDOW];
+        let seconds = median(
+            (0..batches)
+                .map(|_| window(comm, &send[..8], &mut receive, 200))
+                .collect::<Result<_, _>>()?,
+        );
+        rate = (RATE_WINDOW * 200) as f64 / seconds / 1e6;
+    }
+    comm.barrier()?;
+    if comm.rank() == 0 {
+        let figures = json!({
+            "transfers": world.single_copy().to_string(),
+            "latency_us": latency,
+            "bandwidth_mbps": bandwidth,
+            "message_rate_mmsgs": rate,
+        });
+        println!("{figures}");
+    }
+    Ok(())
+}
+
+/// Half the round-trip time of `size`-byte ping-pongs between ranks 0 and 1, in µs.
+fn pingpong(comm: &Comm, size: usize, iterations: usize) -> Result<f64, P2pError> {
+    let mut buf = vec![1u8; size];
+    let peer = 1 - comm.rank();
+    for _ in 0..iterations / 10 {
+        exchange(comm, &mut buf, peer)?;
+    }
+    let start = Instant::now();
+    for _ in 0..iterations {
+        exchange(comm, &mut buf, peer)?;
+    }
+    Ok(start.elapsed().as_secs_f64() / iterations as f64 / 2.0 * 1e6)
+}
+
+fn exchange(comm: &Comm, buf: &mut [u8], peer: usize) -> Result<(), P2pError> {
+    if comm.rank() == 0 {
+        comm.send(buf, peer, 1)?;
+        comm.recv(buf, peer, 1)?;
+    } else {
+        comm.recv(buf, peer, 1)?;
+        comm.send(buf, peer, 1)?;
+    }
+    Ok(())
+}
+
+/// Seconds for `repeats` windows of nonblocking sends of `send` from rank 0 to rank 1, one
+/// per buffer of `receive`, each window acknowledged by a 4-byte reply (the OSU bandwidth
+/// pattern). Buffers are allocated and touched once, outside the timed batches.
+fn window(
+    comm: &Comm,
+    send: &[u8],
+    receive: &mut [Vec<u8>],
+    repeats: usize,
+) -> Result<f64, P2pError> {
+    let window = receive.len();
+    let mut ack = [0u8; 4];
+    let mut start = Instant::now();
+    for repeat in 0..repeats + 1 {
+        if repeat == 1 {
+            start = Instant::now();
+        }
+        if comm.rank() == 0 {
+            let requests: Vec<_> =
+                (0..window).map(|_| comm.isend(send, 1, 2)).collect::<Result<_, _>>()?;
+            Request::wait_all(requests)?;
+            comm.recv(&mut ack, 1, 3)?;
+        } else {
+            let requests: Vec<_> =
+                receive.iter_mut().map(|b| comm.irecv(b, 0, 2)).collect::<Result<_, _>>()?;
+            Request::wait_all(requests)?;
+            comm.send(&ack, 0, 3)?;
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
+}

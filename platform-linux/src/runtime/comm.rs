@@ -1,0 +1,315 @@
+//! Communicators: a context and an ordered set of world ranks, with MPI's point-to-point
+//! operations and a barrier.
+
+use std::sync::Arc;
+
+use commcore::rankmap::{ModelKind, RankMap};
+
+use super::engine::{Direct, Feed, Pattern, SendStart, Sink};
+use super::error::P2pError;
+use super::request::{Request, State, Status};
+use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
+
+/// The world communicator's context id; the self communicator's is the next. A
+/// communicator with id `cid` carries point-to-point messages in context `2 cid` and its
+/// collectives' messages in `2 cid + 1`, so the two never match each other.
+pub(super) const WORLD_CID: u32 = 0;
+pub(super) const SELF_CID: u32 = 1;
+
+/// A communicator's context id and rank map, owned by it and its clones: with the last of
+/// them the id goes back to the CID space and the map's table, if any, to the arena.
+pub(super) struct MapHandle {
+    cid: u32,
+    map: Option<RankMap<'static>>,
+    runtime: Arc<Runtime>,
+}
+
+impl Drop for MapHandle {
+    fn drop(&mut self) {
+        if self.cid > SELF_CID {
+            // Only fails for an id that is not ours, which a communicator's never is.
+            let _ = self.runtime.cids.release(self.cid);
+        }
+        if let Some(map) = self.map.take() {
+            let mut arena =
+                self.runtime.arena.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Freeing only fails for a table the arena does not know, which cannot happen
+            // for maps it handed out.
+            let _ = map.free(&mut arena);
+        }
+    }
+}
+
+/// A communicator's members: core's rank map from communicator ranks to processes of the
+/// world's group, whose lpids are world ranks.
+#[derive(Clone)]
+pub(super) struct Members(Arc<MapHandle>);
+
+impl Members {
+    pub(super) fn new(runtime: Arc<Runtime>, cid: u32, map: RankMap<'static>) -> Members {
+        Members(Arc::new(MapHandle { cid, map: Some(map), runtime }))
+    }
+
+    pub(super) fn map(&self) -> &RankMap<'static> {
+        // Set at construction, taken only in Drop.
+        self.0.map.as_ref().expect("a live communicator has its rank map")
+    }
+
+    fn to_world(&self, rank: usize) -> Option<usize> {
+        let rank = u32::try_from(rank).ok()?;
+        self.map().translate(rank).map(|(_, lpid)| lpid as usize)
+    }
+
+    pub(super) fn to_comm(&self, world: usize) -> usize {
+        let map = self.map();
+        if map.kind() == ModelKind::Direct {
+            return world;
+        }
+        (0..map.size() as usize).find(|&r| self.to_world(r) == Some(world)).unwrap_or(usize::MAX)
+    }
+}
+
+/// A communicator (`MPI_Comm`): point-to-point operations address its ranks, and its
+/// messages never match another communicator's. Clones share the communicator; it is freed
+/// (`MPI_Comm_free`) when the last clone is dropped or [`Comm::free`]d.
+#[derive(Clone)]
+pub struct Comm {
+    pub(super) runtime: Arc<Runtime>,
+    pub(super) cid: u32,
+    pub(super) context: u32,
+    pub(super) rank: usize,
+    pub(super) size: usize,
+    pub(super) members: Members,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("context_id", &self.cid)
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("rank_map", &self.rank_map().kind())
+            .finish()
+    }
+}
+
+impl Comm {
+    pub(super) fn world(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
+        let rank = runtime.fabric.rank;
+        Comm::with(runtime, WORLD_CID, rank, map)
+    }
+
+    pub(super) fn own(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
+        Comm::with(runtime, SELF_CID, 0, map)
+    }
+
+    pub(super) fn with(
+        runtime: Arc<Runtime>,
+        cid: u32,
+        rank: usize,
+        map: RankMap<'static>,
+    ) -> Comm {
+        let size = map.size() as usize;
+        let members = Members::new(runtime.clone(), cid, map);
+        Comm { runtime, cid, context: 2 * cid, rank, size, members }
+    }
+
+    pub(super) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The rank map that translates this communicator's ranks to processes.
+    pub fn rank_map(&self) -> &RankMap<'static> {
+        self.members.map()
+    }
+
+    /// The context id all members agreed on for this communicator.
+    pub fn context_id(&self) -> u32 {
+        self.cid
+    }
+
+    /// The world rank of this communicator's rank `rank`, if it exists.
+    pub fn world_rank(&self, rank: usize) -> Option<usize> {
+        self.members.to_world(rank)
+    }
+
+    /// This process's rank in the communicator.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks in the communicator.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    fn check_rank(&self, rank: usize) -> Result<usize, P2pError> {
+        self.members.to_world(rank).ok_or(P2pError::RankOutOfRange { rank, size: self.size })
+    }
+
+    fn check_send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<usize, P2pError> {
+        if tag < 0 {
+            return Err(P2pError::InvalidTag(tag));
+        }
+        if buf.len() > MAX_MESSAGE_BYTES {
+            return Err(P2pError::CountOutOfRange { len: buf.len(), max: MAX_MESSAGE_BYTES });
+        }
+        self.check_rank(dest)
+    }
+
+    fn pattern(&self, context: u32, source: Source, tag: i32) -> Result<Pattern, P2pError> {
+        if tag < 0 && tag != ANY_TAG {
+            return Err(P2pError::InvalidTag(tag));
+        }
+        let source = match source {
+            Source::Any => None,
+            Source::Rank(rank) => Some(self.check_rank(rank)?),
+        };
+        Ok(Pattern { context, source, tag: (tag != ANY_TAG).then_some(tag) })
+    }
+
+    /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`); returns once `buf` may be reused.
+    pub fn send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<(), P2pError> {
+        self.send_on(self.context, buf, dest, tag)
+    }
+
+    pub(super) fn send_on(
+        &self,
+        context: u32,
+        buf: &[u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<(), P2pError> {
+        let dest = self.check_send(buf, dest, tag)?;
+        let runtime = &self.runtime;
+        let start = runtime.engine().start_send(&runtime.fabric, dest, context, tag, buf, true);
+        match start {
+            SendStart::Done => Ok(()),
+            SendStart::Rendezvous(id) => runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, None)?;
+                Ok(engine.send_finished(id).then_some(()))
+            }),
+            SendStart::Streaming(id) => runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, Some(&Feed { send: id, buf }))?;
+                Ok((!engine.send_queued(dest, id)).then_some(()))
+            }),
+        }
+    }
+
+    /// Receives into `buf` a message from `source` (a rank or [`super::ANY_SOURCE`]) with
+    /// `tag` (or [`ANY_TAG`]) (`MPI_Recv`). A longer message is an error
+    /// ([`P2pError::Truncated`]) that still consumes it.
+    pub fn recv(
+        &self,
+        buf: &mut [u8],
+        source: impl Into<Source>,
+        tag: i32,
+    ) -> Result<Status, P2pError> {
+        self.recv_on(self.context, buf, source.into(), tag)
+    }
+
+    pub(super) fn recv_on(
+        &self,
+        context: u32,
+        buf: &mut [u8],
+        source: Source,
+        tag: i32,
+    ) -> Result<Status, P2pError> {
+        let pattern = self.pattern(context, source, tag)?;
+        let runtime = &self.runtime;
+        let mut posted = false;
+        let mut sink = Sink { recv: 0, buf, blocking: true };
+        let envelope = runtime.block(|engine, fabric| {
+            if !posted {
+                match engine.try_direct_recv(fabric, &pattern, sink.buf) {
+                    Direct::Done(result) => return result.map(Some),
+                    Direct::Empty => {
+                        // Keep other peers' traffic and our queued sends moving meanwhile.
+                        if engine.has_outbound() || fabric.any_inbound() {
+                            engine.progress(fabric, None, None)?;
+                        }
+                        return Ok(None);
+                    }
+                    Direct::Slow => {
+                        sink.recv = engine.post_recv(pattern);
+                        posted = true;
+                    }
+                }
+            }
+            if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
+                return Ok(Some(envelope));
+            }
+            engine.progress(fabric, Some(&mut sink), None)?;
+            engine.finish_recv(fabric, &mut sink)
+        })?;
+        Ok(Status {
+            source: self.members.to_comm(envelope.source),
+            tag: envelope.tag,
+            len: envelope.len,
+        })
+    }
+
+    /// Starts sending `buf` (`MPI_Isend`). A long message that goes by single copy keeps
+    /// `buf` borrowed until the request completes; others are copied out at once.
+    pub fn isend<'a>(&self, buf: &'a [u8], dest: usize, tag: i32) -> Result<Request<'a>, P2pError> {
+        let world_dest = self.check_send(buf, dest, tag)?;
+        let runtime = &self.runtime;
+        let start =
+            runtime.engine().start_send(&runtime.fabric, world_dest, self.context, tag, buf, false);
+        let status = Status { source: dest, tag, len: buf.len() };
+        let state = match start {
+            SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
+            SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
+        };
+        Ok(Request { runtime: self.runtime.clone(), state })
+    }
+
+    /// Starts receiving into `buf` (`MPI_Irecv`); matching follows posting order.
+    pub fn irecv<'a>(
+        &self,
+        buf: &'a mut [u8],
+        source: impl Into<Source>,
+        tag: i32,
+    ) -> Result<Request<'a>, P2pError> {
+        let pattern = self.pattern(self.context, source.into(), tag)?;
+        let id = self.runtime.engine().post_recv(pattern);
+        Ok(Request {
+            runtime: self.runtime.clone(),
+            state: State::Recv { id, buf, members: self.members.clone() },
+        })
+    }
+
+    /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).
+    pub fn sendrecv(
+        &self,
+        send: &[u8],
+        dest: usize,
+        send_tag: i32,
+        recv: &mut [u8],
+        source: impl Into<Source>,
+        recv_tag: i32,
+    ) -> Result<Status, P2pError> {
+        let incoming = self.irecv(recv, source, recv_tag)?;
+        let outgoing = self.isend(send, dest, send_tag)?;
+        let status = incoming.wait()?;
+        outgoing.wait()?;
+        Ok(status)
+    }
+
+    /// Blocks until every rank has entered (`MPI_Barrier`): dissemination over zero-byte
+    /// messages in the communicator's collective context, ⌈log2 size⌉ rounds.
+    pub fn barrier(&self) -> Result<(), P2pError> {
+        let context = self.context + 1;
+        let mut distance = 1;
+        let mut round = 0;
+        while distance < self.size {
+            let to = (self.rank + distance) % self.size;
+            let from = (self.rank + self.size - distance) % self.size;
+            self.send_on(context, &[], to, round)?;
+            self.recv_on(context, &mut [], Source::Rank(from), round)?;
+            distance *= 2;
+            round += 1;
+        }
+        Ok(())
+    }
+}

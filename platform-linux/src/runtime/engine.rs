@@ -1,0 +1,768 @@
+//! MPI matching over the rings: posted receives against arriving messages on
+//! (context, source, tag) with wildcards, in order per pair, with an unexpected queue.
+//!
+//! The engine keeps no pointer to a caller's buffer. A call that owns one (a blocking
+//! receive, or `wait`/`test` on a request) lends it for that call as a [`Sink`] (receive) or
+//! a [`Feed`] (send); bytes that arrive while their receive's buffer is not lent wait in the
+//! engine and are copied over when it is.
+
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::error::P2pError;
+use super::fabric::Fabric;
+use crate::shm::layout::RING_DEPTH;
+use crate::shm::{cma, CellHeader, CellKind, Ring};
+
+/// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
+
+/// Spare buffers kept for reuse, at most this many of at most this many bytes each.
+const SPARE_BUFFERS: usize = 256;
+const SPARE_BYTES: usize = 64 * 1024;
+
+/// Which messages a receive accepts (`None` = any).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pattern {
+    pub(crate) context: u32,
+    pub(crate) source: Option<usize>,
+    pub(crate) tag: Option<i32>,
+}
+
+impl Pattern {
+    fn accepts(&self, arrival: &Arrival) -> bool {
+        self.context == arrival.context
+            && self.source.map_or(true, |s| s == arrival.source)
+            && self.tag.map_or(true, |t| t == arrival.tag)
+    }
+}
+
+/// A received message's envelope, in world ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    pub(crate) source: usize,
+    pub(crate) tag: i32,
+    pub(crate) len: usize,
+}
+
+enum Body {
+    /// Sent by copy through the ring: `pending` holds bytes `[in_sink, received)` that came
+    /// while the receive's buffer was not lent.
+    Copied { pending: Vec<u8>, in_sink: usize, received: usize },
+    /// Announced for a single-copy read from the sender's memory. `split` is set once the
+    /// receiver asked the sender to write the tail from that offset itself.
+    Remote { address: u64, sender_id: u64, split: Option<usize> },
+}
+
+struct Arrival {
+    context: u32,
+    source: usize,
+    tag: i32,
+    len: usize,
+    body: Body,
+    recv: Option<u64>,
+    discard: bool,
+}
+
+impl Arrival {
+    fn complete(&self) -> bool {
+        match self.body {
+            Body::Copied { received, .. } => received >= self.len,
+            Body::Remote { .. } => true,
+        }
+    }
+}
+
+/// A single-copy message being received.
+#[derive(Clone, Copy)]
+struct Remote {
+    source: usize,
+    len: usize,
+    address: u64,
+    sender_id: u64,
+}
+
+enum Outgoing {
+    Owned { header: CellHeader, payload: Vec<u8>, sent: usize, started: bool },
+    Borrowed { id: u64, header: CellHeader, sent: usize, started: bool },
+}
+
+/// A receive's buffer, lent to the engine for one call.
+pub(crate) struct Sink<'s> {
+    pub(crate) recv: u64,
+    pub(crate) buf: &'s mut [u8],
+    /// The call does not return before the receive completes, so a peer may be let write
+    /// into `buf` (a split single copy).
+    pub(crate) blocking: bool,
+}
+
+/// A send's buffer, lent to the engine for one call.
+pub(crate) struct Feed<'s> {
+    pub(crate) send: u64,
+    pub(crate) buf: &'s [u8],
+}
+
+/// What [`Engine::try_direct_recv`] found.
+pub(crate) enum Direct {
+    /// The message, straight from the ring.
+    Done(Result<Envelope, P2pError>),
+    /// Nothing has arrived from the sources the receive accepts.
+    Empty,
+    /// The general path must run (a competing receive or message, or a cell that is not a
+    /// matching one-cell message).
+    Slow,
+}
+
+/// How a send continues after [`Engine::start_send`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SendStart {
+    /// The message is in the ring or copied into the engine: the buffer is free.
+    Done,
+    /// Announced for a single-copy read: the buffer is busy until [`Engine::send_finished`].
+    Rendezvous(u64),
+    /// Streamed by copy from the lent buffer: busy until [`Engine::send_queued`] is false.
+    Streaming(u64),
+}
+
+pub(crate) struct Engine {
+    next_id: u64,
+    posted: VecDeque<(u64, Pattern)>,
+    unexpected: VecDeque<u64>,
+    arrivals: HashMap<u64, Arrival>,
+    matched: HashMap<u64, u64>,
+    inbound: Vec<Option<u64>>,
+    outbound: Vec<VecDeque<Outgoing>>,
+    control: Vec<VecDeque<CellHeader>>,
+    finished_sends: HashSet<u64>,
+    /// Destinations whose ring was full at the end of the last progress.
+    pub(crate) blocked: Vec<usize>,
+    /// Messages above this many bytes go by single copy (when enabled).
+    pub(crate) single_copy_above: Option<usize>,
+    /// Single copies above this many bytes are split: the receiver reads the head while the
+    /// sender writes the tail, so both cores copy.
+    pub(crate) split_above: Option<usize>,
+    /// Set when progress matched a posted receive or completed a send: another thread of
+    /// this process may be asleep waiting for exactly that.
+    news: bool,
+    /// Emptied byte buffers kept for reuse, so that small messages cost no allocation.
+    spare: Vec<Vec<u8>>,
+    /// Our single-copy sends in flight: id → (destination, buffer address, length).
+    rendezvous: HashMap<u64, (usize, u64, usize)>,
+    /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
+    written: std::collections::HashMap<(usize, u64), i32>,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        size: usize,
+        single_copy_above: Option<usize>,
+        split_above: Option<usize>,
+    ) -> Engine {
+        Engine {
+            next_id: 1,
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+            arrivals: HashMap::default(),
+            matched: HashMap::default(),
+            inbound: vec![None; size],
+            outbound: (0..size).map(|_| VecDeque::new()).collect(),
+            control: (0..size).map(|_| VecDeque::new()).collect(),
+            finished_sends: HashSet::default(),
+            blocked: Vec::new(),
+            single_copy_above,
+            split_above,
+            rendezvous: HashMap::default(),
+            spare: Vec::new(),
+            news: false,
+            written: std::collections::HashMap::new(),
+        }
+    }
+
+    /// An empty buffer, reused when one is spare.
+    fn buffer(&mut self) -> Vec<u8> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps `buffer` for reuse unless it is large or enough are kept already.
+    fn recycle(&mut self, mut buffer: Vec<u8>) {
+        if buffer.capacity() != 0
+            && buffer.capacity() <= SPARE_BYTES
+            && self.spare.len() < SPARE_BUFFERS
+        {
+            buffer.clear();
+            self.spare.push(buffer);
+        }
+    }
+
+    fn recycle_arrival(&mut self, arrival: Arrival) {
+        if let Body::Copied { pending, .. } = arrival.body {
+            self.recycle(pending);
+        }
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Whether any send still waits for room or for its receiver.
+    pub(crate) fn has_outbound(&self) -> bool {
+        self.outbound.iter().any(|q| !q.is_empty()) || self.control.iter().any(|q| !q.is_empty())
+    }
+
+    // ---- receives -------------------------------------------------------------------
+
+    /// A blocking receive's fast path, taken while no posted receive and no unexpected
+    /// message could compete for the next message: the first cell of a source's ring is then
+    /// the next message to match, and a one-cell message that matches goes straight from the
+    /// ring into `buf`, without being posted or queued.
+    pub(crate) fn try_direct_recv(
+        &mut self,
+        fabric: &Fabric,
+        pattern: &Pattern,
+        buf: &mut [u8],
+    ) -> Direct {
+        if !self.posted.is_empty()
+            || self
+                .unexpected
+                .iter()
+                .any(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)))
+        {
+            return Direct::Slow;
+        }
+        let sources = match pattern.source {
+            Some(source) => source..source + 1,
+            None => 0..fabric.size,
+        };
+        for source in sources {
+            let ring = fabric.inbox(source);
+            let header = match ring.peek() {
+                Ok(None) => continue,
+                Ok(Some(header)) => header,
+                Err(_) => return Direct::Slow,
+            };
+            let one_cell = header.kind == CellKind::Message
+                && u64::from(header.fragment_len) == header.total_len
+                && self.inbound[source].is_none();
+            if !one_cell
+                || header.context != pattern.context
+                || pattern.tag.is_some_and(|t| t != header.tag)
+            {
+                return Direct::Slow;
+            }
+            let len = header.total_len as usize;
+            let n = len.min(buf.len());
+            ring.read_payload(&mut buf[..n]);
+            ring.pop();
+            fabric.notify(source);
+            if len > buf.len() {
+                return Direct::Done(Err(P2pError::Truncated {
+                    message_len: len,
+                    buffer_len: buf.len(),
+                }));
+            }
+            return Direct::Done(Ok(Envelope { source, tag: header.tag, len }));
+        }
+        Direct::Empty
+    }
+
+    /// Posts a receive: matched at once against the unexpected queue, else queued.
+    pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
+        let recv = self.fresh_id();
+        let found = self
+            .unexpected
+            .iter()
+            .position(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
+        match found.and_then(|i| self.unexpected.remove(i)) {
+            Some(arrival) => {
+                if let Some(a) = self.arrivals.get_mut(&arrival) {
+                    a.recv = Some(recv);
+                }
+                self.matched.insert(recv, arrival);
+            }
+            None => self.posted.push_back((recv, pattern)),
+        }
+        recv
+    }
+
+    /// Completes receive `recv` into `sink` if its whole message is here; the envelope or a
+    /// truncation error once done, `None` while it is not.
+    pub(crate) fn finish_recv(
+        &mut self,
+        fabric: &Fabric,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<Envelope>, P2pError> {
+        let Some(&arrival_id) = self.matched.get(&sink.recv) else { return Ok(None) };
+        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return Ok(None) };
+        let mut read_error = None;
+        match &mut arrival.body {
+            Body::Copied { pending, in_sink, received } => {
+                if !pending.is_empty() {
+                    let start = (*in_sink).min(sink.buf.len());
+                    let end = (*in_sink + pending.len()).min(sink.buf.len());
+                    sink.buf[start..end].copy_from_slice(&pending[..end - start]);
+                    pending.clear();
+                    *in_sink = *received;
+                }
+                if *received < arrival.len {
+                    return Ok(None);
+                }
+            }
+            &mut Body::Remote { address, sender_id, split } => {
+                let remote =
+                    Remote { source: arrival.source, len: arrival.len, address, sender_id };
+                match self.finish_remote(fabric, sink, arrival_id, remote, split) {
+                    None => return Ok(None),
+                    Some(result) => read_error = result.err(),
+                }
+            }
+        }
+        self.matched.remove(&sink.recv);
+        let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
+        let envelope = Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len };
+        self.recycle_arrival(arrival);
+        if let Some(error) = read_error {
+            return Err(error);
+        }
+        if envelope.len > sink.buf.len() {
+            return Err(P2pError::Truncated {
+                message_len: envelope.len,
+                buffer_len: sink.buf.len(),
+            });
+        }
+        Ok(Some(envelope))
+    }
+
+    /// Moves a single-copy message into `sink`: one read, or, in a blocking call above the
+    /// split threshold, the head read here while the sender writes the tail. `None` while
+    /// the sender's part is outstanding.
+    fn finish_remote(
+        &mut self,
+        fabric: &Fabric,
+        sink: &mut Sink<'_>,
+        arrival_id: u64,
+        remote: Remote,
+        split: Option<usize>,
+    ) -> Option<Result<(), P2pError>> {
+        let Remote { source, len, address, sender_id } = remote;
+        let n = len.min(sink.buf.len());
+        let pid = fabric.pids[source];
+        let failed = |e: std::io::Error| P2pError::SingleCopyFailed {
+            peer: source,
+            errno: e.raw_os_error().unwrap_or(0),
+        };
+        let mut result = Ok(());
+        let split = match split {
+            None if sink.blocking && self.split_above.is_some_and(|limit| n > limit) => {
+                let at = (n / 2) & !63;
+                let cell = CellHeader {
+                    kind: CellKind::ClearToSend,
+                    context: 0,
+                    tag: 0,
+                    fragment_len: 0,
+                    total_len: (n - at) as u64,
+                    address: sink.buf[at..].as_ptr() as usize as u64,
+                    id: sender_id,
+                };
+                self.send_control(fabric, source, cell);
+                if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
+                    self.arrivals.get_mut(&arrival_id)
+                {
+                    *split = Some(at);
+                }
+                if let Err(e) = cma::read(pid, address, &mut sink.buf[..at]) {
+                    result = Err(failed(e));
+                }
+                Some(at)
+            }
+            None => {
+                if let Err(e) = cma::read(pid, address, &mut sink.buf[..n]) {
+                    result = Err(failed(e));
+                }
+                None
+            }
+            Some(at) => Some(at),
+        };
+        if let Some(at) = split {
+            // Until the sender's word comes, it may still be writing into the buffer.
+            let errno = self.written.remove(&(source, sender_id))?;
+            if errno != 0 {
+                // The sender could not write its part: read it after all.
+                if let Err(e) = cma::read(pid, address + at as u64, &mut sink.buf[at..n]) {
+                    result = Err(failed(e));
+                }
+            }
+        }
+        self.send_control(fabric, source, finished_cell(sender_id));
+        Some(result)
+    }
+
+    /// Sends a control cell now if its ring has room, else queues it for progress.
+    fn send_control(&mut self, fabric: &Fabric, dest: usize, cell: CellHeader) {
+        if self.control[dest].is_empty() && fabric.outbox(dest).try_push(&cell, &[]) {
+            fabric.notify(dest);
+        } else {
+            self.control[dest].push_back(cell);
+        }
+    }
+
+    /// Abandons receive `recv`: unposted if unmatched, its message dropped if matched.
+    pub(crate) fn cancel_recv(&mut self, fabric: &Fabric, recv: u64) {
+        if let Some(i) = self.posted.iter().position(|(id, _)| *id == recv) {
+            self.posted.remove(i);
+            return;
+        }
+        let Some(arrival_id) = self.matched.remove(&recv) else { return };
+        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
+        let remote = match arrival.body {
+            Body::Remote { sender_id, .. } => Some((arrival.source, finished_cell(sender_id))),
+            Body::Copied { .. } => None,
+        };
+        if arrival.complete() {
+            if let Some(arrival) = self.arrivals.remove(&arrival_id) {
+                self.recycle_arrival(arrival);
+            }
+        } else {
+            arrival.recv = None;
+            arrival.discard = true;
+        }
+        if let Some((source, cell)) = remote {
+            self.send_control(fabric, source, cell);
+        }
+    }
+
+    // ---- sends ----------------------------------------------------------------------
+
+    /// Starts sending `buf`; `lend` says whether the caller will lend it until done
+    /// (a blocking send) or needs it free at once unless it goes by single copy (isend).
+    pub(crate) fn start_send(
+        &mut self,
+        fabric: &Fabric,
+        dest: usize,
+        context: u32,
+        tag: i32,
+        buf: &[u8],
+        lend: bool,
+    ) -> SendStart {
+        let header = |kind, fragment_len: usize, address: u64, id: u64| CellHeader {
+            kind,
+            context,
+            tag,
+            fragment_len: fragment_len as u32,
+            total_len: buf.len() as u64,
+            address,
+            id,
+        };
+        let idle = self.outbound[dest].is_empty();
+        if buf.len() <= Ring::PAYLOAD_BYTES {
+            let cell = header(CellKind::Message, buf.len(), 0, 0);
+            if idle && fabric.outbox(dest).try_push(&cell, buf) {
+                fabric.notify(dest);
+            } else {
+                let mut payload = self.buffer();
+                payload.extend_from_slice(buf);
+                self.outbound[dest].push_back(Outgoing::Owned {
+                    header: cell,
+                    payload,
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return SendStart::Done;
+        }
+        let id = self.fresh_id();
+        if self.single_copy_above.is_some_and(|limit| buf.len() > limit) {
+            let address = buf.as_ptr() as usize as u64;
+            self.rendezvous.insert(id, (dest, address, buf.len()));
+            let cell = header(CellKind::ReadyToSend, 0, address, id);
+            if idle && fabric.outbox(dest).try_push(&cell, &[]) {
+                fabric.notify(dest);
+            } else {
+                self.outbound[dest].push_back(Outgoing::Owned {
+                    header: cell,
+                    payload: Vec::new(),
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return SendStart::Rendezvous(id);
+        }
+        let cell = header(CellKind::Message, 0, 0, id);
+        if lend {
+            self.outbound[dest].push_back(Outgoing::Borrowed {
+                id,
+                header: cell,
+                sent: 0,
+                started: false,
+            });
+            SendStart::Streaming(id)
+        } else {
+            let payload = buf.to_vec();
+            self.outbound[dest].push_back(Outgoing::Owned {
+                header: cell,
+                payload,
+                sent: 0,
+                started: false,
+            });
+            SendStart::Done
+        }
+    }
+
+    /// Whether the single-copy send `id` has been read by its receiver (consumes the news).
+    pub(crate) fn send_finished(&mut self, id: u64) -> bool {
+        self.finished_sends.remove(&id)
+    }
+
+    /// Whether the streamed send `id` to `dest` still has cells to push.
+    pub(crate) fn send_queued(&self, dest: usize, id: u64) -> bool {
+        self.outbound[dest]
+            .iter()
+            .any(|o| matches!(o, Outgoing::Borrowed { id: i, .. } if *i == id))
+    }
+
+    // ---- progress -------------------------------------------------------------------
+
+    /// Drains every inbound ring and pushes what waits to go out. Bytes for the receive in
+    /// `sink` go straight into it; cells of the streamed send in `feed` come from it.
+    pub(crate) fn progress(
+        &mut self,
+        fabric: &Fabric,
+        mut sink: Option<&mut Sink<'_>>,
+        feed: Option<&Feed<'_>>,
+    ) -> Result<(), P2pError> {
+        for source in 0..fabric.size {
+            self.drain(fabric, source, sink.as_deref_mut())?;
+        }
+        self.blocked.clear();
+        for dest in 0..fabric.size {
+            if !self.control[dest].is_empty() || !self.outbound[dest].is_empty() {
+                self.push_out(fabric, dest, feed);
+            }
+        }
+        if std::mem::take(&mut self.news) {
+            fabric.notify(fabric.rank);
+        }
+        Ok(())
+    }
+
+    fn drain(
+        &mut self,
+        fabric: &Fabric,
+        source: usize,
+        mut sink: Option<&mut Sink<'_>>,
+    ) -> Result<(), P2pError> {
+        let ring = fabric.inbox(source);
+        let corrupt = P2pError::CorruptQueue { peer: source };
+        let mut popped = false;
+        for _ in 0..RING_DEPTH {
+            let header = match ring.peek() {
+                Ok(Some(header)) => header,
+                Ok(None) => break,
+                Err(_) => return Err(corrupt),
+            };
+            match header.kind {
+                CellKind::Message | CellKind::ReadyToSend => {
+                    if self.inbound[source].is_some() {
+                        return Err(corrupt);
+                    }
+                    let len = usize::try_from(header.total_len).map_err(|_| corrupt)?;
+                    let body = if header.kind == CellKind::Message {
+                        Body::Copied { pending: self.buffer(), in_sink: 0, received: 0 }
+                    } else {
+                        Body::Remote { address: header.address, sender_id: header.id, split: None }
+                    };
+                    let id = self.fresh_id();
+                    let arrival = Arrival {
+                        context: header.context,
+                        source,
+                        tag: header.tag,
+                        len,
+                        body,
+                        recv: None,
+                        discard: false,
+                    };
+                    self.arrive(id, arrival);
+                    if header.kind == CellKind::Message {
+                        self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
+                        if self.arrivals.get(&id).is_some_and(|a| !a.complete()) {
+                            self.inbound[source] = Some(id);
+                        }
+                    }
+                }
+                CellKind::Fragment => {
+                    let id = self.inbound[source].ok_or(corrupt)?;
+                    self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
+                    if self.arrivals.get(&id).map_or(true, Arrival::complete) {
+                        self.inbound[source] = None;
+                    }
+                }
+                CellKind::Finished => {
+                    self.rendezvous.remove(&header.id);
+                    self.finished_sends.insert(header.id);
+                    self.news = true;
+                }
+                CellKind::ClearToSend => {
+                    let errno = match self.rendezvous.get(&header.id) {
+                        Some(&(dest, address, len))
+                            if dest == source && header.total_len <= len as u64 =>
+                        {
+                            let part = header.total_len as usize;
+                            let local = address + (len - part) as u64;
+                            match cma::write(fabric.pids[source], local, header.address, part) {
+                                Ok(()) => 0,
+                                Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
+                            }
+                        }
+                        _ => libc::EINVAL,
+                    };
+                    let cell = CellHeader {
+                        kind: CellKind::Written,
+                        context: 0,
+                        tag: errno,
+                        fragment_len: 0,
+                        total_len: 0,
+                        address: 0,
+                        id: header.id,
+                    };
+                    self.send_control(fabric, source, cell);
+                }
+                CellKind::Written => {
+                    self.written.insert((source, header.id), header.tag);
+                    self.news = true;
+                }
+            }
+            ring.pop();
+            popped = true;
+        }
+        if popped {
+            fabric.notify(source);
+        }
+        Ok(())
+    }
+
+    fn arrive(&mut self, id: u64, mut arrival: Arrival) {
+        let found = self.posted.iter().position(|(_, p)| p.accepts(&arrival));
+        match found.and_then(|i| self.posted.remove(i)) {
+            Some((recv, _)) => {
+                self.news = true;
+                arrival.recv = Some(recv);
+                self.matched.insert(recv, id);
+            }
+            None => self.unexpected.push_back(id),
+        }
+        self.arrivals.insert(id, arrival);
+    }
+
+    fn deliver(&mut self, id: u64, ring: &Ring<'_>, n: usize, sink: Option<&mut Sink<'_>>) {
+        let Some(arrival) = self.arrivals.get_mut(&id) else { return };
+        let n = n.min(arrival.len);
+        let recv = arrival.recv;
+        let Body::Copied { pending, in_sink, received } = &mut arrival.body else { return };
+        match sink {
+            Some(sink)
+                if Some(sink.recv) == recv && pending.is_empty() && *in_sink == *received =>
+            {
+                let start = (*received).min(sink.buf.len());
+                let end = (*received + n).min(sink.buf.len());
+                ring.read_payload(&mut sink.buf[start..end]);
+                *in_sink += n;
+            }
+            _ => {
+                if !arrival.discard {
+                    let old = pending.len();
+                    pending.resize(old + n, 0);
+                    ring.read_payload(&mut pending[old..]);
+                }
+            }
+        }
+        *received += n;
+        if arrival.discard && *received >= arrival.len {
+            if let Some(arrival) = self.arrivals.remove(&id) {
+                self.recycle_arrival(arrival);
+            }
+        }
+    }
+
+    fn push_out(&mut self, fabric: &Fabric, dest: usize, feed: Option<&Feed<'_>>) {
+        let ring = fabric.outbox(dest);
+        let mut pushed = false;
+        while let Some(cell) = self.control[dest].front() {
+            if !ring.try_push(cell, &[]) {
+                break;
+            }
+            self.control[dest].pop_front();
+            pushed = true;
+        }
+        'queue: while let Some(out) = self.outbound[dest].front_mut() {
+            let (header, payload, sent, started) = match out {
+                Outgoing::Owned { header, payload, sent, started } => {
+                    (*header, &payload[..], sent, started)
+                }
+                Outgoing::Borrowed { id, header, sent, started } => match feed {
+                    Some(feed) if feed.send == *id => (*header, feed.buf, sent, started),
+                    _ => break,
+                },
+            };
+            while !*started || *sent < payload.len() {
+                let chunk = &payload[*sent..payload.len().min(*sent + Ring::PAYLOAD_BYTES)];
+                let cell = if *started {
+                    CellHeader {
+                        kind: CellKind::Fragment,
+                        fragment_len: chunk.len() as u32,
+                        ..header
+                    }
+                } else {
+                    CellHeader { fragment_len: chunk.len() as u32, ..header }
+                };
+                if !ring.try_push(&cell, chunk) {
+                    break 'queue;
+                }
+                *started = true;
+                *sent += chunk.len();
+                pushed = true;
+            }
+            if let Some(Outgoing::Owned { payload, .. }) = self.outbound[dest].pop_front() {
+                self.recycle(payload);
+            }
+        }
+        let waiting = !self.control[dest].is_empty() || !self.outbound[dest].is_empty();
+        if waiting && !ring.has_room() {
+            self.blocked.push(dest);
+        }
+        if pushed {
+            fabric.notify(dest);
+        }
+    }
+}
+
+fn finished_cell(sender_id: u64) -> CellHeader {
+    CellHeader {
+        kind: CellKind::Finished,
+        context: 0,
+        tag: 0,
+        fragment_len: 0,
+        total_len: 0,
+        address: 0,
+        id: sender_id,
+    }
+}

@@ -1,0 +1,132 @@
+//! The runtime's errors.
+
+use std::fmt;
+
+/// Why [`crate::runtime::World::init`] failed.
+#[derive(Debug)]
+pub enum InitError {
+    /// A launcher variable is missing or malformed.
+    Environment(String),
+    /// The shared region could not be mapped or is not a commcore region.
+    Region(std::io::Error),
+}
+
+impl fmt::Display for InitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InitError::Environment(message) => write!(f, "bad launcher environment: {message}"),
+            InitError::Region(error) => write!(f, "cannot use the job's shared region: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for InitError {}
+
+/// Why creating a communicator failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommError {
+    /// The communication it needs failed.
+    P2p(P2pError),
+    /// Core could not build the rank map (e.g. its table storage is full).
+    RankMap(commcore::rankmap::RankMapError),
+    /// A group named a rank twice or one outside the parent.
+    BadGroup {
+        /// The offending rank.
+        rank: usize,
+    },
+    /// The context-id agreement failed (core's CID request).
+    Cid(commcore::cid::CidError),
+    /// A split color is negative and not `UNDEFINED`.
+    InvalidColor(i32),
+}
+
+impl From<P2pError> for CommError {
+    fn from(error: P2pError) -> CommError {
+        CommError::P2p(error)
+    }
+}
+
+impl fmt::Display for CommError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommError::P2p(error) => write!(f, "{error}"),
+            CommError::RankMap(error) => write!(f, "rank map: {error:?}"),
+            CommError::BadGroup { rank } => {
+                write!(f, "rank {rank} is repeated or outside the parent")
+            }
+            CommError::Cid(error) => write!(f, "context id: {error}"),
+            CommError::InvalidColor(color) => {
+                write!(f, "split color {color} is invalid (>= 0 or UNDEFINED)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for CommError {}
+
+/// Why a point-to-point operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum P2pError {
+    /// A destination or source rank is not in the communicator.
+    RankOutOfRange {
+        /// The rank given.
+        rank: usize,
+        /// The communicator's size.
+        size: usize,
+    },
+    /// A tag is negative (only a receive may use [`crate::runtime::ANY_TAG`]).
+    InvalidTag(i32),
+    /// A message is longer than the transport's limit.
+    CountOutOfRange {
+        /// Bytes given.
+        len: usize,
+        /// The largest message.
+        max: usize,
+    },
+    /// The message was longer than the receive buffer; it was consumed, and the buffer holds
+    /// its first `buffer_len` bytes.
+    Truncated {
+        /// The message's length.
+        message_len: usize,
+        /// The buffer's length.
+        buffer_len: usize,
+    },
+    /// A peer wrote a malformed cell into our queue.
+    CorruptQueue {
+        /// The peer's world rank.
+        peer: usize,
+    },
+    /// A single-copy read from the sender failed (errno).
+    SingleCopyFailed {
+        /// The sender's world rank.
+        peer: usize,
+        /// The OS error number.
+        errno: i32,
+    },
+}
+
+impl fmt::Display for P2pError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            P2pError::RankOutOfRange { rank, size } => {
+                write!(f, "rank {rank} is out of range for a communicator of {size}")
+            }
+            P2pError::InvalidTag(tag) => write!(f, "tag {tag} is invalid (tags are >= 0)"),
+            P2pError::CountOutOfRange { len, max } => {
+                write!(f, "message of {len} bytes exceeds the limit of {max}")
+            }
+            P2pError::Truncated { message_len, buffer_len } => write!(
+                f,
+                "message of {message_len} bytes truncated to the {buffer_len}-byte buffer"
+            ),
+            P2pError::CorruptQueue { peer } => {
+                write!(f, "malformed data in the queue from rank {peer}")
+            }
+            P2pError::SingleCopyFailed { peer, errno } => {
+                write!(f, "single-copy read from rank {peer} failed (errno {errno})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for P2pError {}

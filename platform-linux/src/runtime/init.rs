@@ -1,0 +1,350 @@
+//! Joining the job: reading the launcher's environment (or becoming a singleton), meeting
+//! the peers in the shared region, and probing whether single-copy reads work.
+
+use std::fmt;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups, TransportId};
+use commcore::cid::{Algorithm, CidSpace, SpaceConfig, SpaceError};
+use commcore::rankmap::{RankMap, TableArena};
+
+use super::engine::Engine;
+use super::error::InitError;
+use super::fabric::Fabric;
+use super::{Comm, Runtime, Spin};
+use crate::launch::env;
+use crate::shm::{cma, futex, Layout, Region, Ring};
+
+/// Environment: `0` or `off` turns single-copy transfers off.
+pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
+/// Environment: messages above this many bytes go by single copy (default 16384).
+pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
+/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 20,
+/// or 2 with more ranks than cores); it sleeps after 25 times as long.
+pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
+
+/// Environment: single copies above this many bytes are split between receiver and sender
+/// (default 131072); `off` turns splitting off.
+pub const ENV_SPLIT_COPY_ABOVE: &str = "COMMCORE_SPLIT_COPY_ABOVE";
+
+const DEFAULT_SINGLE_COPY_ABOVE: usize = 16 * 1024;
+const DEFAULT_SPLIT_COPY_ABOVE: usize = 128 * 1024;
+
+static LAUNCHED_WORLD: AtomicBool = AtomicBool::new(false);
+
+pub(super) fn release_launched_world() {
+    LAUNCHED_WORLD.store(false, Release);
+}
+
+/// Whether long messages go by single copy, as decided at start-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SingleCopy {
+    /// On, for messages above this many bytes.
+    On {
+        /// The threshold in bytes.
+        above: usize,
+    },
+    /// Turned off by `COMMCORE_SINGLE_COPY=0`.
+    Off,
+    /// The kernel refused the start-up probe on this many ranks (e.g. ptrace restrictions);
+    /// long messages use the pipelined two-copy path.
+    Refused {
+        /// Ranks whose probe failed.
+        ranks: u32,
+    },
+}
+
+impl fmt::Display for SingleCopy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SingleCopy::On { above } => write!(f, "single-copy (process_vm_readv) above {above} B"),
+            SingleCopy::Off => write!(f, "two-copy (single-copy turned off)"),
+            SingleCopy::Refused { ranks } => {
+                write!(f, "two-copy (the kernel refused process_vm_readv on {ranks} rank(s))")
+            }
+        }
+    }
+}
+
+/// This process's membership in the job: its rank, the world and self communicators.
+pub struct World {
+    comm: Comm,
+    self_comm: Comm,
+    av: &'static [Ave],
+}
+
+impl World {
+    /// Joins the job started by `commcore run`, or becomes a singleton world of one rank
+    /// when started without it. Only one launched world may exist at a time per process.
+    pub fn init() -> Result<World, InitError> {
+        Self::init_thread(false)
+    }
+
+    /// [`World::init`] for a process whose threads may communicate and create
+    /// communicators at the same time (`MPI_THREAD_MULTIPLE`): the highest CID algorithm
+    /// then confirms each id, one more allreduce.
+    pub fn init_thread_multiple() -> Result<World, InitError> {
+        Self::init_thread(true)
+    }
+
+    fn init_thread(threaded: bool) -> Result<World, InitError> {
+        let bad = |m: String| InitError::Environment(m);
+        let var = |name: &str| std::env::var(name).ok();
+        let Some(fd_text) = var(env::SHM_FD) else { return Self::singleton(threaded) };
+        let number = |name: &str| -> Result<usize, InitError> {
+            let text = var(name).ok_or_else(|| bad(format!("{name} is not set")))?;
+            text.parse().map_err(|_| bad(format!("{name}={text:?} is not a number")))
+        };
+        let rank = number(env::RANK)?;
+        let size = number(env::SIZE)?;
+        let node_count = number(env::NODES)?;
+        let fd: i32 = fd_text.parse().map_err(|_| bad(format!("{}={fd_text:?}", env::SHM_FD)))?;
+        let layout = Layout::new(size).ok_or_else(|| bad(format!("bad job size {size}")))?;
+        if rank >= size {
+            return Err(bad(format!("rank {rank} out of range for size {size}")));
+        }
+        if LAUNCHED_WORLD.swap(true, AcqRel) {
+            return Err(bad("this process already joined the job".into()));
+        }
+        let region = match open_region(fd, &layout, size) {
+            Ok(region) => region,
+            Err(e) => {
+                release_launched_world();
+                return Err(e);
+            }
+        };
+        Self::join(region, layout, rank, node_count, true, threaded)
+            .inspect_err(|_| release_launched_world())
+    }
+
+    fn singleton(threaded: bool) -> Result<World, InitError> {
+        let layout = Layout::new(1).ok_or_else(|| InitError::Environment("no layout".into()))?;
+        let region = Region::create(layout.region_bytes()).map_err(InitError::Region)?;
+        region.atomic_u32(layout.job_size()).store(1, Relaxed);
+        region.atomic_u32(layout.nodes()).store(1, Relaxed);
+        region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
+        Self::join(region, layout, 0, 1, false, threaded)
+    }
+
+    fn join(
+        region: Region,
+        layout: Layout,
+        rank: usize,
+        node_count: usize,
+        launched: bool,
+        threaded: bool,
+    ) -> Result<World, InitError> {
+        let size = layout.size();
+        region.atomic_u32(layout.pid(rank)).store(std::process::id(), Relaxed);
+        region.atomic_u64(layout.probe_address(rank)).store(cma::probe_address(), Relaxed);
+        arrive_and_wait(region.atomic_u32(layout.arrived()), size);
+        let pids: Vec<u32> =
+            (0..size).map(|r| region.atomic_u32(layout.pid(r)).load(Relaxed)).collect();
+        let nodes: Vec<u32> =
+            (0..size).map(|r| region.atomic_u32(layout.node(r)).load(Relaxed)).collect();
+
+        let wanted = !matches!(std::env::var(ENV_SINGLE_COPY).as_deref(), Ok("0" | "off"));
+        let peer = (rank + 1) % size;
+        let mut probe = [0u8; 8];
+        let address = region.atomic_u64(layout.probe_address(peer)).load(Relaxed);
+        let works = cma::read(pids[peer], address, &mut probe).is_ok()
+            && u64::from_ne_bytes(probe) == cma::PROBE_VALUE;
+        if !works {
+            region.atomic_u32(layout.probe_failures()).fetch_add(1, AcqRel);
+        }
+        arrive_and_wait(region.atomic_u32(layout.probed()), size);
+        let failures = region.atomic_u32(layout.probe_failures()).load(Acquire);
+        let above = std::env::var(ENV_SINGLE_COPY_ABOVE)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(DEFAULT_SINGLE_COPY_ABOVE)
+            .max(Ring::PAYLOAD_BYTES);
+        let single_copy = match (wanted, failures) {
+            (false, _) => SingleCopy::Off,
+            (true, 0) => SingleCopy::On { above },
+            (true, ranks) => SingleCopy::Refused { ranks },
+        };
+
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let oversubscribed = size > cores;
+        let poll_us = std::env::var(ENV_SPIN_US)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(if oversubscribed { 2 } else { 20 });
+        let spin = Spin {
+            poll: Duration::from_micros(poll_us),
+            yield_until: Duration::from_micros(poll_us.saturating_mul(25).max(50)),
+        };
+        let threshold = matches!(single_copy, SingleCopy::On { .. }).then_some(above);
+        let split_above = match std::env::var(ENV_SPLIT_COPY_ABOVE).ok().map(|t| t.parse::<usize>())
+        {
+            Some(Ok(bytes)) => Some(bytes),
+            Some(Err(_)) => None,
+            None => Some(DEFAULT_SPLIT_COPY_ABOVE),
+        };
+        let av = world_address_vector(&layout, &pids, &nodes)?;
+        let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count };
+        let mut groups = ProcessGroups::new();
+        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+        let words: &'static [AtomicU32] =
+            Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
+        let runtime = Arc::new(Runtime {
+            fabric,
+            engine: Mutex::new(Engine::new(size, threshold, split_above)),
+            spin,
+            single_copy,
+            launched,
+            groups,
+            arena: Mutex::new(TableArena::new(words)),
+            cids: context_ids(threaded)?,
+            cid_algorithm: cid_algorithm()?,
+            cid_allreduces: std::sync::atomic::AtomicU64::new(0),
+        });
+        let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
+        Ok(World {
+            comm: Comm::world(runtime.clone(), world_map),
+            self_comm: Comm::own(runtime, self_map),
+            av,
+        })
+    }
+
+    /// The world's address vector (process group 0): one 12-byte entry per rank holding its
+    /// shared-memory address (process id in the high half, its slot's offset in the region
+    /// in the low half), the shared-memory transport and its node.
+    pub fn address_vector(&self) -> &'static [Ave] {
+        self.av
+    }
+
+    /// The world communicator (`MPI_COMM_WORLD`).
+    pub fn comm(&self) -> &Comm {
+        &self.comm
+    }
+
+    /// The communicator of this process alone (`MPI_COMM_SELF`).
+    pub fn self_comm(&self) -> &Comm {
+        &self.self_comm
+    }
+
+    /// This process's rank in the world.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// The number of ranks in the world.
+    pub fn size(&self) -> usize {
+        self.comm.size()
+    }
+
+    /// This process's node label (given by `commcore run --nodes`).
+    pub fn node(&self) -> usize {
+        self.comm.runtime().fabric.nodes[self.rank()] as usize
+    }
+
+    /// The node label of world rank `rank`, if it exists.
+    pub fn node_of(&self, rank: usize) -> Option<usize> {
+        self.comm.runtime().fabric.nodes.get(rank).map(|&n| n as usize)
+    }
+
+    /// The number of node labels in the job.
+    pub fn nodes(&self) -> usize {
+        self.comm.runtime().fabric.node_count
+    }
+
+    /// How long messages travel, as decided at start-up.
+    pub fn single_copy(&self) -> SingleCopy {
+        self.comm.runtime().single_copy
+    }
+}
+
+/// The transport id of shared memory in the world's entries.
+pub const SHARED_MEMORY_TRANSPORT: TransportId = TransportId(0);
+
+/// Builds the world's address vector. It lives as long as the process, as MPI's world does
+/// (a few bytes per rank, once per `World::init`).
+fn world_address_vector(
+    layout: &Layout,
+    pids: &[u32],
+    nodes: &[u32],
+) -> Result<&'static [Ave], InitError> {
+    let entries = (0..pids.len())
+        .map(|r| {
+            let address = Address::Inline((u64::from(pids[r]) << 32) | layout.pid(r) as u64);
+            Ave::new(address, SHARED_MEMORY_TRANSPORT, NodeId(nodes[r]))
+                .map_err(|e| InitError::Environment(format!("rank {r}: {e:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Box::leak(entries.into_boxed_slice()))
+}
+
+/// Environment: the CID algorithm, `lowest`, `mask` or `highest` (the default: one MAX
+/// reduction of one word per allocation).
+pub const ENV_CID_ALGORITHM: &str = "COMMCORE_CID_ALGORITHM";
+
+fn cid_algorithm() -> Result<Algorithm, InitError> {
+    match std::env::var(ENV_CID_ALGORITHM).as_deref() {
+        Err(_) | Ok("highest") => Ok(Algorithm::Highest),
+        Ok("lowest") => Ok(Algorithm::Lowest),
+        Ok("mask") => Ok(Algorithm::Mask),
+        Ok(other) => Err(InitError::Environment(format!(
+            "{ENV_CID_ALGORITHM}={other:?}: expected lowest, mask or highest"
+        ))),
+    }
+}
+
+/// The process's CID space, with the world's and self's ids taken.
+fn context_ids(threaded: bool) -> Result<CidSpace<{ super::CID_WORDS }>, InitError> {
+    let config = SpaceConfig { width: super::CID_WIDTH, eager: 64, threaded };
+    let bad = |e: SpaceError| InitError::Environment(format!("CID space: {e:?}"));
+    let space = CidSpace::new(config).map_err(bad)?;
+    space.claim(super::comm::WORLD_CID).map_err(bad)?;
+    space.claim(super::comm::SELF_CID).map_err(bad)?;
+    Ok(space)
+}
+
+/// Words of rank-map table storage per process (leaked with the world, like the AV).
+const ARENA_WORDS: usize = 16 * 1024;
+
+/// The world's map (direct) and this rank's self map (offset), over process group 0.
+fn rank_maps(
+    groups: &ProcessGroups<'static, 1>,
+    av: &'static [Ave],
+    rank: usize,
+) -> Result<(RankMap<'static>, RankMap<'static>), InitError> {
+    let pgid = Pgid(0);
+    debug_assert!(groups.contains(pgid));
+    let own = RankMap::contiguous(pgid, av, rank as u32, 1)
+        .map_err(|e| InitError::Environment(format!("self rank map: {e:?}")))?;
+    Ok((RankMap::direct(pgid, av), own))
+}
+
+fn open_region(fd: i32, layout: &Layout, size: usize) -> Result<Region, InitError> {
+    let region = Region::open(fd).map_err(InitError::Region)?;
+    let invalid = |m: &str| {
+        InitError::Region(std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string()))
+    };
+    if region.len() < layout.region_bytes() {
+        return Err(invalid("the shared region is smaller than the job needs"));
+    }
+    if region.atomic_u64(layout.magic()).load(Acquire) != Layout::MAGIC
+        || region.atomic_u32(layout.job_size()).load(Relaxed) as usize != size
+    {
+        return Err(invalid("the shared region does not belong to this job"));
+    }
+    Ok(region)
+}
+
+/// A one-shot barrier on a counter in shared memory: count in, sleep until all are in.
+fn arrive_and_wait(counter: &AtomicU32, size: usize) {
+    let mut seen = counter.fetch_add(1, AcqRel) + 1;
+    if seen as usize == size {
+        futex::wake_all(counter);
+        return;
+    }
+    while (seen as usize) < size {
+        futex::wait(counter, seen, Duration::from_millis(10));
+        seen = counter.load(Acquire);
+    }
+}

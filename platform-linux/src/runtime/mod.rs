@@ -1,0 +1,165 @@
+//! The runtime: real processes exchanging messages over the job's shared region, behind an
+//! API that reads like MPI.
+//!
+//! ```no_run
+//! use commcore_linux::runtime::{World, ANY_SOURCE, ANY_TAG};
+//! let world = World::init()?;
+//! let comm = world.comm();
+//! if comm.rank() == 0 {
+//!     comm.send(b"ping", 1, 7)?;
+//! } else if comm.rank() == 1 {
+//!     let mut buf = [0u8; 4];
+//!     let status = comm.recv(&mut buf, ANY_SOURCE, ANY_TAG)?;
+//!     assert_eq!((status.source, status.tag, status.len), (0, 7, 4));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Transfers: a message that fits one ring cell is copied in and out (eager); a longer one is
+//! announced and read by the receiver straight from the sender's memory with
+//! `process_vm_readv` (single copy) when the kernel allows it, probed at start-up and
+//! reported by [`World::single_copy`]; otherwise it streams through the ring in cell-sized
+//! pieces that the receiver copies out while the sender writes more (pipelined two-copy).
+//! Waiting spins briefly, yields, then sleeps on a futex, so more ranks than cores do not
+//! burn the machine.
+
+mod comm;
+mod create;
+mod engine;
+mod error;
+mod fabric;
+mod init;
+mod request;
+
+pub use comm::Comm;
+pub use create::UNDEFINED;
+pub use error::{CommError, InitError, P2pError};
+pub use init::{SingleCopy, World};
+pub use request::{Request, Status};
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use commcore::av::ProcessGroups;
+use commcore::cid::{Algorithm, CidSpace};
+use commcore::rankmap::TableArena;
+use std::time::{Duration, Instant};
+
+use engine::Engine;
+use fabric::Fabric;
+
+/// Any tag, for receives.
+pub const ANY_TAG: i32 = -1;
+
+/// The largest message in bytes (MPI's `int` count of bytes).
+pub const MAX_MESSAGE_BYTES: usize = i32::MAX as usize;
+
+/// Where a receive accepts messages from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Any rank of the communicator.
+    Any,
+    /// This rank of the communicator.
+    Rank(usize),
+}
+
+/// Any source, for receives.
+pub const ANY_SOURCE: Source = Source::Any;
+
+impl From<usize> for Source {
+    fn from(rank: usize) -> Source {
+        Source::Rank(rank)
+    }
+}
+
+/// How long a waiter polls, then yields the CPU between polls, before it sleeps.
+#[derive(Clone, Copy, Debug)]
+struct Spin {
+    poll: Duration,
+    yield_until: Duration,
+}
+
+pub(crate) struct Runtime {
+    fabric: Fabric,
+    engine: Mutex<Engine>,
+    spin: Spin,
+    single_copy: SingleCopy,
+    launched: bool,
+    /// Process group 0, the world's.
+    groups: ProcessGroups<'static, 1>,
+    /// Storage for the tables of rank maps that need one.
+    arena: Mutex<TableArena<'static, ARENA_TABLES>>,
+    /// This process's context ids, shared by its threads (core's CID space).
+    cids: CidSpace<CID_WORDS>,
+    /// The CID algorithm of this job (`COMMCORE_CID_ALGORITHM`).
+    cid_algorithm: Algorithm,
+    /// Allreduces this process's CID requests have run.
+    cid_allreduces: std::sync::atomic::AtomicU64,
+}
+
+/// Context ids a process can hold: `0..CID_WIDTH`.
+const CID_WIDTH: u32 = 4096;
+const CID_WORDS: usize = commcore::cid::words_for(CID_WIDTH);
+
+/// Rank-map tables the arena holds at most.
+const ARENA_TABLES: usize = 1024;
+
+impl Runtime {
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `step` under the engine lock until it yields a value. Between steps it polls
+    /// the rings without the lock (up to [`POLLS_PER_STEP`] times: another thread may have
+    /// finished our operation meanwhile), then yields the CPU, then sleeps on this rank's
+    /// doorbell until a peer rings it.
+    fn block<T>(
+        &self,
+        mut step: impl FnMut(&mut Engine, &Fabric) -> Result<Option<T>, P2pError>,
+    ) -> Result<T, P2pError> {
+        let fabric = &self.fabric;
+        let mut start = Instant::now();
+        loop {
+            let blocked = {
+                let mut engine = self.engine();
+                if let Some(value) = step(&mut engine, fabric)? {
+                    return Ok(value);
+                }
+                engine.blocked.clone()
+            };
+            let ready =
+                || fabric.any_inbound() || blocked.iter().any(|&d| fabric.outbox(d).has_room());
+            let waited = start.elapsed();
+            if waited < self.spin.poll {
+                for _ in 0..POLLS_PER_STEP {
+                    if ready() {
+                        break;
+                    }
+                    std::hint::spin_loop();
+                }
+            } else if waited < self.spin.yield_until {
+                // A peer that shares our core (more ranks than cores, or a busy machine)
+                // gets it now rather than at the end of our time slice.
+                std::thread::yield_now();
+            } else {
+                fabric.sleep(ready);
+                start = Instant::now();
+            }
+        }
+    }
+}
+
+/// Lock-free polls of the rings between two steps of a blocked operation.
+const POLLS_PER_STEP: u32 = 256;
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // Like MPI_Finalize: what is still queued for a peer is delivered before we go.
+        let _ = self.block(|engine, fabric| {
+            engine.progress(fabric, None, None)?;
+            Ok((!engine.has_outbound()).then_some(()))
+        });
+        if self.launched {
+            init::release_launched_world();
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Nonblocking operations: a [`Request`] borrows its buffer until it completes.
+
+use std::sync::Arc;
+
+use super::comm::Members;
+use super::engine::{Feed, Sink};
+use super::error::P2pError;
+use super::Runtime;
+
+/// What a completed operation reports (`MPI_Status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The sender's rank in the communicator (for a send: the destination).
+    pub source: usize,
+    /// The message's tag.
+    pub tag: i32,
+    /// The message's length in bytes.
+    pub len: usize,
+}
+
+pub(super) enum State<'a> {
+    Done(Result<Status, P2pError>),
+    /// A single-copy send: the receiver reads `_buf` until it tells us it finished.
+    Send {
+        id: u64,
+        status: Status,
+        _buf: &'a [u8],
+    },
+    Recv {
+        id: u64,
+        buf: &'a mut [u8],
+        members: Members,
+    },
+}
+
+/// A nonblocking send or receive in flight (`MPI_Request`). Complete it with
+/// [`Request::wait`] or [`Request::test`]; dropping an incomplete send waits for it (its
+/// buffer may be being read), dropping an incomplete receive cancels it.
+#[must_use = "a request must be completed with wait or test"]
+pub struct Request<'a> {
+    pub(super) runtime: Arc<Runtime>,
+    pub(super) state: State<'a>,
+}
+
+impl<'a> Request<'a> {
+    /// Blocks until the operation completes.
+    pub fn wait(mut self) -> Result<Status, P2pError> {
+        loop {
+            if let Some(result) = self.poll(true) {
+                return result;
+            }
+        }
+    }
+
+    /// Completes the operation if it can without blocking: `Ok(None)` while in flight.
+    pub fn test(&mut self) -> Result<Option<Status>, P2pError> {
+        self.poll(false).transpose()
+    }
+
+    /// Waits for every request in turn; the statuses in order, or the first error.
+    pub fn wait_all(
+        requests: impl IntoIterator<Item = Request<'a>>,
+    ) -> Result<Vec<Status>, P2pError> {
+        let mut statuses = Vec::new();
+        let mut first_error = None;
+        for request in requests {
+            match request.wait() {
+                Ok(status) => statuses.push(status),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(statuses), Err)
+    }
+
+    fn poll(&mut self, block: bool) -> Option<Result<Status, P2pError>> {
+        let runtime = self.runtime.clone();
+        let result = match &mut self.state {
+            State::Done(result) => return Some(*result),
+            State::Send { id, status, .. } => {
+                let (id, status) = (*id, *status);
+                let step = |engine: &mut super::Engine, fabric: &super::Fabric| {
+                    engine.progress(fabric, None, None::<&Feed<'_>>)?;
+                    Ok(engine.send_finished(id).then_some(status))
+                };
+                if block {
+                    runtime.block(step).map(Some)
+                } else {
+                    let mut engine = runtime.engine();
+                    step(&mut engine, &runtime.fabric)
+                }
+            }
+            State::Recv { id, buf, members } => {
+                let members = members.clone();
+                let mut sink = Sink { recv: *id, buf, blocking: block };
+                let mut step = |engine: &mut super::Engine, fabric: &super::Fabric| {
+                    if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
+                        return Ok(Some(envelope));
+                    }
+                    engine.progress(fabric, Some(&mut sink), None)?;
+                    engine.finish_recv(fabric, &mut sink)
+                };
+                let envelope = if block {
+                    runtime.block(step).map(Some)
+                } else {
+                    let mut engine = runtime.engine();
+                    step(&mut engine, &runtime.fabric)
+                };
+                envelope.map(|e| {
+                    e.map(|e| Status { source: members.to_comm(e.source), tag: e.tag, len: e.len })
+                })
+            }
+        };
+        match result {
+            Ok(None) => None,
+            Ok(Some(status)) => {
+                self.state = State::Done(Ok(status));
+                Some(Ok(status))
+            }
+            Err(error) => {
+                self.state = State::Done(Err(error));
+                Some(Err(error))
+            }
+        }
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        match &self.state {
+            State::Done(_) => {}
+            State::Send { .. } => while self.poll(true).is_none() {},
+            State::Recv { id, .. } => self.runtime.engine().cancel_recv(&self.runtime.fabric, *id),
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Where everything sits in a job's shared region: a header, one slot per rank, then one
+//! single-producer single-consumer ring per ordered pair of ranks (including self).
+
+/// Bytes of a cell's header (see [`crate::shm::ring::CellHeader`]).
+pub const CELL_HEADER_BYTES: usize = 64;
+/// Bytes of one ring cell, header included.
+pub const CELL_BYTES: usize = 8192;
+/// Cells per ring.
+pub const RING_DEPTH: usize = 16;
+/// The most ranks a job may have (rings grow with the square of it; the memory file is
+/// sparse, so only rings in use take memory).
+pub const MAX_RANKS: usize = 256;
+
+const HEADER_BYTES: usize = 4096;
+const SLOT_BYTES: usize = 128;
+const RING_CONTROL_BYTES: usize = 128;
+const RING_BYTES: usize = RING_CONTROL_BYTES + RING_DEPTH * CELL_BYTES;
+const MAGIC: u64 = 0x636d_6372_5f73_686d;
+
+/// Offsets into a region for a job of `size` ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    size: usize,
+}
+
+impl Layout {
+    /// The layout for `size` ranks, or `None` when `size` is 0 or above [`MAX_RANKS`].
+    pub fn new(size: usize) -> Option<Layout> {
+        (1..=MAX_RANKS).contains(&size).then_some(Layout { size })
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The value stored at [`Layout::magic`] once the launcher has initialised the region.
+    pub const MAGIC: u64 = MAGIC;
+
+    /// Total bytes of the region.
+    pub fn region_bytes(&self) -> usize {
+        self.rings_start() + self.size * self.size * RING_BYTES
+    }
+
+    /// Header: the magic value (u64).
+    pub fn magic(&self) -> usize {
+        0
+    }
+    /// Header: the job size (u32).
+    pub fn job_size(&self) -> usize {
+        8
+    }
+    /// Header: the number of node labels (u32).
+    pub fn nodes(&self) -> usize {
+        12
+    }
+    /// Header: ranks that have published their slot (u32, futex word).
+    pub fn arrived(&self) -> usize {
+        16
+    }
+    /// Header: ranks whose single-copy probe of a peer failed (u32).
+    pub fn probe_failures(&self) -> usize {
+        20
+    }
+    /// Header: ranks that have finished probing (u32, futex word).
+    pub fn probed(&self) -> usize {
+        24
+    }
+
+    fn slot(&self, rank: usize) -> usize {
+        debug_assert!(rank < self.size);
+        HEADER_BYTES + rank * SLOT_BYTES
+    }
+    /// Slot: the rank's process id (u32).
+    pub fn pid(&self, rank: usize) -> usize {
+        self.slot(rank)
+    }
+    /// Slot: the rank's node label (u32), written by the launcher.
+    pub fn node(&self, rank: usize) -> usize {
+        self.slot(rank) + 4
+    }
+    /// Slot: the address of the rank's single-copy probe word (u64).
+    pub fn probe_address(&self, rank: usize) -> usize {
+        self.slot(rank) + 8
+    }
+    /// Slot: how many of the rank's threads sleep on its doorbell (u32), on its own cache
+    /// line.
+    pub fn sleeping(&self, rank: usize) -> usize {
+        self.slot(rank) + 64
+    }
+    /// Slot: the rank's doorbell futex word (u32).
+    pub fn doorbell(&self, rank: usize) -> usize {
+        self.slot(rank) + 68
+    }
+
+    fn rings_start(&self) -> usize {
+        (HEADER_BYTES + self.size * SLOT_BYTES).next_multiple_of(4096)
+    }
+
+    /// The control block of the ring that carries cells from `from` to `to`.
+    pub fn ring(&self, from: usize, to: usize) -> usize {
+        debug_assert!(from < self.size && to < self.size);
+        self.rings_start() + (from * self.size + to) * RING_BYTES
+    }
+
+    /// Within a ring: the writer's tail index (u64).
+    pub const RING_TAIL: usize = 0;
+    /// Within a ring: the writer's private copy of the head index (u64), next to the tail.
+    pub const RING_CACHED_HEAD: usize = 8;
+    /// Within a ring: the reader's head index (u64), on its own cache line.
+    pub const RING_HEAD: usize = 64;
+    /// Within a ring: where cell 0 starts.
+    pub const RING_CELLS: usize = RING_CONTROL_BYTES;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_do_not_overlap_slots_or_each_other() {
+        for size in [1, 2, 3, 8, 65] {
+            let layout = Layout::new(size).unwrap();
+            assert!(layout.ring(0, 0) >= layout.doorbell(size - 1) + 4);
+            let last = layout.ring(size - 1, size - 1);
+            assert_eq!(last + RING_BYTES, layout.region_bytes());
+            if size > 1 {
+                assert_eq!(layout.ring(0, 1) - layout.ring(0, 0), RING_BYTES);
+            }
+        }
+        assert!(Layout::new(0).is_none());
+        assert!(Layout::new(MAX_RANKS + 1).is_none());
+    }
+}

@@ -1,0 +1,154 @@
+//! A shared mapping of an anonymous memory file (`memfd`): nothing appears in `/dev/shm`,
+//! and the memory disappears with the last process that maps it.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+/// A `MAP_SHARED` mapping of a memory file, owned by this process.
+pub struct Region {
+    base: NonNull<u8>,
+    len: usize,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is plain memory valid for the Region's lifetime; every access goes
+// through atomics or through `copy_in`/`copy_out`, whose callers own the bytes they touch.
+unsafe impl Send for Region {}
+// SAFETY: as for Send; shared access is through atomics or protocol-owned byte ranges.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Creates a zeroed memory file of `len` bytes with owner-only permissions and maps it.
+    /// The descriptor is close-on-exec; the launcher hands it to its ranks explicitly.
+    pub fn create(len: usize) -> io::Result<Region> {
+        // SAFETY: the name is a NUL-terminated literal; the flags are valid for memfd_create.
+        let raw = unsafe { libc::memfd_create(c"commcore".as_ptr(), libc::MFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: memfd_create returned a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: fd is a valid descriptor for the calls below.
+        if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let size = libc::off_t::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "region too large"))?;
+        // SAFETY: fd is a valid memfd; ftruncate extends it with zeroes.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), size) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Self::map(fd, len)
+    }
+
+    /// Maps the memory file inherited as descriptor `raw` (from the launcher); takes it over.
+    pub fn open(raw: RawFd) -> io::Result<Region> {
+        // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: stat points to writable memory of the right type.
+        if unsafe { libc::fstat(raw, &mut stat) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let len = usize::try_from(stat.st_size)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad region size"))?;
+        // SAFETY: fstat succeeded, so raw is an open descriptor; the launcher handed it to
+        // this process for the runtime alone, which takes ownership here.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Self::map(fd, len)
+    }
+
+    fn map(fd: OwnedFd, len: usize) -> io::Result<Region> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "empty region"));
+        }
+        // SAFETY: a fresh shared mapping of a valid descriptor; the kernel picks the address.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
+        Ok(Region { base, len, fd })
+    }
+
+    /// The mapped length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the region is empty (never, once mapped).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory file's descriptor, for handing to child processes.
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn checked(&self, offset: usize, size: usize, align: usize) -> *mut u8 {
+        // Offsets come from `Layout`, never from peers or users: a bad one is a bug.
+        assert!(
+            offset % align == 0 && offset.checked_add(size).is_some_and(|end| end <= self.len),
+            "region access out of bounds: {offset}+{size} of {}",
+            self.len
+        );
+        // SAFETY: offset + size <= len, so the pointer stays inside the mapping.
+        unsafe { self.base.as_ptr().add(offset) }
+    }
+
+    /// The 32-bit atomic at `offset` (4-aligned, inside the region).
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        let ptr = self.checked(offset, 4, 4);
+        // SAFETY: aligned, in bounds, valid for the Region's lifetime, and only ever accessed
+        // atomically by every process that maps it.
+        unsafe { &*ptr.cast::<AtomicU32>() }
+    }
+
+    /// The 64-bit atomic at `offset` (8-aligned, inside the region).
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        let ptr = self.checked(offset, 8, 8);
+        // SAFETY: as in atomic_u32, with 8-byte alignment checked.
+        unsafe { &*ptr.cast::<AtomicU64>() }
+    }
+
+    /// Copies `src` into the region at `offset`.
+    ///
+    /// # Safety
+    /// No other thread or process may access these bytes during the copy: the caller owns
+    /// them under the queue protocol (a ring cell between the reader's head and the tail).
+    pub unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
+        let dst = self.checked(offset, src.len(), 1);
+        // SAFETY: dst is in bounds for src.len() bytes; exclusivity is the caller's contract;
+        // the region cannot overlap a Rust slice the caller holds.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+    }
+
+    /// Copies bytes at `offset` out of the region into `dst`.
+    ///
+    /// # Safety
+    /// No one may write these bytes during the copy (the caller owns them as the reader of
+    /// a published cell).
+    pub unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+        let src = self.checked(offset, dst.len(), 1);
+        // SAFETY: src is in bounds for dst.len() bytes; no writer runs, per the contract.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: base/len describe the mapping created in `map`, unmapped exactly once here.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}

@@ -1,0 +1,264 @@
+//! A single-producer single-consumer ring of fixed-size cells in shared memory.
+//!
+//! The writer owns `tail` and the cells outside `[head, tail)`; the reader owns `head` and
+//! the cells inside it. Each cell starts with a sequence word: the writer fills the cell,
+//! then publishes it by storing `index + 1` there (release); the reader polls the sequence
+//! word of the cell at `head` (acquire) and never reads `tail`, so an idle reader spins on
+//! one cache line that only the next message touches. The writer keeps a private copy of
+//! `head` next to `tail` and reads the reader's line only when the ring looks full.
+
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use super::layout::{Layout, CELL_BYTES, CELL_HEADER_BYTES, RING_DEPTH};
+use super::region::Region;
+
+/// Bytes of the sequence word that starts every cell.
+const SEQUENCE_BYTES: usize = 8;
+
+/// What a cell carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellKind {
+    /// The first cell of a message sent by copy: envelope and the first bytes.
+    Message = 1,
+    /// A following piece of a message sent by copy.
+    Fragment = 2,
+    /// A request to send: the envelope and the address of the sender's buffer, to be read
+    /// with a single copy.
+    ReadyToSend = 3,
+    /// The receiver has read a ready-to-send message; its sender may reuse the buffer.
+    Finished = 4,
+    /// The receiver asks the sender to write the tail of a single-copy message itself:
+    /// `address` is where in the receiver, `total_len` how many bytes, `id` the sender's.
+    ClearToSend = 5,
+    /// The sender wrote its part of a split single copy (`tag`: 0, or the errno of failure).
+    Written = 6,
+}
+
+impl CellKind {
+    fn from_u32(value: u32) -> Option<CellKind> {
+        Some(match value {
+            1 => CellKind::Message,
+            2 => CellKind::Fragment,
+            3 => CellKind::ReadyToSend,
+            4 => CellKind::Finished,
+            5 => CellKind::ClearToSend,
+            6 => CellKind::Written,
+            _ => return None,
+        })
+    }
+}
+
+/// A cell's header; `fragment_len` payload bytes follow it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellHeader {
+    /// What the cell carries.
+    pub kind: CellKind,
+    /// The communicator context of the message.
+    pub context: u32,
+    /// The message tag.
+    pub tag: i32,
+    /// Payload bytes in this cell.
+    pub fragment_len: u32,
+    /// Bytes of the whole message.
+    pub total_len: u64,
+    /// Sender's buffer address (ready-to-send).
+    pub address: u64,
+    /// Sender's identifier for the message (ready-to-send, finished).
+    pub id: u64,
+}
+
+impl CellHeader {
+    const ENCODED: usize = 40;
+
+    fn encode(&self) -> [u8; Self::ENCODED] {
+        let mut out = [0u8; Self::ENCODED];
+        out[0..4].copy_from_slice(&(self.kind as u32).to_le_bytes());
+        out[4..8].copy_from_slice(&self.context.to_le_bytes());
+        out[8..12].copy_from_slice(&self.tag.to_le_bytes());
+        out[12..16].copy_from_slice(&self.fragment_len.to_le_bytes());
+        out[16..24].copy_from_slice(&self.total_len.to_le_bytes());
+        out[24..32].copy_from_slice(&self.address.to_le_bytes());
+        out[32..40].copy_from_slice(&self.id.to_le_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8; Self::ENCODED]) -> Option<CellHeader> {
+        let u32_at =
+            |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        let u64_at = |i: usize| (u64::from(u32_at(i + 4)) << 32) | u64::from(u32_at(i));
+        let header = CellHeader {
+            kind: CellKind::from_u32(u32_at(0))?,
+            context: u32_at(4),
+            tag: u32_at(8) as i32,
+            fragment_len: u32_at(12),
+            total_len: u64_at(16),
+            address: u64_at(24),
+            id: u64_at(32),
+        };
+        // A peer's bytes are checked before they are trusted.
+        (header.fragment_len as usize <= Ring::PAYLOAD_BYTES
+            && u64::from(header.fragment_len) <= header.total_len)
+            .then_some(header)
+    }
+}
+
+/// Why a cell could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CorruptCell;
+
+/// One ring, as seen by its writer or its reader (each uses only its own half).
+pub struct Ring<'r> {
+    region: &'r Region,
+    control: usize,
+}
+
+impl<'r> Ring<'r> {
+    /// Payload bytes one cell holds.
+    pub const PAYLOAD_BYTES: usize = CELL_BYTES - CELL_HEADER_BYTES;
+
+    /// The ring from `from` to `to` in `region` laid out by `layout`.
+    pub fn new(region: &'r Region, layout: &Layout, from: usize, to: usize) -> Ring<'r> {
+        Ring { region, control: layout.ring(from, to) }
+    }
+
+    fn cell(&self, index: u64) -> usize {
+        self.control + Layout::RING_CELLS + (index % RING_DEPTH as u64) as usize * CELL_BYTES
+    }
+
+    fn tail(&self) -> &'r std::sync::atomic::AtomicU64 {
+        self.region.atomic_u64(self.control + Layout::RING_TAIL)
+    }
+
+    fn cached_head(&self) -> &'r std::sync::atomic::AtomicU64 {
+        self.region.atomic_u64(self.control + Layout::RING_CACHED_HEAD)
+    }
+
+    fn sequence(&self, index: u64) -> &'r std::sync::atomic::AtomicU64 {
+        self.region.atomic_u64(self.cell(index))
+    }
+
+    /// Writer: whether cell `tail` is free, refreshing the private copy of `head` if not.
+    fn room_at(&self, tail: u64) -> bool {
+        let depth = RING_DEPTH as u64;
+        if tail.wrapping_sub(self.cached_head().load(Relaxed)) < depth {
+            return true;
+        }
+        let head = self.head().load(Acquire);
+        self.cached_head().store(head, Relaxed);
+        tail.wrapping_sub(head) < depth
+    }
+
+    fn head(&self) -> &'r std::sync::atomic::AtomicU64 {
+        self.region.atomic_u64(self.control + Layout::RING_HEAD)
+    }
+
+    /// Writer: appends a cell unless the ring is full (then returns `false`).
+    /// `payload` must fit in [`Ring::PAYLOAD_BYTES`].
+    pub fn try_push(&self, header: &CellHeader, payload: &[u8]) -> bool {
+        debug_assert!(payload.len() <= Self::PAYLOAD_BYTES);
+        debug_assert_eq!(header.fragment_len as usize, payload.len());
+        let tail = self.tail().load(Relaxed);
+        if !self.room_at(tail) {
+            return false;
+        }
+        let cell = self.cell(tail);
+        // SAFETY: cell `tail` is outside [head, tail) and tail - head < depth (the acquire
+        // load of head saw the reader release it), so the reader does not touch it until the
+        // release store of its sequence word below publishes it; only we write it.
+        unsafe {
+            self.region.copy_in(cell + SEQUENCE_BYTES, &header.encode());
+            self.region.copy_in(cell + CELL_HEADER_BYTES, payload);
+        }
+        self.sequence(tail).store(tail.wrapping_add(1), Release);
+        self.tail().store(tail.wrapping_add(1), Relaxed);
+        true
+    }
+
+    /// Writer: whether a push would succeed now.
+    pub fn has_room(&self) -> bool {
+        self.room_at(self.tail().load(Relaxed))
+    }
+
+    /// Reader: the oldest cell's header, if any; `Err` when a peer wrote garbage.
+    pub fn peek(&self) -> Result<Option<CellHeader>, CorruptCell> {
+        let head = self.head().load(Relaxed);
+        if self.sequence(head).load(Acquire) != head.wrapping_add(1) {
+            return Ok(None);
+        }
+        let mut bytes = [0u8; CellHeader::ENCODED];
+        // SAFETY: cell `head` was published by the writer's release store of its sequence
+        // word, which our acquire load observed; the writer leaves it alone until we advance
+        // head.
+        unsafe { self.region.copy_out(self.cell(head) + SEQUENCE_BYTES, &mut bytes) };
+        CellHeader::decode(&bytes).map(Some).ok_or(CorruptCell)
+    }
+
+    /// Reader: copies the oldest cell's payload (its first `dst.len()` bytes) into `dst`.
+    /// Call only after [`Ring::peek`] returned a header, with `dst.len() <= fragment_len`.
+    pub fn read_payload(&self, dst: &mut [u8]) {
+        debug_assert!(dst.len() <= Self::PAYLOAD_BYTES);
+        let head = self.head().load(Relaxed);
+        // SAFETY: as in peek: the cell is published and owned by us until pop.
+        unsafe { self.region.copy_out(self.cell(head) + CELL_HEADER_BYTES, dst) };
+    }
+
+    /// Reader: releases the oldest cell to the writer.
+    pub fn pop(&self) {
+        let head = self.head().load(Relaxed);
+        self.head().store(head.wrapping_add(1), Release);
+    }
+
+    /// Reader: whether no cell waits.
+    pub fn is_empty(&self) -> bool {
+        let head = self.head().load(Relaxed);
+        self.sequence(head).load(Acquire) != head.wrapping_add(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(i: u32, len: usize) -> CellHeader {
+        CellHeader {
+            kind: CellKind::Message,
+            context: i,
+            tag: -5,
+            fragment_len: len as u32,
+            total_len: len as u64,
+            address: 7,
+            id: u64::MAX - 1,
+        }
+    }
+
+    #[test]
+    fn cells_come_out_in_order_and_full_is_refused() {
+        let layout = Layout::new(2).unwrap();
+        let region = Region::create(layout.region_bytes()).unwrap();
+        let ring = Ring::new(&region, &layout, 0, 1);
+        for round in 0..3u32 {
+            for i in 0..RING_DEPTH as u32 {
+                assert!(ring.try_push(&header(round * 100 + i, 3), &[i as u8; 3]));
+            }
+            assert!(!ring.try_push(&header(0, 0), &[]));
+            for i in 0..RING_DEPTH as u32 {
+                let got = ring.peek().unwrap().unwrap();
+                assert_eq!(got, header(round * 100 + i, 3));
+                let mut payload = [0u8; 3];
+                ring.read_payload(&mut payload);
+                assert_eq!(payload, [i as u8; 3]);
+                ring.pop();
+            }
+            assert_eq!(ring.peek(), Ok(None));
+        }
+    }
+
+    #[test]
+    fn garbage_from_a_peer_is_rejected() {
+        let mut bytes = header(1, 3).encode();
+        bytes[12..16].copy_from_slice(&(Ring::PAYLOAD_BYTES as u32 + 1).to_le_bytes());
+        assert_eq!(CellHeader::decode(&bytes), None);
+        bytes[0] = 99;
+        assert_eq!(CellHeader::decode(&bytes), None);
+    }
+}

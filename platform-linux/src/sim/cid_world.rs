@@ -1,1 +1,0 @@
-//! A simulated world of ranks and threads for context-ID allocation.

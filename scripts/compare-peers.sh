@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Measures commcore against Open MPI and MPICH on this machine, figure by figure.
+#
+#   scripts/compare-peers.sh [--json] [--runs N]
+#
+# Installs Debian's Open MPI and MPICH (and jq) when missing, builds our C programs under
+# scripts/peers/ with each, then runs commcore and both peers in turn, interleaved (the order
+# rotates every round), N runs each (default 5), and prints the median of each figure side by
+# side with the ratio commcore / better peer. Figures: point-to-point between 2 processes
+# (`commcore bench pt2pt`, scripts/peers/pt2pt.c) and the split stress benchmark on 8
+# (`commcore bench split`, scripts/peers/split.c; SPLIT_ITERATIONS, default 200, each;
+# MPICH busy-polls when oversubscribed, so its split runs take tens of seconds). For latencies lower is better; for bandwidth and
+# message rate higher is better. With --json it prints one JSON list of
+# {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}.
+#
+# Peer settings, measured on this machine: Open MPI needs --allow-run-as-root --oversubscribe,
+# and pml=ob1 with btl=self,vader,tcp skips a ~200 ms libfabric probe per process. MPICH 4.0.2
+# (ch4:ucx) busy-polls with no yield setting.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+json=0
+runs=5
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --json) json=1 ;;
+        --runs) runs=${2:?--runs needs a value}; shift ;;
+        *) echo "usage: $0 [--json] [--runs N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+case "$runs" in '' | *[!0-9]* | 0) echo "--runs must be a positive count" >&2; exit 2 ;; esac
+
+log() { echo "compare-peers: $*" >&2; }
+
+if ! command -v mpicc.openmpi >/dev/null || ! command -v mpicc.mpich >/dev/null ||
+    ! command -v jq >/dev/null; then
+    log "installing openmpi-bin libopenmpi-dev mpich libmpich-dev jq"
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        openmpi-bin libopenmpi-dev mpich libmpich-dev jq >&2
+fi
+
+out=target/peers
+mkdir -p "$out"
+log "building commcore (release) and the peer programs"
+cargo build --release --locked -q -p commcore-linux --bin commcore >&2
+for program in scripts/peers/*.c; do
+    name=$(basename "$program" .c)
+    mpicc.openmpi -O2 -Wall -Werror -o "$out/$name-openmpi" "$program"
+    mpicc.mpich -O2 -Wall -Werror -o "$out/$name-mpich" "$program"
+done
+
+split_iterations=${SPLIT_ITERATIONS:-200}
+openmpi() {
+    OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
+        mpirun.openmpi --allow-run-as-root --oversubscribe "$@"
+}
+
+# Each prints one JSON object of figures by name for one run.
+figures_commcore() {
+    local pt2pt large small
+    pt2pt=$(./target/release/commcore bench pt2pt --json)
+    large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
+        --iterations "$split_iterations" --json)
+    small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
+        --iterations "$split_iterations" --json)
+    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '
+        ([$p.figures[] | {key: .figure, value: .single_copy}]
+         + [$p.figures[] | select(.figure == "pingpong_latency_1MiB")
+            | {key: "pingpong_latency_1MiB_two_copy", value: .two_copy}] | from_entries)
+        + {split_median_large_comm: $l.median_us, split_p99_over_median_large_comm:
+           ($l.p99_us / $l.median_us), split_median_small_comm: $s.median_us,
+           split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}'
+}
+
+figures_peer() { # peer launcher-function
+    local peer=$1 pt2pt large small
+    pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1)
+    large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
+    small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '{
+        pingpong_latency_8B: $p.latency_us["8"],
+        pingpong_latency_64KiB: $p.latency_us["65536"],
+        pingpong_latency_1MiB: $p.latency_us["1048576"],
+        bandwidth_1MiB: $p.bandwidth_mbps,
+        message_rate_8B: $p.message_rate_mmsgs,
+        split_median_large_comm: $l.median_us,
+        split_p99_over_median_large_comm: ($l.p99_us / $l.median_us),
+        split_median_small_comm: $s.median_us,
+        split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}'
+}
+mpich() { mpirun.mpich "$@"; }
+
+# One line per run: {"peer": ..., "figures": {figure: value}}.
+results="$out/results.jsonl"
+: >"$results"
+peers=(commcore openmpi mpich)
+for ((round = 0; round < runs; round++)); do
+    for ((k = 0; k < 3; k++)); do
+        peer=${peers[$(((round + k) % 3))]}
+        log "round $((round + 1))/$runs: $peer"
+        if [ "$peer" = commcore ]; then
+            figures=$(figures_commcore)
+        else
+            figures=$(figures_peer "$peer")
+        fi
+        jq -c --arg peer "$peer" '{peer: $peer, figures: .}' <<<"$figures" >>"$results"
+    done
+done
+
+report=$(jq -s '
+    def median: sort | if length == 0 then null else .[(length / 2 | floor)] end;
+    def med($peer; $figure): [.[] | select(.peer == $peer) | .figures[$figure]
+                              | select(. != null)] | median;
+    . as $all
+    | [ ["pingpong_latency_8B", "us", "lower", 2],
+        ["pingpong_latency_64KiB", "us", "lower", 2],
+        ["pingpong_latency_1MiB", "us", "lower", 2],
+        ["pingpong_latency_1MiB_two_copy", "us", "lower", 2],
+        ["bandwidth_1MiB", "MB/s", "higher", 2],
+        ["message_rate_8B", "Mmsg/s", "higher", 2],
+        ["split_median_large_comm", "us", "lower", 8],
+        ["split_p99_over_median_large_comm", "p99/median", "lower", 8],
+        ["split_median_small_comm", "us", "lower", 8],
+        ["split_p99_over_median_small_comm", "p99/median", "lower", 8] ]
+    | map(. as [$figure, $unit, $better, $procs]
+        | {figure: $figure, procs: $procs,
+           commcore: ($all | med("commcore"; $figure)),
+           openmpi: ($all | med("openmpi"; $figure)),
+           mpich: ($all | med("mpich"; $figure)),
+           unit: $unit, better: $better}
+        | . as $row
+        | ([$row.openmpi, $row.mpich] | map(select(. != null))) as $peers
+        | .ratio_to_best_peer = (
+            if ($peers | length) == 0 or $row.commcore == null then null
+            elif $better == "lower" then $row.commcore / ($peers | min)
+            else $row.commcore / ($peers | max) end))
+    | . + [{figure: "single_copy_speedup_1MiB", procs: 2,
+            commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy"))
+                       / ($all | med("commcore"; "pingpong_latency_1MiB"))),
+            openmpi: null, mpich: null, unit: "x (two-copy / single-copy time)",
+            better: "higher", ratio_to_best_peer: null}]
+' "$results")
+
+if [ "$json" = 1 ]; then
+    jq -c . <<<"$report"
+else
+    echo "medians of $runs interleaved runs each (ratio = commcore / better peer)"
+    jq -r '(["figure", "procs", "commcore", "openmpi", "mpich", "unit", "ratio"] | @tsv),
+        (.[] | [.figure, .procs,
+                (.commcore, .openmpi, .mpich, .ratio_to_best_peer
+                 | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end),
+                .unit] | [.[0], .[1], .[2], .[3], .[4], .[6], .[5]] | @tsv)' <<<"$report" |
+        column -t -s $'\t'
+fi

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Instructions executed per lookup on the hot path, counted by callgrind (repeatable where
+# wall-clock time is not).
+#   scripts/instructions.sh rankmap    {"baseline": n, "direct": n, ...}: one translation
+#                                      plus the load of the entry's address, per model
+# Builds what it needs (release commcore), then runs each model's non-inlined probe a
+# million times under callgrind, collecting only inside the probe, and divides.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-}
+calls=${CALLS:-1000000}
+
+case "$what" in
+rankmap) ;;
+*)
+    echo "usage: scripts/instructions.sh rankmap" >&2
+    exit 2
+    ;;
+esac
+
+command -v valgrind >/dev/null || {
+    echo "instructions.sh: valgrind is not installed (apt-get install valgrind)" >&2
+    exit 1
+}
+cargo build --release --locked -q -p commcore-linux --bin commcore
+bin=target/release/commcore
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+count() { # model probe-symbol-pattern
+    local model=$1 symbol=$2 file="$out/$1.out"
+    valgrind --tool=callgrind --callgrind-out-file="$file" --toggle-collect="$symbol" \
+        "$bin" bench rankmap --probe "$model" --calls "$calls" --json >/dev/null 2>"$out/$model.log" || {
+        cat "$out/$model.log" >&2
+        exit 1
+    }
+    local total
+    total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
+    [ -n "$total" ] || {
+        echo "instructions.sh: no instruction total for $model" >&2
+        exit 1
+    }
+    awk -v t="$total" -v c="$calls" 'BEGIN { printf "%.2f", t / c }'
+}
+
+json="{\"baseline\": $(count baseline '*probe_vc_vcrt*')"
+for model in direct offset stride blockstride lut mlut; do
+    json="$json, \"$model\": $(count "$model" '*probe_rankmap*')"
+done
+echo "$json}"

@@ -1,0 +1,492 @@
+//! A rank program for the runtime's multi-process tests: `runtime_rank SCENARIO`, started by
+//! the launcher. Every check that fails panics, so the rank exits non-zero and the launcher
+//! names it.
+
+use commcore_linux::runtime::{
+    Comm, CommError, P2pError, Request, World, ANY_SOURCE, ANY_TAG, UNDEFINED,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn main() {
+    let scenario = std::env::args().nth(1).unwrap_or_default();
+    let world = if scenario == "threads" { World::init_thread_multiple() } else { World::init() };
+    let world = world.expect("init");
+    let comm = world.comm();
+    match scenario.as_str() {
+        "ordering" => ordering(comm),
+        "any-source" => any_source(comm),
+        "unexpected" => unexpected(comm),
+        "truncation" => truncation(comm),
+        "bad-input" => bad_input(comm),
+        "nonblocking" => nonblocking(comm),
+        "exchange" => exchange(comm),
+        "identity" => identity(&world),
+        "hang" => hang(comm),
+        "idle" => idle(comm),
+        "communicators" => communicators(comm),
+        "splits" => splits(comm),
+        "threads" => threads(comm),
+        "die-signal" => die(comm, "signal"),
+        "die-exit" => die(comm, "exit"),
+        other => panic!("unknown scenario {other:?}"),
+    }
+}
+
+/// A message whose bytes say who sent it and its sequence number, `len` bytes long.
+fn message(source: usize, seq: u32, len: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; len.max(8)];
+    bytes[..4].copy_from_slice(&(source as u32).to_le_bytes());
+    bytes[4..8].copy_from_slice(&seq.to_le_bytes());
+    for (i, b) in bytes.iter_mut().enumerate().skip(8) {
+        *b = (i as u32).wrapping_mul(31).wrapping_add(seq) as u8;
+    }
+    bytes.truncate(len.max(8));
+    bytes
+}
+
+fn check_message(bytes: &[u8], source: usize, seq: u32) {
+    assert_eq!(
+        bytes,
+        &message(source, seq, bytes.len())[..],
+        "payload of message {seq} from {source}"
+    );
+}
+
+/// Sizes that cover one cell, several cells and the single-copy path.
+fn size_of(seq: u32) -> usize {
+    [8, 100, 8128, 8129, 20_000, 70_000, 300_000][seq as usize % 7]
+}
+
+fn ordering(comm: &Comm) {
+    const COUNT: u32 = 700;
+    if comm.rank() == 0 {
+        for seq in 0..COUNT {
+            comm.send(&message(0, seq, size_of(seq)), 1, (seq % 5) as i32).unwrap();
+        }
+    } else if comm.rank() == 1 {
+        let mut buf = vec![0u8; 300_000];
+        for seq in 0..COUNT {
+            let status = comm.recv(&mut buf, 0, ANY_TAG).unwrap();
+            assert_eq!(
+                (status.source, status.tag, status.len),
+                (0, (seq % 5) as i32, size_of(seq))
+            );
+            check_message(&buf[..status.len], 0, seq);
+        }
+    }
+}
+
+fn any_source(comm: &Comm) {
+    const PER_RANK: u32 = 200;
+    if comm.rank() == 0 {
+        let mut next = vec![0u32; comm.size()];
+        let mut buf = vec![0u8; 300_000];
+        for _ in 0..PER_RANK * (comm.size() as u32 - 1) {
+            let status = comm.recv(&mut buf, ANY_SOURCE, ANY_TAG).unwrap();
+            let seq = next[status.source];
+            assert_eq!(status.tag, status.source as i32 * 1000 + (seq % 3) as i32);
+            check_message(&buf[..status.len], status.source, seq);
+            next[status.source] += 1;
+        }
+        assert!(next[1..].iter().all(|&n| n == PER_RANK), "{next:?}");
+    } else {
+        for seq in 0..PER_RANK {
+            let tag = comm.rank() as i32 * 1000 + (seq % 3) as i32;
+            comm.send(&message(comm.rank(), seq, size_of(seq)), 0, tag).unwrap();
+        }
+    }
+}
+
+fn unexpected(comm: &Comm) {
+    if comm.rank() == 0 {
+        // Long messages wait for their receiver, so they go nonblocking before the barrier.
+        let outgoing: Vec<Vec<u8>> = (0..10u32).map(|tag| message(0, tag, size_of(tag))).collect();
+        let sends: Vec<_> = outgoing
+            .iter()
+            .enumerate()
+            .map(|(tag, m)| comm.isend(m, 1, tag as i32).unwrap())
+            .collect();
+        comm.barrier().unwrap();
+        Request::wait_all(sends).unwrap();
+        // Posted receives are matched in posting order.
+        comm.send(&message(0, 100, 8), 1, 50).unwrap();
+        comm.send(&message(0, 101, 8), 1, 51).unwrap();
+    } else if comm.rank() == 1 {
+        comm.barrier().unwrap();
+        let mut buf = vec![0u8; 300_000];
+        // Everything from rank 0 is unexpected by now; take it in reverse tag order.
+        for tag in (0..10u32).rev() {
+            let status = comm.recv(&mut buf, 0, tag as i32).unwrap();
+            assert_eq!((status.tag, status.len), (tag as i32, size_of(tag)));
+            check_message(&buf[..status.len], 0, tag);
+        }
+        let (mut first, mut second) = ([0u8; 8], [0u8; 8]);
+        let a = comm.irecv(&mut first, 0, ANY_TAG).unwrap();
+        let b = comm.irecv(&mut second, ANY_SOURCE, ANY_TAG).unwrap();
+        let statuses = Request::wait_all([b, a]).unwrap();
+        assert_eq!(statuses[1].tag, 50, "the first posted receive takes the first message");
+        assert_eq!(statuses[0].tag, 51);
+        check_message(&first, 0, 100);
+        check_message(&second, 0, 101);
+    } else {
+        comm.barrier().unwrap();
+    }
+}
+
+fn truncation(comm: &Comm) {
+    let sizes = [100usize, 9000, 50_000, 1 << 20];
+    if comm.rank() == 0 {
+        for (seq, &len) in sizes.iter().enumerate() {
+            comm.send(&message(0, seq as u32, len), 1, 1).unwrap();
+            comm.send(&message(0, 99, 8), 1, 2).unwrap();
+        }
+    } else if comm.rank() == 1 {
+        for (seq, &len) in sizes.iter().enumerate() {
+            let mut small = vec![0u8; 10];
+            let error = comm.recv(&mut small, 0, 1).unwrap_err();
+            assert_eq!(error, P2pError::Truncated { message_len: len, buffer_len: 10 });
+            assert_eq!(small[..], message(0, seq as u32, len)[..10], "the buffer holds the head");
+            // The truncated message was consumed: the next one is the marker.
+            let mut marker = [0u8; 8];
+            let status = comm.recv(&mut marker, 0, ANY_TAG).unwrap();
+            assert_eq!(status.tag, 2);
+            check_message(&marker, 0, 99);
+        }
+    }
+}
+
+fn bad_input(comm: &Comm) {
+    let size = comm.size();
+    let mut buf = [0u8; 4];
+    assert_eq!(comm.send(&buf, size, 0), Err(P2pError::RankOutOfRange { rank: size, size }));
+    assert_eq!(comm.send(&buf, 0, -3), Err(P2pError::InvalidTag(-3)));
+    assert_eq!(
+        comm.recv(&mut buf, size + 5, 0).unwrap_err(),
+        P2pError::RankOutOfRange { rank: size + 5, size }
+    );
+    assert_eq!(comm.recv(&mut buf, 0, -7).unwrap_err(), P2pError::InvalidTag(-7));
+    assert!(comm.isend(&buf, usize::MAX, 0).is_err());
+    assert!(comm.irecv(&mut buf, ANY_SOURCE, i32::MIN).is_err());
+    // A count beyond the limit: the pages of this buffer are never touched.
+    let huge = vec![0u8; commcore_linux::runtime::MAX_MESSAGE_BYTES + 1];
+    assert!(matches!(comm.send(&huge, 0, 0), Err(P2pError::CountOutOfRange { .. })));
+    drop(huge);
+    // After the errors, the communicator still works.
+    comm.barrier().unwrap();
+    let me = comm.rank();
+    let next = (me + 1) % size;
+    let prev = (me + size - 1) % size;
+    let status = comm.sendrecv(&(me as u32).to_le_bytes(), next, 0, &mut buf, prev, 0).unwrap();
+    assert_eq!(status.source, prev);
+    assert_eq!(u32::from_le_bytes(buf), prev as u32);
+}
+
+fn nonblocking(comm: &Comm) {
+    const COUNT: u32 = 64;
+    let (me, size) = (comm.rank(), comm.size());
+    let peer = me ^ 1;
+    if peer >= size {
+        return;
+    }
+    let outgoing: Vec<Vec<u8>> = (0..COUNT).map(|seq| message(me, seq, size_of(seq))).collect();
+    let mut incoming: Vec<Vec<u8>> = (0..COUNT).map(|seq| vec![0u8; size_of(seq)]).collect();
+    let mut receives: Vec<_> = incoming
+        .iter_mut()
+        .enumerate()
+        .map(|(seq, b)| comm.irecv(b, peer, seq as i32).unwrap())
+        .collect();
+    let sends: Vec<_> = outgoing
+        .iter()
+        .enumerate()
+        .map(|(seq, b)| comm.isend(b, peer, seq as i32).unwrap())
+        .collect();
+    // Complete the receives by polling with test, newest first.
+    let mut done = vec![false; receives.len()];
+    let mut spins = 0u64;
+    while done.iter().any(|d| !d) {
+        for (i, request) in receives.iter_mut().enumerate().rev() {
+            if !done[i] {
+                if let Some(status) = request.test().unwrap() {
+                    assert_eq!(
+                        (status.source, status.tag, status.len),
+                        (peer, i as i32, size_of(i as u32))
+                    );
+                    done[i] = true;
+                }
+            }
+        }
+        spins += 1;
+        if spins % 1000 == 0 {
+            std::thread::yield_now();
+        }
+    }
+    drop(receives);
+    Request::wait_all(sends).unwrap();
+    for (seq, bytes) in incoming.iter().enumerate() {
+        check_message(bytes, peer, seq as u32);
+    }
+    // A receive that is dropped unmatched is cancelled and takes nothing.
+    let mut spare = [0u8; 8];
+    drop(comm.irecv(&mut spare, peer, 999).unwrap());
+    comm.barrier().unwrap();
+}
+
+/// Every rank sends to every other rank at once, long messages included, then receives.
+fn exchange(comm: &Comm) {
+    let (me, size) = (comm.rank(), comm.size());
+    for round in 0..3u32 {
+        let outgoing: Vec<Vec<u8>> = (0..size)
+            .map(|to| message(me, round * 100 + to as u32, size_of(round + to as u32)))
+            .collect();
+        let sends: Vec<_> =
+            (0..size).map(|to| comm.isend(&outgoing[to], to, round as i32).unwrap()).collect();
+        let mut buf = vec![0u8; 300_000];
+        for from in (0..size).rev() {
+            let status = comm.recv(&mut buf, from, round as i32).unwrap();
+            assert_eq!(status.len, size_of(round + me as u32));
+            check_message(&buf[..status.len], from, round * 100 + me as u32);
+        }
+        Request::wait_all(sends).unwrap();
+    }
+    comm.barrier().unwrap();
+}
+
+fn identity(world: &World) {
+    let comm = world.comm();
+    let expected = [
+        std::env::var("COMMCORE_RANK").map_or(0, |r| r.parse().unwrap()),
+        std::env::var("COMMCORE_SIZE").map_or(1, |s| s.parse().unwrap()),
+    ];
+    assert_eq!([comm.rank(), comm.size()], expected);
+    assert_eq!(world.self_comm().size(), 1);
+    // The world's address vector and rank maps come from core.
+    let me = comm.rank();
+    let av = world.address_vector();
+    assert_eq!(av.len(), comm.size());
+    assert_eq!(av[me].node().0 as usize, world.node());
+    assert_eq!(av[me].address_word() >> 32, u64::from(std::process::id()));
+    assert_eq!(comm.rank_map().kind(), commcore::rankmap::ModelKind::Direct);
+    let (_, lpid) = world.self_comm().rank_map().translate(0).expect("self has rank 0");
+    assert_eq!(lpid as usize, me);
+    assert_eq!(world.self_comm().rank_map().translate(1), None);
+    // Everyone reports its node to rank 0, which prints the map.
+    let node = world.node() as u32;
+    if comm.rank() == 0 {
+        let mut nodes = vec![node];
+        for from in 1..comm.size() {
+            let mut buf = [0u8; 4];
+            comm.recv(&mut buf, from, 0).unwrap();
+            nodes.push(u32::from_le_bytes(buf));
+        }
+        let text: Vec<String> = nodes.iter().map(u32::to_string).collect();
+        println!("nodes {} of {}; {}", text.join(" "), world.nodes(), world.single_copy());
+    } else {
+        comm.send(&node.to_le_bytes(), 0, 0).unwrap();
+    }
+}
+
+/// Rank 1 dies (killed by a signal, or exiting with code 3) while the others wait for it in
+/// a receive; the launcher must end them.
+fn die(comm: &Comm, how: &str) {
+    if comm.rank() == 1 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if how == "exit" {
+            std::process::exit(3);
+        }
+        // SAFETY: raise only sends a signal to this process.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+    let mut buf = [0u8; 8];
+    let _ = comm.recv(&mut buf, 1, 0);
+}
+
+/// Rank 0 waits for a message nobody sends; the launcher's timeout must end the job.
+fn hang(comm: &Comm) {
+    if comm.rank() == 0 {
+        let mut buf = [0u8; 8];
+        let _ = comm.recv(&mut buf, ANY_SOURCE, ANY_TAG);
+    }
+}
+
+/// Rank 0 sleeps a second before it sends; the others wait in a receive meanwhile and must
+/// sleep rather than spin: each may use at most a fifth of a core while it waits.
+fn idle(comm: &Comm) {
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+    if comm.rank() == 0 {
+        std::thread::sleep(WAIT);
+        for to in 1..comm.size() {
+            comm.send(b"wake", to, 0).unwrap();
+        }
+        return;
+    }
+    let before = cpu_seconds();
+    let mut buf = [0u8; 4];
+    comm.recv(&mut buf, 0, 0).unwrap();
+    let used = cpu_seconds() - before;
+    assert!(
+        used < 0.2 * WAIT.as_secs_f64(),
+        "rank {} burnt {used:.3} s of CPU waiting",
+        comm.rank()
+    );
+}
+
+fn cpu_seconds() -> f64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: usage points to writable memory of the right type.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// Checks a new communicator against the world ranks it should hold, in order: its size and
+/// rank, that every member agreed on its context id, and that its point-to-point traffic
+/// reaches the right processes (a ring of world ranks).
+fn check_members(comm: &Comm, expected: &[usize], world_rank: usize) {
+    assert_eq!(comm.size(), expected.len());
+    assert_eq!(expected[comm.rank()], world_rank);
+    let (next, prev) =
+        ((comm.rank() + 1) % comm.size(), (comm.rank() + comm.size() - 1) % comm.size());
+    let mut mine = [0u8; 8];
+    mine[..4].copy_from_slice(&comm.context_id().to_le_bytes());
+    mine[4..].copy_from_slice(&(world_rank as u32).to_le_bytes());
+    let mut got = [0u8; 8];
+    comm.sendrecv(&mine, next, 5, &mut got, prev, 5).unwrap();
+    assert_eq!(got[..4], mine[..4], "members disagree on the context id");
+    assert_eq!(u32::from_le_bytes(got[4..].try_into().unwrap()) as usize, expected[prev]);
+    for (rank, &world) in expected.iter().enumerate() {
+        assert_eq!(comm.world_rank(rank), Some(world));
+    }
+}
+
+fn communicators(world: &Comm) {
+    let (me, size) = (world.rank(), world.size());
+    let all: Vec<usize> = (0..size).collect();
+    let dup = world.dup().unwrap();
+    assert_ne!(dup.context_id(), world.context_id());
+    check_members(&dup, &all, me);
+    // A message on the duplicate never matches a receive on the original.
+    if size > 1 {
+        let peer = (me + 1) % size;
+        let from = (me + size - 1) % size;
+        world.send(b"world", peer, 1).unwrap();
+        dup.send(b"dup!!", peer, 1).unwrap();
+        let mut buf = [0u8; 5];
+        dup.recv(&mut buf, from, 1).unwrap();
+        assert_eq!(&buf, b"dup!!");
+        world.recv(&mut buf, from, 1).unwrap();
+        assert_eq!(&buf, b"world");
+    }
+    // Reverse order by key; odd and even ranks apart.
+    let reversed = world.split(0, -(me as i32)).unwrap().unwrap();
+    check_members(&reversed, &all.iter().rev().copied().collect::<Vec<_>>(), me);
+    let parity = world.split((me % 2) as i32, 0).unwrap().unwrap();
+    check_members(
+        &parity,
+        &all.iter().copied().filter(|r| r % 2 == me % 2).collect::<Vec<_>>(),
+        me,
+    );
+    // Rank 0 stays out.
+    let rest = world.split(if me == 0 { UNDEFINED } else { 1 }, 0).unwrap();
+    assert_eq!(rest.is_none(), me == 0);
+    if let Some(rest) = &rest {
+        check_members(rest, &all[1..], me);
+    }
+    // A group in a chosen order; a communicator of a communicator.
+    let group: Vec<usize> = all.iter().rev().copied().step_by(2).collect();
+    let created = parity.create(&(0..parity.size()).rev().collect::<Vec<_>>()).unwrap().unwrap();
+    let parity_members: Vec<usize> =
+        all.iter().copied().filter(|r| r % 2 == me % 2).rev().collect();
+    check_members(&created, &parity_members, me);
+    let picked = world.create(&group).unwrap();
+    assert_eq!(picked.is_some(), group.contains(&me));
+    if let Some(picked) = &picked {
+        check_members(picked, &group, me);
+    }
+    // Bad input.
+    assert_eq!(world.split(-5, 0).unwrap_err(), CommError::InvalidColor(-5));
+    assert!(matches!(world.create(&[0, 0]), Err(CommError::BadGroup { rank: 0 })));
+    assert!(matches!(world.create(&[size]), Err(CommError::BadGroup { .. })));
+    for comm in [dup, reversed, parity, created] {
+        comm.free();
+    }
+    world.barrier().unwrap();
+}
+
+/// 1,000 random splits of random live communicators with random frees, all members checking
+/// that they agree. Every rank draws the same choices from the same seed, one color and key
+/// per world rank, so each knows what every split must produce.
+fn splits(world: &Comm) {
+    let (me, size) = (world.rank(), world.size());
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
+    // Index i holds this rank's communicator from the i-th kept split (None when it gave
+    // UNDEFINED), with its members as world ranks: the same indices on every rank.
+    let mut live: Vec<(Option<Comm>, Vec<usize>)> =
+        vec![(Some(world.clone()), (0..size).collect())];
+    let (mut calls, mut checked) = (0, 0);
+    for _ in 0..1000 {
+        let parent = rng.gen_range(0..live.len());
+        let colors: Vec<i32> = (0..size).map(|_| rng.gen_range(-1..3)).collect();
+        let keys: Vec<i32> = (0..size).map(|_| rng.gen_range(0..4)).collect();
+        let free = (live.len() > 1 && rng.gen_bool(0.3)).then(|| rng.gen_range(1..live.len()));
+        let child = match &live[parent] {
+            (Some(comm), members) => {
+                let child = comm.split(colors[me], keys[me]).unwrap();
+                calls += 1;
+                assert_eq!(child.is_some(), colors[me] != UNDEFINED);
+                let mut expected: Vec<(i32, usize, usize)> = members
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &w)| colors[w] == colors[me])
+                    .map(|(rank, &w)| (keys[w], rank, w))
+                    .collect();
+                expected.sort();
+                let expected: Vec<usize> = expected.into_iter().map(|(_, _, w)| w).collect();
+                if let Some(child) = &child {
+                    check_members(child, &expected, me);
+                    checked += 1;
+                }
+                (child, expected)
+            }
+            (None, _) => (None, Vec::new()),
+        };
+        if live.len() < 16 {
+            live.push(child);
+        }
+        if let Some(index) = free {
+            if index < live.len() {
+                live.swap_remove(index);
+            }
+        }
+    }
+    world.barrier().unwrap();
+    println!("rank {me}: {calls} splits, {checked} communicators checked");
+}
+
+/// The CID papers' deadlock scenario for real: two communicators over the same processes,
+/// and in each process two threads creating communicators from them at once, started in
+/// opposite orders on even and odd ranks. Every creation must complete, every member agree.
+fn threads(world: &Comm) {
+    const ROUNDS: usize = 30;
+    let parents = [world.dup().unwrap(), world.dup().unwrap()];
+    let me = world.rank();
+    let all: Vec<usize> = (0..world.size()).collect();
+    std::thread::scope(|scope| {
+        for (index, parent) in parents.iter().enumerate() {
+            let all = &all;
+            scope.spawn(move || {
+                if index != me % 2 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                for _ in 0..ROUNDS {
+                    let child = parent.dup().unwrap();
+                    check_members(&child, all, me);
+                    child.free();
+                }
+            });
+        }
+    });
+    world.barrier().unwrap();
+    println!("threads: {} creations per thread completed", ROUNDS);
+}

@@ -1,0 +1,205 @@
+//! Point-to-point through the launcher on real processes: matching order, wildcards, the
+//! unexpected queue, truncation, nonblocking operations, bad input, and jobs that fail.
+//! Every job runs under the launcher's timeout, so a hang fails the test instead of the CI.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use commcore_linux::launch::{run_job, Ending, JobError, JobSpec, Placement};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn job(procs: usize, scenario: &str) -> JobSpec {
+    let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_rank"));
+    spec.args = vec![scenario.into()];
+    spec.timeout = Some(TIMEOUT);
+    spec
+}
+
+fn two_copy(mut spec: JobSpec) -> JobSpec {
+    spec.env.push(("COMMCORE_SINGLE_COPY".into(), "0".into()));
+    spec
+}
+
+fn run_ok(spec: &JobSpec) -> String {
+    match run_job(spec) {
+        Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
+        Err(failure) => panic!("{:?} with {} ranks failed: {failure}", spec.args, spec.procs),
+    }
+}
+
+#[test]
+fn messages_between_a_pair_arrive_in_order_with_any_tag() {
+    run_ok(&job(2, "ordering"));
+    run_ok(&two_copy(job(2, "ordering")));
+}
+
+#[test]
+fn any_source_receives_every_rank_in_per_pair_order() {
+    run_ok(&job(8, "any-source"));
+    run_ok(&two_copy(job(3, "any-source")));
+}
+
+#[test]
+fn unexpected_messages_wait_and_posted_receives_match_in_order() {
+    run_ok(&job(2, "unexpected"));
+    run_ok(&two_copy(job(3, "unexpected")));
+}
+
+#[test]
+fn a_too_long_message_is_a_truncation_error_and_is_consumed() {
+    run_ok(&job(2, "truncation"));
+    run_ok(&two_copy(job(2, "truncation")));
+}
+
+#[test]
+fn bad_ranks_tags_and_counts_are_errors() {
+    run_ok(&job(3, "bad-input"));
+    // The same program runs alone, without the launcher, as a singleton world.
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_runtime_rank"))
+        .arg("bad-input")
+        .env_remove("COMMCORE_SHM_FD")
+        .status()
+        .unwrap();
+    assert!(status.success(), "singleton bad-input: {status}");
+}
+
+#[test]
+fn nonblocking_sends_and_receives_complete_with_test_and_wait() {
+    run_ok(&job(4, "nonblocking"));
+    run_ok(&two_copy(job(2, "nonblocking")));
+}
+
+#[test]
+fn eight_ranks_exchange_long_and_short_messages_all_at_once() {
+    run_ok(&job(8, "exchange"));
+    let mut spec = two_copy(job(5, "exchange"));
+    spec.nodes = 2;
+    run_ok(&spec);
+}
+
+#[test]
+fn communicators_dup_split_and_create_with_agreed_context_ids() {
+    run_ok(&job(1, "communicators"));
+    run_ok(&job(5, "communicators"));
+}
+
+#[test]
+fn a_thousand_random_splits_with_frees_agree_on_every_member() {
+    let mut spec = job(8, "splits");
+    spec.capture_rank0_stdout = true;
+    let out = run_ok(&spec);
+    let calls: usize = out.split_whitespace().nth(2).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(calls >= 200, "rank 0 took part in too few splits: {out}");
+}
+
+#[test]
+fn two_threads_per_process_create_communicators_at_once_with_every_cid_algorithm() {
+    for algorithm in ["mask", "lowest", "highest"] {
+        for procs in [2, 4] {
+            let mut spec = job(procs, "threads");
+            spec.env.push(("COMMCORE_CID_ALGORITHM".into(), algorithm.into()));
+            spec.capture_rank0_stdout = true;
+            let out = run_ok(&spec);
+            assert!(out.contains("30 creations per thread completed"), "{algorithm}: {out}");
+        }
+    }
+}
+
+#[test]
+fn waiting_ranks_sleep_instead_of_spinning() {
+    // Eight ranks on this two-core machine: seven wait a second for the eighth.
+    run_ok(&job(8, "idle"));
+}
+
+#[test]
+fn ranks_learn_their_identity_and_node_labels() {
+    for (placement, expected) in
+        [(Placement::Block, "0 0 1 1 2 2"), (Placement::Cyclic, "0 1 2 0 1 2")]
+    {
+        let mut spec = job(6, "identity");
+        spec.nodes = 3;
+        spec.placement = placement;
+        spec.capture_rank0_stdout = true;
+        let out = run_ok(&spec);
+        assert!(out.contains(&format!("nodes {expected} of 3")), "{placement:?}: {out}");
+    }
+    let mut spec = job(1, "identity");
+    spec.capture_rank0_stdout = true;
+    assert!(run_ok(&spec).contains("nodes 0 of 1"));
+}
+
+fn shm_entries() -> BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default()
+}
+
+fn group_is_gone(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks whether the group exists.
+    let result = unsafe { libc::killpg(pgid, 0) };
+    result == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+fn failing_job(spec: &JobSpec, expected: Ending) {
+    let before = shm_entries();
+    let start = Instant::now();
+    let failure = run_job(spec).expect_err("the job must fail");
+    let elapsed = start.elapsed();
+    match failure.error {
+        JobError::RankFailed { rank, ending } => {
+            assert_eq!((rank, ending), (1, expected), "{}", failure)
+        }
+        ref other => panic!("expected rank 1 to fail, got: {other}"),
+    }
+    assert!(failure.to_string().contains("rank 1"), "{failure}");
+    // Rank 1 dies 0.1 s in; the others must be gone well within the 2 s allowed.
+    assert!(elapsed < Duration::from_secs(5), "the job took {elapsed:?} to end");
+    let pgid = failure.process_group.expect("ranks were started");
+    assert!(group_is_gone(pgid), "processes of group {pgid} are left behind");
+    let left: Vec<_> = shm_entries().difference(&before).cloned().collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_and_leaves_nothing_behind() {
+    failing_job(&job(4, "die-signal"), Ending::Signaled(libc::SIGKILL));
+    failing_job(&job(8, "die-exit"), Ending::Exited(3));
+}
+
+#[test]
+fn a_hung_job_is_killed_at_its_timeout() {
+    let mut spec = job(3, "hang");
+    spec.timeout = Some(Duration::from_millis(500));
+    let failure = run_job(&spec).expect_err("the job hangs");
+    assert!(matches!(failure.error, JobError::TimedOut(_)), "{failure}");
+    assert!(group_is_gone(failure.process_group.unwrap()));
+}
+
+#[test]
+fn run_arguments_parse_and_bad_ones_are_errors() {
+    let args = |text: &str| text.split_whitespace().map(String::from).collect::<Vec<_>>();
+    let spec = JobSpec::parse(&args("-n 6 --nodes 3 --placement cyclic -- prog a b")).unwrap();
+    assert_eq!((spec.procs, spec.nodes, spec.placement), (6, 3, Placement::Cyclic));
+    assert_eq!(spec.program, "prog");
+    assert_eq!(spec.args, ["a", "b"]);
+    for bad in [
+        "-n 0 -- prog",
+        "-n 2 --nodes 3 -- prog",
+        "-n 2 --placement diagonal -- prog",
+        "-n two -- prog",
+        "-n 2",
+        "--nodes 1 -- prog",
+        "-n 100000 -- prog",
+        "-n 2 --bogus 1 -- prog",
+        "-n 2 --timeout -1 -- prog",
+    ] {
+        assert!(JobSpec::parse(&args(bad)).is_err(), "{bad} must be rejected");
+    }
+    let mut missing = job(2, "ordering");
+    missing.program = "/nonexistent/commcore-rank".into();
+    let failure = run_job(&missing).expect_err("cannot start");
+    assert!(matches!(failure.error, JobError::Spawn { rank: 0, .. }), "{failure}");
+}
