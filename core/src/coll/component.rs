@@ -426,7 +426,7 @@ impl<'a> CollTable<'a> {
                     modules.iter().position(|m| m.priority < priority).unwrap_or(modules.len());
                 modules
                     .insert(at, Selected { name: c.name(), priority, module })
-                    .map_err(|_| CollError::TooLarge)?;
+                    .map_err(|_| CollError::Capacity)?;
             }
         }
         let inter = matches!(comm.kind, CommKind::Inter { .. });
@@ -446,7 +446,7 @@ impl<'a> CollTable<'a> {
             for op in CollOp::ALL {
                 let first = forces.len() as u8;
                 for f in control.forces().iter().filter(|f| f.op == op) {
-                    forces.push(*f).map_err(|_| CollError::TooLarge)?;
+                    forces.push(*f).map_err(|_| CollError::Capacity)?;
                 }
                 if forces.len() as u8 > first {
                     let route = &mut routes[op as usize];

@@ -104,11 +104,11 @@ fn dispatch(iters: usize, blocks: usize) -> Result<Value, String> {
         let min = |v: &[f64]| v.iter().copied().fold(f64::MAX, f64::min);
         let ratio_min = min(&f) / min(&d);
         let (direct_ns, framework_ns) = (median(d), median(f));
-        // Schedule creation alone, all ranks, steps drained so nothing is optimised away.
+        // Schedule creation alone (all ranks, no execution), alternating batches likewise.
         let create = |through: bool| -> f64 {
-            let n = iters * 20;
+            const CALLS: usize = 256;
             let start = Instant::now();
-            for _ in 0..n {
+            for _ in 0..CALLS {
                 for r in 0..RANKS as usize {
                     let s = if through {
                         tables[r].schedule(op, black_box(&args))
@@ -118,9 +118,18 @@ fn dispatch(iters: usize, blocks: usize) -> Result<Value, String> {
                     black_box(s.map(|s| s.rounds()).ok());
                 }
             }
-            start.elapsed().as_nanos() as f64 / n as f64
+            start.elapsed().as_nanos() as f64 / CALLS as f64
         };
-        let (create_direct, create_framework) = (create(false), create(true));
+        let (mut cd, mut cf) = (Vec::new(), Vec::new());
+        for batch in 0..(iters * blocks / BATCH).max(1) {
+            let framework_first = batch % 2 == 0;
+            let first = create(framework_first);
+            let second = create(!framework_first);
+            let (fw, di) = if framework_first { (first, second) } else { (second, first) };
+            cf.push(fw);
+            cd.push(di);
+        }
+        let (create_direct, create_framework) = (median(cd), median(cf));
         rows.push(json!({
             "op": op.name(),
             "ranks": RANKS,
@@ -189,7 +198,7 @@ fn schedule() -> Result<Value, String> {
         }
         // Hierarchical, 8 ranks a node.
         let ids: Vec<u32> = (0..ranks).map(|r| r / 8).collect();
-        let mut storage = vec![0u32; 3 * ids.len() + 1];
+        let mut storage = vec![0u32; 4 * ids.len() + 1];
         let layout = NodeLayout::build(&ids, &mut storage).map_err(|e| e.to_string())?;
         for op in
             [CollOp::Barrier, CollOp::Bcast, CollOp::Reduce, CollOp::Allreduce, CollOp::Allgather]
@@ -238,7 +247,7 @@ fn hier() -> Result<Value, String> {
         let ids: Vec<u32> = (0..RANKS)
             .map(|r| if placement == "block" { r / (RANKS / NODES) } else { r % NODES })
             .collect();
-        let mut storage = vec![0u32; 3 * ids.len() + 1];
+        let mut storage = vec![0u32; 4 * ids.len() + 1];
         let layout = NodeLayout::build(&ids, &mut storage).map_err(|e| e.to_string())?;
         for op in
             [CollOp::Bcast, CollOp::Reduce, CollOp::Allreduce, CollOp::Barrier, CollOp::Allgather]

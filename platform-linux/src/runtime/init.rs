@@ -204,9 +204,10 @@ impl World {
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
+        let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));
         Ok(World {
-            comm: Comm::world(runtime.clone(), world_map),
-            self_comm: Comm::own(runtime, self_map),
+            comm: Comm::world(runtime.clone(), world_map).map_err(coll)?,
+            self_comm: Comm::own(runtime, self_map).map_err(coll)?,
             av,
         })
     }
