@@ -60,7 +60,7 @@ pub(super) fn select(
     let mut info = CommInfo::intra(rank as u32, size);
     if nodes.iter().any(|&n| n != nodes[0]) {
         // The layout lives as long as the process: a few words per rank per communicator.
-        let storage = Box::leak(vec![0u32; 3 * nodes.len() + 1].into_boxed_slice());
+        let storage = Box::leak(vec![0u32; 4 * nodes.len() + 1].into_boxed_slice());
         let layout = NodeLayout::build(&nodes, storage).map_err(|_| CollectiveError::TooLarge)?;
         info = info.with_layout(layout);
     }
