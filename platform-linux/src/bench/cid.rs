@@ -214,38 +214,30 @@ fn store_rows(
         sampled.push((density, bytes));
     }
 
-    // Lookups run on the rank that ends with the most live communicators, every structure
-    // in turn in each pass, so a busy machine slows them alike.
-    let timed_rank = (0..traces.len()).max_by_key(|&r| final_live(&traces[r]).len()).unwrap_or(0);
+    // Lookups run on the rank that ends with the most live communicators (and, for
+    // comparison, on the median one), every structure in turn in each pass, so a busy
+    // machine slows them alike.
+    let mut by_live: Vec<usize> = (0..traces.len()).collect();
+    by_live.sort_by_key(|&r| final_live(&traces[r]).len());
+    let timed_rank = by_live.last().copied().unwrap_or(0);
+    let median_rank = by_live.get(by_live.len() / 2).copied().unwrap_or(0);
+    let mut stores = Stores {
+        flat: &mut flat_slots,
+        inners: &mut inners,
+        leaves: &mut leaves,
+        nodes: &mut nodes,
+        arena: &mut arena,
+    };
     let live = final_live(&traces[timed_rank]);
-    let sequence = lookup_sequence(&live, lookups, seed);
-    let mut flat = Flat::new(&mut flat_slots);
-    let mut radix = Radix::new(&mut inners, &mut leaves);
-    let mut rbtree = RbTree::new(&mut nodes);
-    let mut folded = Folded::new(&mut arena);
-    fill(&mut flat, &live)?;
-    fill(&mut radix, &live)?;
-    fill(&mut rbtree, &live)?;
-    fill(&mut folded, &live)?;
-    let mut best = [(f64::INFINITY, f64::INFINITY); 4];
-    for _ in 0..PASSES {
-        let times = [
-            time_lookups(&flat, &sequence),
-            time_lookups(&radix, &sequence),
-            time_lookups(&rbtree, &sequence),
-            time_lookups(&folded, &sequence),
-        ];
-        for (b, t) in best.iter_mut().zip(times) {
-            *b = (b.0.min(t.0), b.1.min(t.1));
-        }
-    }
-    let displaced = folded.displaced() as f64 / live.len() as f64;
+    let (best, displaced) = stores.time(&live, lookups, seed)?;
+    let median_live = final_live(&traces[median_rank]);
+    let (median, median_displaced) = stores.time(&median_live, lookups, seed)?;
     let flat_ns = best[0];
     Ok(STRUCTURES
         .iter()
         .zip(sampled)
-        .zip(best)
-        .map(|((structure, (density, bytes)), ns)| {
+        .zip(best.into_iter().zip(median))
+        .map(|((structure, (density, bytes)), (ns, median_ns))| {
             json!({
                 "structure": structure,
                 "scenario": scenario,
@@ -260,12 +252,61 @@ fn store_rows(
                 "timed_rank": timed_rank,
                 "timed_live": live.len(),
                 "displaced_fraction": (*structure == "folded").then_some(displaced),
+                "median_rank": median_rank,
+                "median_live": median_live.len(),
+                "median_lookup_ns": median_ns.0,
+                "median_flat_lookup_ns": median[0].0,
+                "median_lookup_ratio": median_ns.0 / median[0].0,
+                "median_displaced_fraction": (*structure == "folded").then_some(median_displaced),
             })
         })
         .collect())
 }
 
 const STRUCTURES: [&str; 4] = ["flat", "radix", "rbtree", "folded"];
+
+/// The caller storage of the four structures, reused for every timing.
+struct Stores<'a> {
+    flat: &'a mut [Option<u32>],
+    inners: &'a mut [RadixInner],
+    leaves: &'a mut [RadixLeaf<u32>],
+    nodes: &'a mut [RbNode<u32>],
+    arena: &'a mut [FoldedSlot<u32>],
+}
+
+impl Stores<'_> {
+    /// Best (dependent, independent) nanoseconds per lookup of each structure holding
+    /// `live`, in `STRUCTURES` order, and the folded store's displaced fraction.
+    fn time(
+        &mut self,
+        live: &[Cid],
+        lookups: usize,
+        seed: u64,
+    ) -> Result<([(f64, f64); 4], f64), String> {
+        let sequence = lookup_sequence(live, lookups, seed);
+        let mut flat = Flat::new(self.flat);
+        let mut radix = Radix::new(self.inners, self.leaves);
+        let mut rbtree = RbTree::new(self.nodes);
+        let mut folded = Folded::new(self.arena);
+        fill(&mut flat, live)?;
+        fill(&mut radix, live)?;
+        fill(&mut rbtree, live)?;
+        fill(&mut folded, live)?;
+        let mut best = [(f64::INFINITY, f64::INFINITY); 4];
+        for _ in 0..PASSES {
+            let times = [
+                time_lookups(&flat, &sequence),
+                time_lookups(&radix, &sequence),
+                time_lookups(&rbtree, &sequence),
+                time_lookups(&folded, &sequence),
+            ];
+            for (b, t) in best.iter_mut().zip(times) {
+                *b = (b.0.min(t.0), b.1.min(t.1));
+            }
+        }
+        Ok((best, folded.displaced() as f64 / live.len() as f64))
+    }
+}
 
 /// Timing passes; each structure keeps its best.
 const PASSES: usize = 7;
