@@ -183,6 +183,7 @@ fn failing_job(spec: &JobSpec, expected: Ending) {
 fn a_killed_rank_ends_the_job_and_leaves_nothing_behind() {
     failing_job(&job(4, "die-signal"), Ending::Signaled(libc::SIGKILL));
     failing_job(&job(8, "die-exit"), Ending::Exited(3));
+    failing_job(&job(5, "die-in-collective"), Ending::Signaled(libc::SIGKILL));
 }
 
 #[test]

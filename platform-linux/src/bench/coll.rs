@@ -36,9 +36,19 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if iters == 0 || blocks == 0 {
         return Err("--iters and --blocks must be positive".into());
     }
+    let ranks: Vec<u32> = match option::<String>(args, "--ranks")? {
+        None => vec![64, 4096],
+        Some(list) => list
+            .split(',')
+            .map(|r| match r.trim().parse::<u32>() {
+                Ok(n) if (2..=1 << 20).contains(&n) => Ok(n),
+                _ => Err(format!("--ranks: {r:?} is not a size from 2 to 1048576")),
+            })
+            .collect::<Result<_, _>>()?,
+    };
     Ok(json!({
         "dispatch": dispatch(iters, blocks)?,
-        "schedule": schedule()?,
+        "schedule": schedule(&ranks)?,
         "hier": hier()?,
     }))
 }
@@ -163,11 +173,11 @@ fn generate<'a>(
     Ok((steps, ns / steps.max(1) as f64))
 }
 
-fn schedule() -> Result<Value, String> {
+fn schedule(sizes: &[u32]) -> Result<Value, String> {
     let mut rows = Vec::new();
     let count = 1usize;
     let dtype = Datatype::F64;
-    for ranks in [64u32, 4096] {
+    for &ranks in sizes {
         let counts = vec![count; ranks as usize];
         let displs: Vec<usize> = (0..ranks as usize).map(|i| i * count).collect();
         let blocks = Blocks { counts: &counts, displs: &displs };

@@ -28,6 +28,7 @@ fn main() {
         "splits" => splits(comm),
         "threads" => threads(comm),
         "collectives" => collectives(&world),
+        "die-in-collective" => die_in_collective(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
         other => panic!("unknown scenario {other:?}"),
@@ -587,5 +588,18 @@ fn collectives(world: &World) {
             "collectives: {checked} checked on {n} ranks over {} nodes; allreduce by {provider}",
             world.nodes()
         );
+    }
+}
+
+/// Every rank loops on allreduce; rank 1 is killed in the middle of one.
+fn die_in_collective(comm: &Comm) {
+    use commcore::coll::{Datatype, ReduceOp};
+    let mut out = [0u8; 8];
+    for round in 0u64.. {
+        if comm.rank() == 1 && round == 50 {
+            // SAFETY: raise only sends a signal to this process.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+        let _ = comm.allreduce(&round.to_le_bytes(), &mut out, Datatype::U64, ReduceOp::Sum);
     }
 }
