@@ -41,7 +41,7 @@ no_std_build() {
 loom_models() {
     step "loom models (--cfg loom)"
     RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
-        cargo test -p commcore --lib --locked loom
+        cargo test -p commcore -p commcore-linux --lib --locked loom
 }
 
 miri() {
