@@ -9,7 +9,9 @@
 # side with the ratio commcore / better peer. Figures: point-to-point between 2 processes
 # (`commcore bench pt2pt`, scripts/peers/pt2pt.c) and the split stress benchmark on 8
 # (`commcore bench split`, scripts/peers/split.c; SPLIT_ITERATIONS, default 200, each;
-# MPICH busy-polls when oversubscribed, so its split runs take tens of seconds). For latencies lower is better; for bandwidth and
+# MPICH busy-polls when oversubscribed, so its split runs take tens of seconds), and
+# barrier, bcast, allreduce and alltoall at 8 B and 64 KiB on 2, 4 and 8 processes
+# (`commcore bench coll-procs`, scripts/peers/coll.c). For latencies lower is better; for bandwidth and
 # message rate higher is better. With --json it prints one JSON list of
 # {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}.
 #
@@ -52,33 +54,52 @@ for program in scripts/peers/*.c; do
 done
 
 split_iterations=${SPLIT_ITERATIONS:-200}
+# Collective calls per batch at 8 B (a quarter at 64 KiB) and batches, by process count:
+# at 8 processes on this 2-core machine MPICH's busy polling makes each call take ticks.
+coll_params() { if [ "$1" -ge 8 ]; then echo "20 3"; else echo "200 5"; fi; }
+coll_procs=(2 4 8)
 openmpi() {
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
         mpirun.openmpi --allow-run-as-root --oversubscribe "$@"
 }
 
-# Each prints one JSON object of figures by name for one run.
+# Each prints one JSON object of figures by name for one run; collective figures are
+# named FIGURE@PROCS.
+coll_figures() { # peer-json procs
+    jq -c --arg p "$2" '[.figures[] | {key: (.figure + "@" + $p), value: .latency}] | from_entries' <<<"$1"
+}
+
 figures_commcore() {
-    local pt2pt large small
+    local pt2pt large small coll=() p params
     pt2pt=$(./target/release/commcore bench pt2pt --json)
     large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
         --iterations "$split_iterations" --json)
     small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
         --iterations "$split_iterations" --json)
+    for p in "${coll_procs[@]}"; do
+        read -r -a params <<<"$(coll_params "$p")"
+        coll+=("$(coll_figures "$(./target/release/commcore bench coll-procs --procs "$p" \
+            --iterations "${params[0]}" --batches "${params[1]}" --json)" "$p")")
+    done
     jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '
         ([$p.figures[] | {key: .figure, value: .single_copy}]
          + [$p.figures[] | select(.figure == "pingpong_latency_1MiB")
             | {key: "pingpong_latency_1MiB_two_copy", value: .two_copy}] | from_entries)
         + {split_median_large_comm: $l.median_us, split_p99_over_median_large_comm:
            ($l.p99_us / $l.median_us), split_median_small_comm: $s.median_us,
-           split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}'
+           split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}' |
+        jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 
 figures_peer() { # peer launcher-function
-    local peer=$1 pt2pt large small
+    local peer=$1 pt2pt large small coll=() p params
     pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1)
     large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
     small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    for p in "${coll_procs[@]}"; do
+        read -r -a params <<<"$(coll_params "$p")"
+        coll+=("$(coll_figures "$($peer -np "$p" "$out/coll-$peer" "${params[@]}" | tail -n 1)" "$p")")
+    done
     jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '{
         pingpong_latency_8B: $p.latency_us["8"],
         pingpong_latency_64KiB: $p.latency_us["65536"],
@@ -88,7 +109,8 @@ figures_peer() { # peer launcher-function
         split_median_large_comm: $l.median_us,
         split_p99_over_median_large_comm: ($l.p99_us / $l.median_us),
         split_median_small_comm: $s.median_us,
-        split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}'
+        split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}' |
+        jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 mpich() { mpirun.mpich "$@"; }
 
@@ -124,11 +146,16 @@ report=$(jq -s '
         ["split_p99_over_median_large_comm", "p99/median", "lower", 8],
         ["split_median_small_comm", "us", "lower", 8],
         ["split_p99_over_median_small_comm", "p99/median", "lower", 8] ]
-    | map(. as [$figure, $unit, $better, $procs]
+      + [ (2, 4, 8) as $p
+          | ("barrier", "bcast_8B", "bcast_64KiB", "allreduce_8B", "allreduce_64KiB",
+             "alltoall_8B", "alltoall_64KiB") as $f
+          | ["\($f)@\($p)", "us", "lower", $p] ]
+    | map(. as [$key, $unit, $better, $procs]
+        | ($key | split("@") | .[0]) as $figure
         | {figure: $figure, procs: $procs,
-           commcore: ($all | med("commcore"; $figure)),
-           openmpi: ($all | med("openmpi"; $figure)),
-           mpich: ($all | med("mpich"; $figure)),
+           commcore: ($all | med("commcore"; $key)),
+           openmpi: ($all | med("openmpi"; $key)),
+           mpich: ($all | med("mpich"; $key)),
            unit: $unit, better: $better}
         | . as $row
         | ([$row.openmpi, $row.mpich] | map(select(. != null))) as $peers

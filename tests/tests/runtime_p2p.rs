@@ -107,6 +107,22 @@ fn two_threads_per_process_create_communicators_at_once_with_every_cid_algorithm
 }
 
 #[test]
+fn every_collective_on_one_to_eight_ranks_flat_and_hierarchical() {
+    let mut cases: Vec<(usize, usize)> = (1..=8).map(|n| (n, 1)).collect();
+    cases.extend([(4, 2), (6, 3), (8, 2), (8, 3), (5, 2)]);
+    for (procs, nodes) in cases {
+        let mut spec = job(procs, "collectives");
+        spec.nodes = nodes;
+        spec.capture_rank0_stdout = true;
+        let out = run_ok(&spec);
+        assert!(out.contains(&format!("checked on {procs} ranks over {nodes} nodes")), "{out}");
+        if nodes > 1 {
+            assert!(out.contains("allreduce by hier"), "hierarchical module expected: {out}");
+        }
+    }
+}
+
+#[test]
 fn waiting_ranks_sleep_instead_of_spinning() {
     // Eight ranks on this two-core machine: seven wait a second for the eighth.
     run_ok(&job(8, "idle"));
@@ -167,6 +183,7 @@ fn failing_job(spec: &JobSpec, expected: Ending) {
 fn a_killed_rank_ends_the_job_and_leaves_nothing_behind() {
     failing_job(&job(4, "die-signal"), Ending::Signaled(libc::SIGKILL));
     failing_job(&job(8, "die-exit"), Ending::Exited(3));
+    failing_job(&job(5, "die-in-collective"), Ending::Signaled(libc::SIGKILL));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 pub mod cid;
 pub mod coll;
+pub mod coll_procs;
 pub mod pt2pt;
 pub mod rankmap;
 pub mod report;
@@ -18,6 +19,7 @@ pub const BENCHES: &[(&str, BenchFn)] = &[
     ("coll", coll::run),
     ("pt2pt", pt2pt::run),
     ("split", split::run),
+    ("coll-procs", coll_procs::run),
 ];
 
 /// The value after `--name` in `args`, parsed; `Ok(None)` when the flag is absent.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use commcore::rankmap::{ModelKind, RankMap};
 
 use super::engine::{Direct, Feed, Pattern, SendStart, Sink};
-use super::error::P2pError;
+use super::error::{CollectiveError, P2pError};
 use super::request::{Request, State, Status};
 use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
 
@@ -80,6 +80,7 @@ pub struct Comm {
     pub(super) rank: usize,
     pub(super) size: usize,
     pub(super) members: Members,
+    pub(super) coll: Arc<super::coll::BuiltinTable>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -94,12 +95,18 @@ impl std::fmt::Debug for Comm {
 }
 
 impl Comm {
-    pub(super) fn world(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
+    pub(super) fn world(
+        runtime: Arc<Runtime>,
+        map: RankMap<'static>,
+    ) -> Result<Comm, CollectiveError> {
         let rank = runtime.fabric.rank;
         Comm::with(runtime, WORLD_CID, rank, map)
     }
 
-    pub(super) fn own(runtime: Arc<Runtime>, map: RankMap<'static>) -> Comm {
+    pub(super) fn own(
+        runtime: Arc<Runtime>,
+        map: RankMap<'static>,
+    ) -> Result<Comm, CollectiveError> {
         Comm::with(runtime, SELF_CID, 0, map)
     }
 
@@ -108,10 +115,12 @@ impl Comm {
         cid: u32,
         rank: usize,
         map: RankMap<'static>,
-    ) -> Comm {
+    ) -> Result<Comm, CollectiveError> {
         let size = map.size() as usize;
         let members = Members::new(runtime.clone(), cid, map);
-        Comm { runtime, cid, context: 2 * cid, rank, size, members }
+        let world_ranks: Vec<usize> = (0..size).filter_map(|r| members.to_world(r)).collect();
+        let coll = Arc::new(super::coll::select(&runtime, rank, &world_ranks)?);
+        Ok(Comm { runtime, cid, context: 2 * cid, rank, size, members, coll })
     }
 
     pub(super) fn runtime(&self) -> &Runtime {
@@ -294,22 +303,5 @@ impl Comm {
         let status = incoming.wait()?;
         outgoing.wait()?;
         Ok(status)
-    }
-
-    /// Blocks until every rank has entered (`MPI_Barrier`): dissemination over zero-byte
-    /// messages in the communicator's collective context, ⌈log2 size⌉ rounds.
-    pub fn barrier(&self) -> Result<(), P2pError> {
-        let context = self.context + 1;
-        let mut distance = 1;
-        let mut round = 0;
-        while distance < self.size {
-            let to = (self.rank + distance) % self.size;
-            let from = (self.rank + self.size - distance) % self.size;
-            self.send_on(context, &[], to, round)?;
-            self.recv_on(context, &mut [], Source::Rank(from), round)?;
-            distance *= 2;
-            round += 1;
-        }
-        Ok(())
     }
 }

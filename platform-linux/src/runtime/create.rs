@@ -122,7 +122,7 @@ impl Comm {
                 CommError::RankMap(e)
             })?
         };
-        Ok(Comm::with(self.runtime.clone(), cid, self.rank, map))
+        Comm::with(self.runtime.clone(), cid, self.rank, map).map_err(CommError::Collective)
     }
 
     /// Splits the communicator by `color` (`MPI_Comm_split`; collective): the ranks that
@@ -199,6 +199,6 @@ impl Comm {
             rankmap::create(self.rank_map(), &indirect, &self.runtime.groups, &mut arena)
                 .map_err(CommError::RankMap)?
         };
-        Ok(Comm::with(self.runtime.clone(), cid, rank, map))
+        Comm::with(self.runtime.clone(), cid, rank, map).map_err(CommError::Collective)
     }
 }

@@ -164,6 +164,8 @@ pub(crate) struct Engine {
     /// Set when progress matched a posted receive or completed a send: another thread of
     /// this process may be asleep waiting for exactly that.
     news: bool,
+    /// Data of owned single-copy sends, kept until their receiver has read it.
+    owned_rendezvous: HashMap<u64, Vec<u8>>,
     /// Emptied byte buffers kept for reuse, so that small messages cost no allocation.
     spare: Vec<Vec<u8>>,
     /// Our single-copy sends in flight: id → (destination, buffer address, length).
@@ -193,6 +195,7 @@ impl Engine {
             split_above,
             rendezvous: HashMap::default(),
             spare: Vec::new(),
+            owned_rendezvous: HashMap::default(),
             news: false,
             written: std::collections::HashMap::new(),
         }
@@ -227,7 +230,9 @@ impl Engine {
 
     /// Whether any send still waits for room or for its receiver.
     pub(crate) fn has_outbound(&self) -> bool {
-        self.outbound.iter().any(|q| !q.is_empty()) || self.control.iter().any(|q| !q.is_empty())
+        self.outbound.iter().any(|q| !q.is_empty())
+            || self.control.iter().any(|q| !q.is_empty())
+            || !self.owned_rendezvous.is_empty()
     }
 
     // ---- receives -------------------------------------------------------------------
@@ -528,6 +533,48 @@ impl Engine {
         }
     }
 
+    /// Sends `data`, which the engine keeps until it is delivered: no caller buffer stays
+    /// borrowed, so any number of such sends may be in flight (collective schedules).
+    pub(crate) fn start_send_owned(
+        &mut self,
+        fabric: &Fabric,
+        dest: usize,
+        context: u32,
+        tag: i32,
+        data: Vec<u8>,
+    ) {
+        let single_copy = self.single_copy_above.is_some_and(|limit| data.len() > limit);
+        if data.len() <= Ring::PAYLOAD_BYTES || !single_copy {
+            if data.len() <= Ring::PAYLOAD_BYTES {
+                self.start_send(fabric, dest, context, tag, &data, false);
+                self.recycle(data);
+            } else {
+                let id = self.fresh_id();
+                let header = CellHeader {
+                    kind: CellKind::Message,
+                    context,
+                    tag,
+                    fragment_len: 0,
+                    total_len: data.len() as u64,
+                    address: 0,
+                    id,
+                };
+                self.outbound[dest].push_back(Outgoing::Owned {
+                    header,
+                    payload: data,
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return;
+        }
+        // The vector's heap block does not move while the engine holds it.
+        if let SendStart::Rendezvous(id) = self.start_send(fabric, dest, context, tag, &data, true)
+        {
+            self.owned_rendezvous.insert(id, data);
+        }
+    }
+
     /// Whether the single-copy send `id` has been read by its receiver (consumes the news).
     pub(crate) fn send_finished(&mut self, id: u64) -> bool {
         self.finished_sends.remove(&id)
@@ -618,7 +665,12 @@ impl Engine {
                 }
                 CellKind::Finished => {
                     self.rendezvous.remove(&header.id);
-                    self.finished_sends.insert(header.id);
+                    match self.owned_rendezvous.remove(&header.id) {
+                        Some(data) => self.recycle(data),
+                        None => {
+                            self.finished_sends.insert(header.id);
+                        }
+                    }
                     self.news = true;
                 }
                 CellKind::ClearToSend => {

@@ -38,6 +38,8 @@ pub enum CommError {
     Cid(commcore::cid::CidError),
     /// A split color is negative and not `UNDEFINED`.
     InvalidColor(i32),
+    /// The new communicator's collectives could not be set up.
+    Collective(CollectiveError),
 }
 
 impl From<P2pError> for CommError {
@@ -55,6 +57,7 @@ impl fmt::Display for CommError {
                 write!(f, "rank {rank} is repeated or outside the parent")
             }
             CommError::Cid(error) => write!(f, "context id: {error}"),
+            CommError::Collective(error) => write!(f, "collectives: {error}"),
             CommError::InvalidColor(color) => {
                 write!(f, "split color {color} is invalid (>= 0 or UNDEFINED)")
             }
@@ -63,6 +66,64 @@ impl fmt::Display for CommError {
 }
 
 impl std::error::Error for CommError {}
+
+/// Why a collective operation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectiveError {
+    /// Core refused the call (bad root, operation and datatype, no module…).
+    Coll(commcore::coll::CollError),
+    /// The communication failed.
+    P2p(P2pError),
+    /// A reduction failed.
+    Reduce(commcore::coll::OpError),
+    /// The buffers do not have the lengths the operation needs.
+    BadBuffers,
+    /// A schedule step names bytes outside its buffer.
+    Region(commcore::coll::Region),
+    /// A message's length differs from what the schedule expects.
+    LengthMismatch {
+        /// Bytes expected.
+        expected: usize,
+        /// Bytes received.
+        got: usize,
+    },
+    /// Inter-communicator collectives are not run by this runtime yet.
+    InterNotSupported,
+    /// `COMMCORE_COLL` is not a valid control string.
+    BadControl,
+    /// The communicator is too large for core's collective layouts.
+    TooLarge,
+}
+
+impl From<P2pError> for CollectiveError {
+    fn from(error: P2pError) -> CollectiveError {
+        CollectiveError::P2p(error)
+    }
+}
+
+impl fmt::Display for CollectiveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollectiveError::Coll(error) => write!(f, "{error:?}"),
+            CollectiveError::P2p(error) => write!(f, "{error}"),
+            CollectiveError::Reduce(error) => write!(f, "reduction: {error:?}"),
+            CollectiveError::BadBuffers => write!(f, "buffer lengths do not fit the operation"),
+            CollectiveError::Region(region) => {
+                write!(f, "schedule region out of bounds: {region:?}")
+            }
+            CollectiveError::LengthMismatch { expected, got } => {
+                write!(f, "collective message of {got} bytes where {expected} were expected")
+            }
+            CollectiveError::InterNotSupported => {
+                write!(f, "inter-communicator collectives are not supported yet")
+            }
+            CollectiveError::BadControl => write!(f, "COMMCORE_COLL is not a valid control string"),
+            CollectiveError::TooLarge => write!(f, "communicator too large for collective layouts"),
+        }
+    }
+}
+
+impl std::error::Error for CollectiveError {}
 
 /// Why a point-to-point operation failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -22,8 +22,9 @@ use crate::shm::{cma, futex, Layout, Region, Ring};
 pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
 /// Environment: messages above this many bytes go by single copy (default 16384).
 pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
-/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 20,
-/// or 2 with more ranks than cores); it sleeps after 25 times as long.
+/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 200,
+/// or 2 with more ranks than cores); it sleeps after 5 times as long (at least 1 ms), or 25
+/// times (at least 50 µs) with more ranks than cores.
 pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
 
 /// Environment: single copies above this many bytes are split between receiver and sender
@@ -170,13 +171,21 @@ impl World {
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let oversubscribed = size > cores;
-        let poll_us = std::env::var(ENV_SPIN_US)
+        // With a core per rank, waiting spins like the peers' busy polling for a while (a
+        // busy machine then keeps our time slices); with more ranks than cores it yields
+        // almost at once, so that the peer we wait for gets the core.
+        let poll_us: u64 = std::env::var(ENV_SPIN_US)
             .ok()
             .and_then(|t| t.parse().ok())
-            .unwrap_or(if oversubscribed { 2 } else { 20 });
+            .unwrap_or(if oversubscribed { 2 } else { 200 });
+        let yield_us = if oversubscribed {
+            poll_us.saturating_mul(25).max(50)
+        } else {
+            poll_us.saturating_mul(5).max(1000)
+        };
         let spin = Spin {
             poll: Duration::from_micros(poll_us),
-            yield_until: Duration::from_micros(poll_us.saturating_mul(25).max(50)),
+            yield_until: Duration::from_micros(yield_us),
         };
         let threshold = matches!(single_copy, SingleCopy::On { .. }).then_some(above);
         let split_above = match std::env::var(ENV_SPLIT_COPY_ABOVE).ok().map(|t| t.parse::<usize>())
@@ -204,9 +213,10 @@ impl World {
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
+        let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));
         Ok(World {
-            comm: Comm::world(runtime.clone(), world_map),
-            self_comm: Comm::own(runtime, self_map),
+            comm: Comm::world(runtime.clone(), world_map).map_err(coll)?,
+            self_comm: Comm::own(runtime, self_map).map_err(coll)?,
             av,
         })
     }

@@ -23,6 +23,7 @@
 //! Waiting spins briefly, yields, then sleeps on a futex, so more ranks than cores do not
 //! burn the machine.
 
+mod coll;
 mod comm;
 mod create;
 mod engine;
@@ -31,9 +32,10 @@ mod fabric;
 mod init;
 mod request;
 
+pub use coll::ENV_COLL;
 pub use comm::Comm;
 pub use create::UNDEFINED;
-pub use error::{CommError, InitError, P2pError};
+pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 

@@ -27,6 +27,8 @@ fn main() {
         "communicators" => communicators(comm),
         "splits" => splits(comm),
         "threads" => threads(comm),
+        "collectives" => collectives(&world),
+        "die-in-collective" => die_in_collective(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
         other => panic!("unknown scenario {other:?}"),
@@ -489,4 +491,115 @@ fn threads(world: &Comm) {
     });
     world.barrier().unwrap();
     println!("threads: {} creations per thread completed", ROUNDS);
+}
+
+/// Rank `rank`'s contribution of `len` bytes to collective call `call`.
+fn contribution(call: u32, rank: usize, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(7).wrapping_add(call * 13 + rank as u32 * 101) as u8)
+        .collect()
+}
+
+/// Every collective the runtime offers, at several sizes and roots, against results
+/// composed by hand from every rank's contribution; printed as a count by rank 0.
+fn collectives(world: &World) {
+    use commcore::coll::{CollOp, Datatype, ReduceOp};
+    let comm = world.comm();
+    let (me, n) = (comm.rank(), comm.size());
+    let mut call = 0u32;
+    let mut checked = 0;
+    for len in [8usize, 1000, 70_000] {
+        call += 1;
+        comm.barrier().unwrap();
+        for root in [0, n - 1, n / 2] {
+            call += 1;
+            let mut buf = if me == root { contribution(call, root, len) } else { vec![0u8; len] };
+            comm.bcast(&mut buf, root).unwrap();
+            assert_eq!(buf, contribution(call, root, len), "bcast {len} B from {root}");
+            checked += 1;
+        }
+        // Sums of u64 words, and maxima of i32 words.
+        call += 1;
+        let words = len / 8;
+        let mine: Vec<u8> =
+            (0..words).flat_map(|i| ((me * 1000 + i) as u64).to_le_bytes()).collect();
+        let mut sum = vec![0u8; mine.len()];
+        comm.allreduce(&mine, &mut sum, Datatype::U64, ReduceOp::Sum).unwrap();
+        for (i, chunk) in sum.chunks_exact(8).enumerate() {
+            let expected: u64 = (0..n).map(|r| (r * 1000 + i) as u64).sum();
+            assert_eq!(u64::from_le_bytes(chunk.try_into().unwrap()), expected, "allreduce sum");
+        }
+        let ints: Vec<u8> = (0..len / 4)
+            .flat_map(|i| ((i as i32 * 7 + me as i32 * 3) % 11 - 5).to_le_bytes())
+            .collect();
+        let mut max = vec![0u8; ints.len()];
+        comm.allreduce(&ints, &mut max, Datatype::I32, ReduceOp::Max).unwrap();
+        for (i, chunk) in max.chunks_exact(4).enumerate() {
+            let expected = (0..n).map(|r| (i as i32 * 7 + r as i32 * 3) % 11 - 5).max().unwrap();
+            assert_eq!(i32::from_le_bytes(chunk.try_into().unwrap()), expected, "allreduce max");
+        }
+        checked += 2;
+        for root in [0, n - 1] {
+            let mut out = vec![0u8; mine.len()];
+            comm.reduce(&mine, &mut out, Datatype::U64, ReduceOp::Sum, root).unwrap();
+            if me == root {
+                assert_eq!(out, sum, "reduce to {root}");
+            }
+            checked += 1;
+        }
+        // Blocks per rank.
+        call += 1;
+        let block = len.min(4096);
+        let mine = contribution(call, me, block);
+        let everyone: Vec<u8> = (0..n).flat_map(|r| contribution(call, r, block)).collect();
+        let mut all = vec![0u8; block * n];
+        comm.allgather(&mine, &mut all).unwrap();
+        assert_eq!(all, everyone, "allgather");
+        for root in [0, n - 1] {
+            let mut gathered = vec![0u8; if me == root { block * n } else { 0 }];
+            comm.gather(&mine, &mut gathered, root).unwrap();
+            if me == root {
+                assert_eq!(gathered, everyone, "gather to {root}");
+            }
+            let mut part = vec![0u8; block];
+            let source = if me == root { everyone.clone() } else { Vec::new() };
+            comm.scatter(&source, &mut part, root).unwrap();
+            assert_eq!(part, contribution(call, me, block), "scatter from {root}");
+            checked += 2;
+        }
+        call += 1;
+        let send: Vec<u8> = (0..n).flat_map(|to| contribution(call, me * n + to, block)).collect();
+        let mut got = vec![0u8; block * n];
+        comm.alltoall(&send, &mut got).unwrap();
+        let expected: Vec<u8> =
+            (0..n).flat_map(|from| contribution(call, from * n + me, block)).collect();
+        assert_eq!(got, expected, "alltoall");
+        checked += 3;
+    }
+    // Bad input is an error, and the communicator still works afterwards.
+    let mut small = [0u8; 4];
+    assert!(comm.bcast(&mut small, n).is_err());
+    assert!(comm.allreduce(&[0u8; 8], &mut [0u8; 4], Datatype::U64, ReduceOp::Sum).is_err());
+    assert!(comm.alltoall(&[0u8; 3], &mut [0u8; 3]).is_err() || n == 1 || n == 3);
+    comm.barrier().unwrap();
+    if me == 0 {
+        let provider = comm.collective_provider(CollOp::Allreduce).unwrap_or("none");
+        println!(
+            "collectives: {checked} checked on {n} ranks over {} nodes; allreduce by {provider}",
+            world.nodes()
+        );
+    }
+}
+
+/// Every rank loops on allreduce; rank 1 is killed in the middle of one.
+fn die_in_collective(comm: &Comm) {
+    use commcore::coll::{Datatype, ReduceOp};
+    let mut out = [0u8; 8];
+    for round in 0u64.. {
+        if comm.rank() == 1 && round == 50 {
+            // SAFETY: raise only sends a signal to this process.
+            unsafe { libc::raise(libc::SIGKILL) };
+        }
+        let _ = comm.allreduce(&round.to_le_bytes(), &mut out, Datatype::U64, ReduceOp::Sum);
+    }
 }

@@ -1,0 +1,327 @@
+//! Collectives: each communicator's module per operation comes from core's component
+//! framework ([`CollTable`], selected once when the communicator is made, over a node layout
+//! when its ranks span several node labels), and each call runs the schedule core
+//! generates over this runtime's transport.
+//!
+//! Execution follows the schedule's contract: a send starts at once (its bytes are copied
+//! out and the engine owns them, so any number may be in flight), a receive is posted at
+//! once, and a local step, a `Wait` or the end waits for every receive started before it.
+//! Collective traffic travels in the communicator's collective context, so it never matches
+//! point-to-point receives; per-pair order keeps consecutive collectives apart.
+
+use std::collections::VecDeque;
+
+use commcore::coll::component::{BUILTIN, BUILTIN_NAMES};
+use commcore::coll::{
+    reduce, Buf, CollArgs, CollOp, CollTable, CommInfo, Control, Datatype, Group, NodeLayout, Op,
+    ReduceOp, Region, Root, Schedule, Step,
+};
+
+use super::comm::Comm;
+use super::engine::{Pattern, Sink};
+use super::error::{CollectiveError, P2pError};
+use super::Runtime;
+
+/// Environment: a control string for collective selection (`coll=^hier`, forcing per
+/// operation and size, …), as core's `Control::parse` reads it.
+pub const ENV_COLL: &str = "COMMCORE_COLL";
+
+/// Tag of schedule traffic in a collective context (the allgather of communicator
+/// creation uses its own).
+const SCHEDULE_TAG: i32 = 1 << 21;
+
+/// A communicator's collective table, selected from core's built-in components only.
+pub(super) struct BuiltinTable(CollTable<'static>);
+
+// SAFETY: CollTable is neither Send nor Sync only because a module may be a third party's
+// `&dyn ExternalModule`; this table is selected from `BUILTIN` alone, so it holds none. What
+// remains is plain data and shared 'static references to plain data (the node layout), never
+// mutated after selection.
+unsafe impl Send for BuiltinTable {}
+// SAFETY: as for Send: no external module, no interior mutability.
+unsafe impl Sync for BuiltinTable {}
+
+impl std::ops::Deref for BuiltinTable {
+    type Target = CollTable<'static>;
+
+    fn deref(&self) -> &CollTable<'static> {
+        &self.0
+    }
+}
+
+/// The collective table of a communicator whose members are `world_ranks`.
+pub(super) fn select(
+    runtime: &Runtime,
+    rank: usize,
+    world_ranks: &[usize],
+) -> Result<BuiltinTable, CollectiveError> {
+    let nodes: Vec<u32> = world_ranks.iter().map(|&w| runtime.fabric.nodes[w]).collect();
+    let size = u32::try_from(world_ranks.len()).map_err(|_| CollectiveError::TooLarge)?;
+    let mut info = CommInfo::intra(rank as u32, size);
+    if nodes.iter().any(|&n| n != nodes[0]) {
+        // The layout lives as long as the process: a few words per rank per communicator.
+        let storage = Box::leak(vec![0u32; 4 * nodes.len() + 1].into_boxed_slice());
+        let layout = NodeLayout::build(&nodes, storage).map_err(|_| CollectiveError::TooLarge)?;
+        info = info.with_layout(layout);
+    }
+    let text = std::env::var(ENV_COLL).unwrap_or_default();
+    let control = Control::parse(&text, &BUILTIN_NAMES).map_err(|_| CollectiveError::BadControl)?;
+    CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
+}
+
+impl Comm {
+    /// Runs collective `op` with `args` (`count` elements of `dtype`, the operation, the
+    /// root…) over `send` and `recv`, laid out as MPI lays them out for `op`. The `v`
+    /// operations' block lists must be `'static` for now: core's collective table is
+    /// invariant over the lifetime of its layout and the calls' blocks.
+    pub fn collective(
+        &self,
+        op: CollOp,
+        args: &CollArgs<'static>,
+        send: &[u8],
+        recv: &mut [u8],
+    ) -> Result<(), CollectiveError> {
+        let schedule = self.coll.schedule(op, args).map_err(CollectiveError::Coll)?;
+        self.execute(schedule, send, recv)
+    }
+
+    /// The component that serves `op` on this communicator.
+    pub fn collective_provider(&self, op: CollOp) -> Option<&'static str> {
+        self.coll.provider(op)
+    }
+
+    /// Blocks until every rank has entered (`MPI_Barrier`).
+    pub fn barrier(&self) -> Result<(), CollectiveError> {
+        self.collective(CollOp::Barrier, &CollArgs::new(0, Datatype::U8), &[], &mut [])
+    }
+
+    /// Broadcasts `buf` from `root` (`MPI_Bcast`).
+    pub fn bcast(&self, buf: &mut [u8], root: usize) -> Result<(), CollectiveError> {
+        let args = CollArgs::new(buf.len(), Datatype::U8).with_root(self.root(root)?);
+        self.collective(CollOp::Bcast, &args, &[], buf)
+    }
+
+    /// Reduces `send` of every rank element-wise into `recv` of every rank
+    /// (`MPI_Allreduce`); both hold elements of `dtype`.
+    pub fn allreduce(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: Datatype,
+        op: ReduceOp,
+    ) -> Result<(), CollectiveError> {
+        let count = elements(send, recv, dtype)?;
+        let args = CollArgs::new(count, dtype).with_op(Op::Builtin(op));
+        self.collective(CollOp::Allreduce, &args, send, recv)
+    }
+
+    /// Reduces into `recv` at `root` (`MPI_Reduce`).
+    pub fn reduce(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: Datatype,
+        op: ReduceOp,
+        root: usize,
+    ) -> Result<(), CollectiveError> {
+        let count = send.len() / dtype.size().max(1);
+        if send.len() % dtype.size().max(1) != 0 || (self.rank == root && recv.len() != send.len())
+        {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let args = CollArgs::new(count, dtype).with_op(Op::Builtin(op)).with_root(self.root(root)?);
+        self.collective(CollOp::Reduce, &args, send, recv)
+    }
+
+    /// Every rank's `send` block to every rank, concatenated in rank order (`MPI_Allgather`).
+    pub fn allgather(&self, send: &[u8], recv: &mut [u8]) -> Result<(), CollectiveError> {
+        if recv.len() != send.len() * self.size {
+            return Err(CollectiveError::BadBuffers);
+        }
+        self.collective(CollOp::Allgather, &CollArgs::new(send.len(), Datatype::U8), send, recv)
+    }
+
+    /// Block `j` of `send` to rank `j`; block `i` of `recv` from rank `i` (`MPI_Alltoall`).
+    pub fn alltoall(&self, send: &[u8], recv: &mut [u8]) -> Result<(), CollectiveError> {
+        if send.len() != recv.len() || send.len() % self.size != 0 {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let args = CollArgs::new(send.len() / self.size, Datatype::U8);
+        self.collective(CollOp::Alltoall, &args, send, recv)
+    }
+
+    /// Every rank's `send` block to `root`'s `recv`, in rank order (`MPI_Gather`).
+    pub fn gather(&self, send: &[u8], recv: &mut [u8], root: usize) -> Result<(), CollectiveError> {
+        if self.rank == root && recv.len() != send.len() * self.size {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let args = CollArgs::new(send.len(), Datatype::U8).with_root(self.root(root)?);
+        self.collective(CollOp::Gather, &args, send, recv)
+    }
+
+    /// Block `i` of `root`'s `send` to rank `i`'s `recv` (`MPI_Scatter`).
+    pub fn scatter(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        root: usize,
+    ) -> Result<(), CollectiveError> {
+        if self.rank == root && send.len() != recv.len() * self.size {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let args = CollArgs::new(recv.len(), Datatype::U8).with_root(self.root(root)?);
+        self.collective(CollOp::Scatter, &args, send, recv)
+    }
+
+    fn root(&self, root: usize) -> Result<Root, CollectiveError> {
+        if root < self.size {
+            Ok(Root::Rank(root as u32))
+        } else {
+            Err(CollectiveError::P2p(P2pError::RankOutOfRange { rank: root, size: self.size }))
+        }
+    }
+
+    fn execute(
+        &self,
+        schedule: Schedule<'_>,
+        send: &[u8],
+        recv: &mut [u8],
+    ) -> Result<(), CollectiveError> {
+        let mut scratch = vec![0u8; schedule.scratch_bytes()];
+        let mut pending: VecDeque<(u64, Region)> = VecDeque::new();
+        let result = self.run_steps(schedule, send, recv, &mut scratch, &mut pending);
+        if result.is_err() {
+            let mut engine = self.runtime.engine();
+            for (id, _) in pending {
+                engine.cancel_recv(&self.runtime.fabric, id);
+            }
+        }
+        result
+    }
+
+    fn run_steps(
+        &self,
+        schedule: Schedule<'_>,
+        send: &[u8],
+        recv: &mut [u8],
+        scratch: &mut [u8],
+        pending: &mut VecDeque<(u64, Region)>,
+    ) -> Result<(), CollectiveError> {
+        let context = self.context + 1;
+        let runtime = &self.runtime;
+        let mut temp = Vec::new();
+        for step in schedule {
+            match step {
+                Step::Send { to, region } => {
+                    let dest = self.peer(to.group, to.rank)?;
+                    let data = bytes(send, recv, scratch, region)?.to_vec();
+                    runtime.engine().start_send_owned(
+                        &runtime.fabric,
+                        dest,
+                        context,
+                        SCHEDULE_TAG,
+                        data,
+                    );
+                }
+                Step::Recv { from, region } => {
+                    let source = self.peer(from.group, from.rank)?;
+                    let pattern =
+                        Pattern { context, source: Some(source), tag: Some(SCHEDULE_TAG) };
+                    pending.push_back((runtime.engine().post_recv(pattern), region));
+                }
+                Step::Wait => self.complete(pending, recv, scratch)?,
+                Step::Copy { src, dst } => {
+                    self.complete(pending, recv, scratch)?;
+                    temp.clear();
+                    temp.extend_from_slice(bytes(send, recv, scratch, src)?);
+                    let out = bytes_mut(recv, scratch, dst)?;
+                    if out.len() != temp.len() {
+                        return Err(CollectiveError::Region(dst));
+                    }
+                    out.copy_from_slice(&temp);
+                }
+                Step::Reduce { op, dtype, src, dst, src_left } => {
+                    self.complete(pending, recv, scratch)?;
+                    temp.clear();
+                    temp.extend_from_slice(bytes(send, recv, scratch, src)?);
+                    let out = bytes_mut(recv, scratch, dst)?;
+                    reduce(&op, dtype, &temp, out, src_left).map_err(CollectiveError::Reduce)?;
+                }
+            }
+        }
+        self.complete(pending, recv, scratch)
+    }
+
+    /// Waits for every posted receive, in order, straight into its region.
+    fn complete(
+        &self,
+        pending: &mut VecDeque<(u64, Region)>,
+        recv: &mut [u8],
+        scratch: &mut [u8],
+    ) -> Result<(), CollectiveError> {
+        while let Some(&(id, region)) = pending.front() {
+            let buf = bytes_mut(recv, scratch, region)?;
+            let mut sink = Sink { recv: id, buf, blocking: true };
+            let envelope = self.runtime.block(|engine, fabric| {
+                if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
+                    return Ok(Some(envelope));
+                }
+                engine.progress(fabric, Some(&mut sink), None)?;
+                engine.finish_recv(fabric, &mut sink)
+            });
+            pending.pop_front();
+            let envelope = envelope.map_err(CollectiveError::P2p)?;
+            if envelope.len != region.len {
+                return Err(CollectiveError::LengthMismatch {
+                    expected: region.len,
+                    got: envelope.len,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn peer(&self, group: Group, rank: u32) -> Result<usize, CollectiveError> {
+        match group {
+            Group::Local => self.world_rank(rank as usize).ok_or(CollectiveError::P2p(
+                P2pError::RankOutOfRange { rank: rank as usize, size: self.size },
+            )),
+            Group::Remote => Err(CollectiveError::InterNotSupported),
+        }
+    }
+}
+
+fn elements(send: &[u8], recv: &[u8], dtype: Datatype) -> Result<usize, CollectiveError> {
+    let size = dtype.size().max(1);
+    if send.len() != recv.len() || send.len() % size != 0 {
+        return Err(CollectiveError::BadBuffers);
+    }
+    Ok(send.len() / size)
+}
+
+fn bytes<'b>(
+    send: &'b [u8],
+    recv: &'b [u8],
+    scratch: &'b [u8],
+    region: Region,
+) -> Result<&'b [u8], CollectiveError> {
+    let buf = match region.buf {
+        Buf::Send => send,
+        Buf::Recv => recv,
+        Buf::Scratch => scratch,
+    };
+    buf.get(region.offset..region.end()).ok_or(CollectiveError::Region(region))
+}
+
+fn bytes_mut<'b>(
+    recv: &'b mut [u8],
+    scratch: &'b mut [u8],
+    region: Region,
+) -> Result<&'b mut [u8], CollectiveError> {
+    let buf = match region.buf {
+        Buf::Recv => recv,
+        Buf::Scratch => scratch,
+        Buf::Send => return Err(CollectiveError::Region(region)),
+    };
+    buf.get_mut(region.offset..region.end()).ok_or(CollectiveError::Region(region))
+}
