@@ -93,6 +93,7 @@ fn hierarchical_matrix() {
             }
         }
     }
+    eprintln!("{checked} cases checked");
     assert!(checked > 1000);
     assert!(
         failures.is_empty(),

@@ -304,6 +304,7 @@ fn inter_matrix() {
             }
         }
     }
+    eprintln!("{checked} cases checked");
     assert!(checked > 500);
     assert!(
         failures.is_empty(),

@@ -80,7 +80,9 @@ fn run_cases(cases: Vec<Case>) {
     });
     let failures = failures.into_inner().unwrap();
     assert!(failures.is_empty(), "{} failures, first:\n{}", failures.len(), failures.join("\n"));
-    assert!(checked.load(Ordering::Relaxed) > 0);
+    let checked = checked.load(Ordering::Relaxed);
+    eprintln!("{checked} of {} cases checked (the rest: reordering algorithms refusing a non-commutative op)", cases.len());
+    assert!(checked > 0);
 }
 
 #[test]

@@ -134,8 +134,9 @@ const HIER_OPS: OpSet = OpSet::of(&[
 ]);
 
 /// A module supplied from outside commcore: its own decision logic over commcore's
-/// schedules (the extension point for third-party components).
-pub trait ExternalModule<'a> {
+/// schedules (the extension point for third-party components). `Sync`, so that a table
+/// holding one can be shared by the threads of a process.
+pub trait ExternalModule<'a>: Sync {
     /// The operations it implements.
     fn ops(&self) -> OpSet;
     /// The schedule for one call.
@@ -311,6 +312,10 @@ impl Component for Inter {
         }
     }
 }
+
+// Tables and schedules are plain data: threads may share and move them.
+static_assertions::assert_impl_all!(CollTable<'static>: Send, Sync);
+static_assertions::assert_impl_all!(Schedule<'static>: Send, Sync);
 
 /// The built-in components.
 pub const BUILTIN: [&dyn Component; 4] = [&Basic, &Tuned, &Hier, &Inter];
