@@ -29,7 +29,7 @@ use crate::sim::coll_exec::{intra_buffers, run as execute, Executor, RankBufs, T
 /// Runs the benchmark.
 pub fn run(args: &[String]) -> Result<Value, String> {
     if args.iter().any(|a| a == "--procs") {
-        return Err("bench coll --procs (real processes) is not built yet".into());
+        return super::coll_procs::run(args);
     }
     let iters: usize = option(args, "--iters")?.unwrap_or(2000);
     let blocks: usize = option(args, "--blocks")?.unwrap_or(21);
