@@ -41,7 +41,7 @@ no_std_build() {
 loom_models() {
     step "loom models (--cfg loom)"
     RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
-        cargo test -p commcore --lib --locked loom
+        cargo test -p commcore -p commcore-linux --lib --locked loom
 }
 
 miri() {
@@ -62,6 +62,10 @@ benches_run() {
     step "benchmarks run and their invariants hold (figures are not asserted)"
     cargo build --release -p commcore-linux --bin commcore --locked
     ./target/release/commcore demo
+    # The full rank-map measurement checks that every map names the same processes as the
+    # baseline and that every table returns to its arena; it errs otherwise.
+    ./target/release/commcore bench rankmap --json >/dev/null
+    ./scripts/instructions.sh rankmap
 }
 
 if [ "$quick" = "--quick" ]; then

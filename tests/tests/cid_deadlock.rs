@@ -61,3 +61,21 @@ fn every_shipped_algorithm_completes_under_random_schedules() {
         }
     }
 }
+
+/// Beyond the paper's scenario: three processes, two threads each, group creations on the
+/// world told apart by tag, over overlapping groups, in every interleaving.
+#[test]
+fn every_shipped_algorithm_completes_every_interleaving_of_overlapping_group_creations() {
+    use commcore_linux::sim::cid_world::Script;
+    for algorithm in SHIPPED {
+        let mut script = Script::new(3, 2);
+        script.allocate(0, Script::WORLD, 1, vec![0, 1, 2], vec![0, 1, 2]);
+        script.allocate(1, Script::WORLD, 2, vec![0, 1], vec![0, 1]);
+        script.allocate(1, Script::WORLD, 3, vec![1, 2], vec![1, 2]);
+        let world = World::<W>::new(script, algorithm, CONFIG).unwrap();
+        let found = explore(world, 400_000);
+        assert!(!found.truncated, "{algorithm:?}: {found:?}");
+        assert_eq!(found.failure, None, "{algorithm:?}");
+        eprintln!("{algorithm:?}: {} states, {} finished", found.states, found.finished);
+    }
+}

@@ -21,7 +21,7 @@ fn table<'a>(comm: &CommInfo<'a>, control: &str) -> Result<CollTable<'a>, CollEr
 }
 
 fn layout(ids: &'static [u32]) -> NodeLayout<'static> {
-    let storage = Box::leak(vec![0u32; 3 * ids.len() + 1].into_boxed_slice());
+    let storage = Box::leak(vec![0u32; 4 * ids.len() + 1].into_boxed_slice());
     NodeLayout::build(ids, storage).unwrap()
 }
 

@@ -45,6 +45,8 @@ pub struct ProcessGroups<'a, const N: usize> {
     live: [bool; N],
 }
 
+static_assertions::assert_impl_all!(ProcessGroups<'static, 4>: Send, Sync);
+
 impl<'a, const N: usize> ProcessGroups<'a, N> {
     /// An empty registry.
     pub const fn new() -> Self {
@@ -62,6 +64,27 @@ impl<'a, const N: usize> ProcessGroups<'a, N> {
         self.avs[slot] = av;
         self.live[slot] = true;
         Ok(pgid)
+    }
+
+    /// Fills `storage` (the caller's memory for the new group's address vector) with
+    /// `entry(lpid)` for every process, then registers it: the storage is read-only from then
+    /// on. The registry is checked for room first, so a full registry costs no fill.
+    pub fn register_filled(
+        &mut self,
+        storage: &'a mut [Ave],
+        mut entry: impl FnMut(Lpid) -> Ave,
+    ) -> Result<Pgid, GroupsError> {
+        if storage.len() > u32::MAX as usize {
+            return Err(GroupsError::TooLarge);
+        }
+        if self.live.iter().all(|l| *l) {
+            return Err(GroupsError::Full);
+        }
+        for (lpid, slot) in storage.iter_mut().enumerate() {
+            *slot = entry(lpid as Lpid);
+        }
+        let av: &'a [Ave] = storage;
+        self.register(av)
     }
 
     /// Removes group `pgid` (after its last communicator is gone); its id may be reused.
@@ -98,10 +121,14 @@ impl<'a, const N: usize> ProcessGroups<'a, N> {
     }
 
     /// The entry of process `lpid` of the group in slot `index` (an mlut's lookup, which
-    /// holds the pgid as a plain index).
+    /// holds the pgid as a plain index, always below `N`: it was packed from a registered
+    /// group). With `N` a power of two the index is masked instead of checked: the same slot
+    /// for every index below `N`, one compare and branch fewer.
     #[inline(always)]
     pub(crate) fn entry_at(&self, index: usize, lpid: Lpid) -> Option<&'a Ave> {
-        self.avs.get(index)?.get(lpid as usize)
+        let av =
+            if N.is_power_of_two() { self.avs[index & (N - 1)] } else { self.avs.get(index)? };
+        av.get(lpid as usize)
     }
 
     /// Number of registered groups.
@@ -141,5 +168,19 @@ mod tests {
         assert_eq!(groups.unregister(Pgid(0)), Err(GroupsError::Unknown(Pgid(0))));
         assert_eq!(groups.len(), 1);
         assert_eq!(groups.register(&a), Ok(Pgid(0)));
+    }
+
+    #[test]
+    fn fills_caller_storage_then_registers_it() {
+        let mut storage = [Ave::EMPTY; 5];
+        let mut groups: ProcessGroups<'_, 1> = ProcessGroups::new();
+        let node_of = |lpid: Lpid| {
+            Ave::new(Address::Inline(100 + lpid as u64), TransportId(0), NodeId(lpid / 2)).unwrap()
+        };
+        let pgid = groups.register_filled(&mut storage, node_of).unwrap();
+        assert_eq!(groups.entry(pgid, 4).map(Ave::node), Some(NodeId(2)));
+        assert_eq!(groups.entry(pgid, 4).map(Ave::address_word), Some(104));
+        let mut more = [Ave::EMPTY; 1];
+        assert_eq!(groups.register_filled(&mut more, |_| unreachable!()), Err(GroupsError::Full));
     }
 }

@@ -6,7 +6,8 @@
 //! - [`TransportTable`]: what the paper's VCs replicated per process (eager limits, function
 //!   tables, queues) kept once per transport.
 //! - [`ProcessGroups`]: the bounded registry of process groups; each [`Pgid`] owns one address
-//!   vector, a `&[Ave]` the caller filled in its own storage. A process is named by
+//!   vector, a `&[Ave]` the caller filled in its own storage (or hands over as `&mut [Ave]`
+//!   to [`ProcessGroups::register_filled`]). A process is named by
 //!   `(Pgid, Lpid)`: its group and its index in that group's address vector.
 
 mod address_store;

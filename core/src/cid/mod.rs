@@ -23,12 +23,19 @@
 //!   deadlock of the original algorithm. Threads of one process take turns holding the
 //!   mask by ⟨parent cid, tag⟩ priority; threads that do not hold it contribute zeros.
 //! - [`Algorithm::Highest`]: one MAX allreduce of one integer (the highest CID in use plus
-//!   one); a confirmation round only when threads allocate concurrently, over a window of
-//!   32 CIDs from the maximum up; a mask round when the highest CID would leave the
-//!   configured width.
+//!   one); a mask round when the highest CID would leave the configured width, so it never
+//!   fails while a common free CID exists. When threads allocate concurrently
+//!   ([`SpaceConfig::threaded`]) a confirmation round follows: the first allreduce reserves
+//!   nothing and proves every member arrived; then, while it has its process's priority,
+//!   the request reserves a window of 32 CIDs (the maximum, then CIDs on a lane chosen by
+//!   its ⟨parent cid, tag⟩) and one BAND allreduce of a word picks the first CID reserved
+//!   everywhere. Concurrent requests that agreed on the same maximum thus rarely need a
+//!   third round; a failed window is passed, not waited for, so no request holds CIDs that
+//!   another needs while it waits.
 //!
 //! The per-process state that threads share is a [`CidSpace`]; every request of a process
-//! runs against the same space. Group-collective creation (`comm_create_group`) is the same
+//! runs against the same space, and all requests of one space use the same algorithm (the
+//! mask rounds and the reservations of the others do not coordinate). Group-collective creation (`comm_create_group`) is the same
 //! request with a tag, driven over the subgroup only; inter-communicators pair two local
 //! allocations through [`InterCidRequest`]. CIDs map to communicators through a
 //! [`store::CidStore`].

@@ -16,7 +16,7 @@ pub enum Algorithm {
     /// base mask in ⟨parent cid, tag⟩ priority order.
     Mask,
     /// MAX of the highest used CID plus one; confirmation only when threaded (over a
-    /// 32-CID window above the maximum, so one taken CID does not fail the round); a mask
+    /// 32-CID window from the maximum, so one taken CID does not fail the round); a mask
     /// round when the width would be exceeded.
     Highest,
     /// The mask algorithm *without* its synchronising first allreduce: a request may hold
@@ -65,13 +65,19 @@ enum Hold {
 ///
 /// 1. [`poll`](Self::poll) returns [`Step::Allreduce`]: reduce the words over the members.
 /// 2. [`handle_allreduce`](Self::handle_allreduce) takes the reduced words back.
-/// 3. Repeat until `poll` returns [`Step::Done`] or an error.
+/// 3. Repeat until `poll` returns [`Step::Done`] or an error; on [`Step::Wait`] poll again
+///    later, after letting this process's other threads run.
 ///
 /// All members of one allocation create their requests with the same algorithm, parent
 /// CID and tag; every process's requests share that process's [`CidSpace`]. A request
-/// never blocks: when another request of the process has priority it contributes a value
-/// that voids the round (zeros, or a veto), and the round repeats. A request dropped
-/// before it finishes must be [`abort`](Self::abort)ed, or the space keeps its holds.
+/// never blocks: when another request of the process has priority, a mask request
+/// contributes zeros (the round is void and repeats) and a lowest or highest request
+/// waits without an allreduce, which it does only once a first allreduce has shown that
+/// every member arrived. A request dropped before it finishes must be
+/// [`abort`](Self::abort)ed, or the space keeps its holds.
+///
+/// The request holds its words inline (`4 * W` bytes: 8 KiB for 65,536 CIDs); hosts with
+/// small stacks keep it in static or heap storage.
 ///
 /// `W` is the word capacity, at least the space's ([`words_for`](super::words_for)).
 /// Equality and hashing cover the protocol state, not the statistics, so a simulator can
@@ -93,8 +99,10 @@ pub struct CidRequest<const W: usize> {
     proposed: Cid,
     /// CIDs `agreed + i` this member reserved for the confirmation round (bit `i`).
     window: (Cid, u32),
-    /// Lowest: proposals start here; moved above each failed candidate.
+    /// Proposals start here: lowest moves it above each failed candidate, highest above a
+    /// failed window.
     start: Cid,
+    /// Lowest: the search restarted from 0 once. Highest: a window failed once.
     wrapped: bool,
     allreduces: u32,
     bytes: u64,

@@ -325,13 +325,10 @@ impl<'a> CollArgs<'a> {
     }
 
     /// The size of the message in bytes that selection ranges compare against: `count`
-    /// elements, or for the `v` operations this rank's largest block.
+    /// elements (for the `v` operations, this rank's own count). O(1).
+    #[inline]
     pub fn message_bytes(&self) -> usize {
-        let elems = match (self.recv, self.send) {
-            (Some(b), _) | (None, Some(b)) => b.counts.iter().copied().max().unwrap_or(0),
-            (None, None) => self.count,
-        };
-        elems.saturating_mul(self.dtype.size())
+        self.count.saturating_mul(self.dtype.size())
     }
 
     /// Checks the reduction against the datatype.
@@ -343,8 +340,17 @@ impl<'a> CollArgs<'a> {
         }
     }
 
-    /// Bytes of `elems` elements.
+    /// Bytes of `elems` elements, refused unless `(size + 4)` such messages fit a `usize`:
+    /// every schedule's offsets stay below that, so no step computation can overflow.
     pub(crate) fn bytes(&self, elems: usize) -> Result<usize, CollError> {
-        elems.checked_mul(self.dtype.size()).ok_or(CollError::TooLarge)
+        let bytes = elems.checked_mul(self.dtype.size()).ok_or(CollError::TooLarge)?;
+        Ok(bytes)
+    }
+
+    /// [`bytes`](Self::bytes), checked against a group of `size` ranks.
+    pub(crate) fn bytes_for(&self, elems: usize, size: u32) -> Result<usize, CollError> {
+        let bytes = self.bytes(elems)?;
+        bytes.checked_mul(size as usize + 4).ok_or(CollError::TooLarge)?;
+        Ok(bytes)
     }
 }

@@ -10,10 +10,11 @@ use heapless::Vec;
 use super::algo::Ctx;
 use super::args::{Algorithm, CollArgs, CollOp};
 use super::control::{Control, Force, MAX_FORCES};
+use super::ctor::{constructor, Ctor};
 use super::error::CollError;
 use super::layout::NodeLayout;
 use super::schedule::Schedule;
-use super::tuned;
+use super::tuned::{self, Plan};
 
 /// The MPI thread level a communicator is used at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,8 +134,9 @@ const HIER_OPS: OpSet = OpSet::of(&[
 ]);
 
 /// A module supplied from outside commcore: its own decision logic over commcore's
-/// schedules (the extension point for third-party components).
-pub trait ExternalModule<'a> {
+/// schedules (the extension point for third-party components). `Sync`, so that a table
+/// holding one can be shared by the threads of a process.
+pub trait ExternalModule<'a>: Sync {
     /// The operations it implements.
     fn ops(&self) -> OpSet;
     /// The schedule for one call.
@@ -196,6 +198,29 @@ impl<'a> Module<'a> {
             }
             Self::External(m) => m.schedule(op, args),
         }
+    }
+}
+
+impl Module<'_> {
+    /// How a table reaches this module for `op`, decided once at selection: the path and,
+    /// for flat algorithms, the constructor of every plan slot.
+    fn route(&self, op: CollOp, index: u8) -> Result<Route, CollError> {
+        let (path, plan) = match self {
+            Self::Basic(ctx) => (Path::Flat, Some(Plan::fixed(tuned::basic(op, ctx.size)))),
+            Self::Tuned(ctx) => (Path::Flat, Some(tuned::plan(op, ctx.size))),
+            Self::Hier(ctx, _) => (Path::Hier, Some(tuned::plan(op, ctx.size))),
+            Self::Inter(..) => (Path::Inter, None),
+            Self::External(_) => (Path::External, None),
+        };
+        let mut route = Route { path, fallback: path, module: index, ..UNDEFINED };
+        if let Some(plan) = plan {
+            route.splits = plan.splits;
+            for i in 0..3 {
+                route.commutative[i] = constructor(op, plan.commutative[i])?;
+                route.ordered[i] = constructor(op, plan.ordered[i])?;
+            }
+        }
+        Ok(route)
     }
 }
 
@@ -288,6 +313,10 @@ impl Component for Inter {
     }
 }
 
+// Tables and schedules are plain data: threads may share and move them.
+static_assertions::assert_impl_all!(CollTable<'static>: Send, Sync);
+static_assertions::assert_impl_all!(Schedule<'static>: Send, Sync);
+
 /// The built-in components.
 pub const BUILTIN: [&dyn Component; 4] = [&Basic, &Tuned, &Hier, &Inter];
 /// Their names, for [`Control::parse`].
@@ -307,23 +336,77 @@ pub struct Selected<'a> {
     pub module: Module<'a>,
 }
 
+/// How a call of one operation reaches its module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Entry {
-    Module(u8),
+enum Path {
+    /// A flat algorithm picked by the precomputed plan (`basic`, `tuned`).
+    Flat,
+    /// Hierarchical; non-commutative reductions take the plan's flat algorithm.
+    Hier,
+    /// Inter-communicator.
+    Inter,
+    /// Through the external module.
+    External,
+    /// Not defined on this communicator (scan on an inter-communicator).
     Undefined,
+    /// The user forced algorithms for some sizes: checked first, then `Forced.1` applies.
+    Forced,
 }
+
+/// Everything a call of one operation needs, precomputed at selection: where to go, the
+/// constructor for each message-size range of the plan (for commutative and for ordered
+/// reductions), and the forced ranges (an index span into the table's forces).
+#[derive(Clone, Copy, Debug)]
+struct Route {
+    path: Path,
+    /// The path behind forced ranges (`path` is then [`Path::Forced`]).
+    fallback: Path,
+    module: u8,
+    forced: (u8, u8),
+    splits: [usize; 2],
+    commutative: [Ctor; 3],
+    ordered: [Ctor; 3],
+}
+
+impl Route {
+    #[inline(always)]
+    fn pick(&self, args: &CollArgs<'_>) -> Ctor {
+        let bytes = args.message_bytes();
+        let i = (bytes >= self.splits[0]) as usize + (bytes >= self.splits[1]) as usize;
+        if args.op.is_commutative() {
+            self.commutative[i]
+        } else {
+            self.ordered[i]
+        }
+    }
+}
+
+/// A placeholder constructor for routes that never call one.
+fn no_flat<'a>(_: Ctx, _: &CollArgs<'a>) -> Result<Schedule<'a>, CollError> {
+    Err(CollError::AlgorithmNotFor(Algorithm::Leaders, CollOp::Barrier))
+}
+
+const UNDEFINED: Route = Route {
+    path: Path::Undefined,
+    fallback: Path::Undefined,
+    module: 0,
+    forced: (0, 0),
+    splits: [usize::MAX; 2],
+    commutative: [no_flat; 3],
+    ordered: [no_flat; 3],
+};
 
 /// The collectives of one communicator on one rank: for every operation the module that
 /// serves it, plus any forced algorithms.
 #[derive(Clone, Debug)]
 pub struct CollTable<'a> {
     modules: Vec<Selected<'a>, MAX_MODULES>,
-    entries: [Entry; CollOp::COUNT],
-    forced: [Option<(u8, u8)>; CollOp::COUNT],
+    routes: [Route; CollOp::COUNT],
     forces: Vec<Force, MAX_FORCES>,
     ctx: Ctx,
     layout: Option<NodeLayout<'a>>,
     inter: bool,
+    remote: u32,
 }
 
 impl<'a> CollTable<'a> {
@@ -348,11 +431,11 @@ impl<'a> CollTable<'a> {
                     modules.iter().position(|m| m.priority < priority).unwrap_or(modules.len());
                 modules
                     .insert(at, Selected { name: c.name(), priority, module })
-                    .map_err(|_| CollError::TooLarge)?;
+                    .map_err(|_| CollError::Capacity)?;
             }
         }
         let inter = matches!(comm.kind, CommKind::Inter { .. });
-        let mut entries = [Entry::Undefined; CollOp::COUNT];
+        let mut routes = [UNDEFINED; CollOp::COUNT];
         for op in CollOp::ALL {
             if inter && SCANS.contains(op) {
                 continue;
@@ -361,35 +444,73 @@ impl<'a> CollTable<'a> {
                 .iter()
                 .position(|m| m.module.ops().contains(op))
                 .ok_or(CollError::NoModule(op))?;
-            entries[op as usize] = Entry::Module(i as u8);
+            routes[op as usize] = modules[i].module.route(op, i as u8)?;
         }
         let mut forces: Vec<Force, MAX_FORCES> = Vec::new();
-        let mut forced = [None; CollOp::COUNT];
         if !inter {
             for op in CollOp::ALL {
                 let first = forces.len() as u8;
                 for f in control.forces().iter().filter(|f| f.op == op) {
-                    forces.push(*f).map_err(|_| CollError::TooLarge)?;
+                    forces.push(*f).map_err(|_| CollError::Capacity)?;
                 }
                 if forces.len() as u8 > first {
-                    forced[op as usize] = Some((first, forces.len() as u8));
+                    let route = &mut routes[op as usize];
+                    route.forced = (first, forces.len() as u8);
+                    route.path = Path::Forced;
                 }
             }
         }
-        Ok(Self { modules, entries, forced, forces, ctx, layout: comm.layout, inter })
+        let remote = match comm.kind {
+            CommKind::Inter { remote_size } => remote_size,
+            CommKind::Intra => 0,
+        };
+        Ok(Self { modules, routes, forces, ctx, layout: comm.layout, inter, remote })
     }
 
     /// The schedule for one call of `op`: one table lookup and one dispatch.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&self, op: CollOp, args: &CollArgs<'a>) -> Result<Schedule<'a>, CollError> {
-        if let Some((a, b)) = self.forced[op as usize] {
-            if let Some(s) = self.forced_schedule(op, a, b, args) {
-                return s;
-            }
+        let route = &self.routes[op as usize];
+        self.follow(route.path, route, op, args)
+    }
+
+    #[inline(always)]
+    fn follow(
+        &self,
+        path: Path,
+        route: &Route,
+        op: CollOp,
+        args: &CollArgs<'a>,
+    ) -> Result<Schedule<'a>, CollError> {
+        match path {
+            Path::Flat => (route.pick(args))(self.ctx, args),
+            Path::Hier => match self.layout {
+                Some(layout) if !op.reduces() || args.op.is_commutative() => {
+                    Schedule::hier(op, self.ctx.rank, layout, args)
+                }
+                _ => (route.pick(args))(self.ctx, args),
+            },
+            Path::Inter => Schedule::inter(op, self.ctx, self.remote, args),
+            Path::External => self.modules[route.module as usize].module.schedule(op, args),
+            Path::Undefined => Err(CollError::NotOnInterComm(op)),
+            Path::Forced => self.forced_or_fallback(route, op, args),
         }
-        match self.entries[op as usize] {
-            Entry::Module(i) => self.modules[i as usize].module.schedule(op, args),
-            Entry::Undefined => Err(CollError::NotOnInterComm(op)),
+    }
+
+    /// The cold path of an operation with forced ranges.
+    #[cold]
+    #[inline(never)]
+    fn forced_or_fallback(
+        &self,
+        route: &Route,
+        op: CollOp,
+        args: &CollArgs<'a>,
+    ) -> Result<Schedule<'a>, CollError> {
+        let (a, b) = route.forced;
+        match self.forced_schedule(op, a, b, args) {
+            Some(s) => s,
+            None if route.fallback == Path::Forced => Err(CollError::NoModule(op)),
+            None => self.follow(route.fallback, route, op, args),
         }
     }
 
@@ -418,9 +539,9 @@ impl<'a> CollTable<'a> {
 
     /// The name of the component serving `op` (`None` where `op` is undefined).
     pub fn provider(&self, op: CollOp) -> Option<&'static str> {
-        match self.entries[op as usize] {
-            Entry::Module(i) => Some(self.modules[i as usize].name),
-            Entry::Undefined => None,
+        match self.routes[op as usize].fallback {
+            Path::Undefined => None,
+            _ => Some(self.modules[self.routes[op as usize].module as usize].name),
         }
     }
 

@@ -27,6 +27,8 @@ pub enum CollError {
     NoModule(CollOp),
     /// The hierarchical algorithm needs a node layout the communicator was not given.
     NoLayout,
+    /// More answering components or forced ranges than a table holds.
+    Capacity,
 }
 
 impl fmt::Display for CollError {
@@ -47,6 +49,7 @@ impl fmt::Display for CollError {
             Self::TooLarge => f.write_str("message size overflows"),
             Self::NoModule(op) => write!(f, "no collective module implements {}", op.name()),
             Self::NoLayout => f.write_str("hierarchical collectives need the node of every rank"),
+            Self::Capacity => f.write_str("more collective modules or forced ranges than fit"),
         }
     }
 }

@@ -11,7 +11,7 @@ use super::datatype::Datatype;
 use super::error::CollError;
 use super::layout::NodeLayout;
 use super::op::{Op, ReduceOp};
-use super::schedule::{intra_root, BufMap, Flat, PeerMap, Phase, Schedule};
+use super::schedule::{intra_root, BufMap, Flat, PeerMap, Phase, Phases};
 use super::step::{Buf, Region};
 
 /// Leaders copy the node-sorted bundle in scratch to each rank's block of `Recv`.
@@ -59,13 +59,13 @@ pub(crate) fn schedule<'a>(
     rank: u32,
     layout: NodeLayout<'a>,
     args: &CollArgs<'a>,
-) -> Result<Schedule<'a>, CollError> {
+) -> Result<Phases<'a>, CollError> {
     let (node, li) = layout.locate(rank).ok_or(CollError::BadRoot)?;
     let lctx = Ctx::new(li, layout.node_size(node))?;
     let nctx = Ctx::new(node, layout.nodes())?;
     let is_leader = li == 0;
     let (count, dtype, rop) = (args.count, args.dtype, args.op);
-    let b = args.bytes(count)?;
+    let b = args.bytes_for(count, layout.size())?;
     if op.reduces() {
         args.check_op()?;
         if !rop.is_commutative() {
@@ -80,7 +80,7 @@ pub(crate) fn schedule<'a>(
             let in_leaders = (is_leader && node != rn) || rank == root;
             let up = bcast::Binomial::new(nctx, rn, b);
             let lroot = if node == rn { rl } else { 0 };
-            Schedule::from_phases(
+            Phases::new(
                 [
                     in_leaders
                         .then(|| leaders(Flat::BcastBinomial(up), layout, Some((rn, root)), same))
@@ -106,7 +106,7 @@ pub(crate) fn schedule<'a>(
             let phase1 = same.with(Buf::Recv, Buf::Scratch, 0).with(Buf::Scratch, Buf::Scratch, b);
             let up = reduce::Binomial::new(nctx, rn, count, dtype, rop);
             let phase2 = same.with(Buf::Send, Buf::Scratch, 0).with(Buf::Scratch, Buf::Scratch, b);
-            Schedule::from_phases(
+            Phases::new(
                 [
                     local(Flat::ReduceBinomial(down), layout, node, phase1),
                     in_leaders
@@ -131,7 +131,7 @@ pub(crate) fn schedule<'a>(
                 ))
             };
             let phase2 = same.with(Buf::Send, Buf::Scratch, 0).with(Buf::Scratch, Buf::Scratch, b);
-            Schedule::from_phases(
+            Phases::new(
                 [
                     local(Flat::ReduceBinomial(down), layout, node, phase1),
                     is_leader.then(|| leaders(across, layout, None, phase2)).flatten(),
@@ -149,7 +149,7 @@ pub(crate) fn schedule<'a>(
         CollOp::Barrier => {
             let nothing = Op::Builtin(ReduceOp::Bor);
             let down = reduce::Binomial::new(lctx, 0, 0, Datatype::U8, nothing);
-            Schedule::from_phases(
+            Phases::new(
                 [
                     local(Flat::ReduceBinomial(down), layout, node, same),
                     is_leader
@@ -188,7 +188,7 @@ pub(crate) fn schedule<'a>(
             let unpack = Unpack { order: layout.order(), bytes: b };
             let gather_in = gather::BinomialGather::new(lctx, 0, b);
             let scratch = total + Flat::GatherBinomial(gather_in).scratch();
-            Schedule::from_phases(
+            Phases::new(
                 [
                     local(Flat::GatherBinomial(gather_in), layout, node, phase1),
                     is_leader

@@ -7,7 +7,7 @@ use super::args::{Algorithm, CollArgs, CollOp, Root};
 use super::datatype::Datatype;
 use super::error::CollError;
 use super::op::{Op, ReduceOp};
-use super::schedule::{BufMap, Flat, PeerMap, Phase, Schedule};
+use super::schedule::{BufMap, Flat, PeerMap, Phase, Phases};
 use super::step::{Buf, Peer, Region, Step};
 
 /// What one side of a [`RemoteLinear`] moves.
@@ -90,10 +90,10 @@ pub(crate) fn schedule<'a>(
     ctx: Ctx,
     remote_size: u32,
     args: &CollArgs<'a>,
-) -> Result<Schedule<'a>, CollError> {
+) -> Result<Phases<'a>, CollError> {
     let same = BufMap::SAME;
     let (count, dtype, rop) = (args.count, args.dtype, args.op);
-    let b = args.bytes(count)?;
+    let b = args.bytes_for(count, ctx.size.max(remote_size))?;
     let r = ctx.rank;
     let leader = r == 0;
     if op.reduces() {
@@ -107,7 +107,7 @@ pub(crate) fn schedule<'a>(
         Root::Rank(_) => Err(CollError::BadRoot),
         Root::Here | Root::Elsewhere => Ok(None),
     };
-    let empty = Schedule::from_phases([None, None, None, None], 0);
+    let empty = Phases::new([None, None, None, None], 0);
     // Local reduce to rank 0 in rank order, result in Scratch[0..n], inner scratch after it.
     let reduce_up = |elems: usize, n: usize| {
         phase(
@@ -120,7 +120,7 @@ pub(crate) fn schedule<'a>(
     Ok(match op {
         CollOp::Scan | CollOp::Exscan => return Err(CollError::NotOnInterComm(op)),
         CollOp::Bcast => match (args.root, remote_root(args.root)?) {
-            (Root::Here, _) => Schedule::from_phases(
+            (Root::Here, _) => Phases::new(
                 [
                     phase(
                         remote(remote_size, Side::One(0, reg(Buf::Recv, 0, b)), Side::Nothing),
@@ -132,7 +132,7 @@ pub(crate) fn schedule<'a>(
                 ],
                 0,
             ),
-            (_, Some(rr)) => Schedule::from_phases(
+            (_, Some(rr)) => Phases::new(
                 [
                     leader
                         .then(|| {
@@ -155,7 +155,7 @@ pub(crate) fn schedule<'a>(
             _ => empty,
         },
         CollOp::Reduce => match (args.root, remote_root(args.root)?) {
-            (Root::Here, _) => Schedule::from_phases(
+            (Root::Here, _) => Phases::new(
                 [
                     phase(
                         remote(remote_size, Side::Nothing, Side::One(0, reg(Buf::Recv, 0, b))),
@@ -169,7 +169,7 @@ pub(crate) fn schedule<'a>(
             ),
             (_, Some(rr)) => {
                 let (up, scratch) = reduce_up(count, b).ok_or(CollError::BadRoot)?;
-                Schedule::from_phases(
+                Phases::new(
                     [
                         Some(up),
                         leader
@@ -205,7 +205,7 @@ pub(crate) fn schedule<'a>(
                 )),
                 same,
             );
-            Schedule::from_phases(
+            Phases::new(
                 [
                     up,
                     leader
@@ -231,7 +231,7 @@ pub(crate) fn schedule<'a>(
             let theirs = (remote_size as usize).checked_mul(b).ok_or(CollError::TooLarge)?;
             let up = gather::BinomialGather::new(ctx, 0, b);
             let inner = Flat::GatherBinomial(up).scratch();
-            Schedule::from_phases(
+            Phases::new(
                 [
                     phase(
                         Flat::GatherBinomial(up),
@@ -321,7 +321,7 @@ pub(crate) fn schedule<'a>(
             } else {
                 (count, BlockLayout::varying(args.recv, ctx.size, dtype)?)
             };
-            let out_n = args.bytes(elems)?;
+            let out_n = args.bytes_for(elems, 0)?;
             let in_n = layout.extent(ctx.size);
             let (up, reduce_scratch) = reduce_up(elems, out_n).ok_or(CollError::BadRoot)?;
             let at = reduce_scratch;
@@ -332,7 +332,7 @@ pub(crate) fn schedule<'a>(
                 _ => Flat::GatherScatterLinear(gather::Linear::new(ctx, 0, layout, true)),
             };
             let down_scratch = down.scratch();
-            Schedule::from_phases(
+            Phases::new(
                 [
                     Some(up),
                     leader
@@ -352,19 +352,19 @@ pub(crate) fn schedule<'a>(
                         same.with(Buf::Send, Buf::Scratch, at).with(
                             Buf::Scratch,
                             Buf::Scratch,
-                            at + in_n,
+                            at.saturating_add(in_n),
                         ),
                     ),
                     None,
                 ],
-                at + in_n + down_scratch,
+                at.saturating_add(in_n).saturating_add(down_scratch),
             )
         }
     })
 }
 
-fn single(flat: Flat<'_>) -> Schedule<'_> {
-    Schedule::from_phases([phase(flat, BufMap::SAME), None, None, None], 0)
+fn single(flat: Flat<'_>) -> Phases<'_> {
+    Phases::new([phase(flat, BufMap::SAME), None, None, None], 0)
 }
 
 /// The algorithm name the inter component reports.

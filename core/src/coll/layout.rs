@@ -13,6 +13,8 @@ pub struct NodeLayout<'a> {
     starts: &'a [u32],
     /// Each rank's index in `order`.
     position: &'a [u32],
+    /// Each rank's node.
+    node_of: &'a [u32],
 }
 
 /// A node layout that cannot be built.
@@ -20,7 +22,7 @@ pub struct NodeLayout<'a> {
 pub enum LayoutError {
     /// No ranks.
     Empty,
-    /// The storage slice is too short; it needs this many entries (`3 * ranks + 1` always
+    /// The storage slice is too short; it needs this many entries (`4 * ranks + 1` always
     /// suffices).
     StorageTooSmall(usize),
     /// More than `u32::MAX` ranks.
@@ -38,19 +40,20 @@ impl fmt::Display for LayoutError {
 }
 
 impl<'a> NodeLayout<'a> {
-    /// Groups ranks by `node_ids[rank]` into `storage` (at least `2 * ranks + nodes + 1`
-    /// entries). O(P log P), once per communicator.
+    /// Groups ranks by `node_ids[rank]` into `storage` (at least `3 * ranks + nodes + 1`
+    /// entries). O(P log P), once per communicator; every lookup afterwards is O(1).
     pub fn build(node_ids: &[u32], storage: &'a mut [u32]) -> Result<Self, LayoutError> {
         let p = node_ids.len();
         if p == 0 {
             return Err(LayoutError::Empty);
         }
         let size = u32::try_from(p).map_err(|_| LayoutError::TooManyRanks)?;
-        if storage.len() < 2 * p + 1 {
-            return Err(LayoutError::StorageTooSmall(3 * p + 1));
+        if storage.len() < 3 * p + 1 {
+            return Err(LayoutError::StorageTooSmall(4 * p + 1));
         }
         let (order, rest) = storage.split_at_mut(p);
-        let (position, starts) = rest.split_at_mut(p);
+        let (position, rest) = rest.split_at_mut(p);
+        let (node_of, starts) = rest.split_at_mut(p);
         for (i, slot) in order.iter_mut().enumerate() {
             *slot = i as u32;
         }
@@ -60,14 +63,15 @@ impl<'a> NodeLayout<'a> {
             position[r as usize] = i as u32;
             if i == 0 || node_ids[r as usize] != node_ids[order[i - 1] as usize] {
                 if nodes + 1 >= starts.len() {
-                    return Err(LayoutError::StorageTooSmall(2 * p + 2 + nodes));
+                    return Err(LayoutError::StorageTooSmall(3 * p + 2 + nodes));
                 }
                 starts[nodes] = i as u32;
                 nodes += 1;
             }
+            node_of[r as usize] = nodes as u32 - 1;
         }
         starts[nodes] = size;
-        Ok(Self { order, starts: &starts[..=nodes], position })
+        Ok(Self { order, starts: &starts[..=nodes], position, node_of })
     }
 
     /// Ranks.
@@ -100,11 +104,11 @@ impl<'a> NodeLayout<'a> {
         self.member(node, 0)
     }
 
-    /// `(node, index within the node)` of `rank`, in O(log nodes); `None` out of range.
+    /// `(node, index within the node)` of `rank`, in O(1); `None` out of range.
     #[inline]
     pub fn locate(&self, rank: u32) -> Option<(u32, u32)> {
         let pos = *self.position.get(rank as usize)?;
-        let node = self.starts.partition_point(|&s| s <= pos) as u32 - 1;
+        let node = self.node_of[rank as usize];
         Some((node, pos - self.starts[node as usize]))
     }
 
@@ -133,7 +137,7 @@ mod tests {
     #[test]
     fn groups_uneven_nodes_and_locates_ranks() {
         let ids = [7, 3, 7, 7, 3, 9];
-        let mut storage = [0u32; 19];
+        let mut storage = [0u32; 25];
         let l = NodeLayout::build(&ids, &mut storage).unwrap();
         assert_eq!(l.nodes(), 3);
         assert_eq!(l.order(), &[1, 4, 0, 2, 3, 5]);

@@ -16,6 +16,7 @@ pub mod algo;
 pub mod args;
 pub mod component;
 pub mod control;
+pub mod ctor;
 pub mod datatype;
 pub mod error;
 pub mod hier;

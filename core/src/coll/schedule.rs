@@ -172,7 +172,7 @@ impl BufMap {
     #[inline]
     fn map(&self, r: Region) -> Region {
         let (buf, at) = self.0[r.buf as usize];
-        Region::new(buf, at + r.offset, r.len)
+        Region::new(buf, at.saturating_add(r.offset), r.len)
     }
 }
 
@@ -201,21 +201,62 @@ impl Phase<'_> {
     }
 }
 
-/// Up to four phases run one after another (hierarchical and inter-communicator
-/// collectives).
+/// The phases of a composed schedule (hierarchical, inter-communicator, linear pairs) and
+/// the scratch it needs, as built; a [`Schedule`] keeps only the recipe and the current
+/// phase.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Phases<'a> {
+    pub phases: [Option<Phase<'a>>; 4],
+    pub scratch: usize,
+}
+
+impl<'a> Phases<'a> {
+    pub(crate) fn new(phases: [Option<Phase<'a>>; 4], scratch: usize) -> Self {
+        Self { phases, scratch }
+    }
+}
+
+/// How to rebuild a composed schedule's phases.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Recipe<'a> {
+    Hier { op: CollOp, rank: u32, layout: NodeLayout<'a>, args: CollArgs<'a> },
+    Inter { op: CollOp, ctx: Ctx, remote: u32, args: CollArgs<'a> },
+    LinearPair { op: CollOp, ctx: Ctx, args: CollArgs<'a> },
+}
+
+impl<'a> Recipe<'a> {
+    fn build(&self) -> Result<Phases<'a>, CollError> {
+        match self {
+            Self::Hier { op, rank, layout, args } => {
+                super::hier::schedule(*op, *rank, *layout, args)
+            }
+            Self::Inter { op, ctx, remote, args } => {
+                super::inter::schedule(*op, *ctx, *remote, args)
+            }
+            Self::LinearPair { op, ctx, args } => linear_reduce_bcast(*op, *ctx, args),
+        }
+    }
+}
+
+/// Up to four phases run one after another. Only the current phase is kept; the next is
+/// rebuilt from the recipe when its first round comes (three times at most), which keeps a
+/// schedule small.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Phased<'a> {
-    phases: [Option<Phase<'a>>; 4],
+    recipe: Recipe<'a>,
+    current: Option<Phase<'a>>,
+    at: usize,
     starts: [u32; 5],
 }
 
 impl<'a> Phased<'a> {
-    pub(crate) fn new(phases: [Option<Phase<'a>>; 4]) -> Self {
+    fn new(recipe: Recipe<'a>) -> Result<(Self, usize), CollError> {
+        let built = recipe.build()?;
         let mut starts = [0; 5];
-        for (i, p) in phases.iter().enumerate() {
+        for (i, p) in built.phases.iter().enumerate() {
             starts[i + 1] = starts[i] + p.as_ref().map_or(0, |p| p.flat.rounds());
         }
-        Self { phases, starts }
+        Ok((Self { recipe, current: built.phases[0], at: 0, starts }, built.scratch))
     }
 
     #[inline]
@@ -224,8 +265,13 @@ impl<'a> Phased<'a> {
         while i < 3 && round >= self.starts[i + 1] {
             i += 1;
         }
+        if i != self.at {
+            // The recipe built once already; building is deterministic.
+            self.current = self.recipe.build().ok().and_then(|b| b.phases[i]);
+            self.at = i;
+        }
         let start = self.starts[i];
-        let Some(phase) = self.phases[i].as_mut() else { return Emit::End };
+        let Some(phase) = self.current.as_mut() else { return Emit::End };
         match phase.flat.step(round - start, index) {
             Emit::Step(s) => Emit::Step(phase.translate(s)),
             other => other,
@@ -254,15 +300,23 @@ pub struct Schedule<'a> {
 }
 
 impl<'a> Schedule<'a> {
+    #[inline]
     fn from_flat(flat: Flat<'a>) -> Self {
         let (rounds, scratch) = (flat.rounds(), flat.scratch());
         Self { kind: Kind::Flat(flat), rounds, round: 0, index: 0, in_round: false, scratch }
     }
 
-    pub(crate) fn from_phases(phases: [Option<Phase<'a>>; 4], scratch: usize) -> Self {
-        let phased = Phased::new(phases);
+    fn from_recipe(recipe: Recipe<'a>) -> Result<Self, CollError> {
+        let (phased, scratch) = Phased::new(recipe)?;
         let rounds = phased.starts[4];
-        Self { kind: Kind::Phased(phased), rounds, round: 0, index: 0, in_round: false, scratch }
+        Ok(Self {
+            kind: Kind::Phased(phased),
+            rounds,
+            round: 0,
+            index: 0,
+            in_round: false,
+            scratch,
+        })
     }
 
     /// Bytes of scratch space the executor must provide.
@@ -286,7 +340,7 @@ impl<'a> Schedule<'a> {
         layout: NodeLayout<'a>,
         args: &CollArgs<'a>,
     ) -> Result<Self, CollError> {
-        super::hier::schedule(op, rank, layout, args)
+        Self::from_recipe(Recipe::Hier { op, rank, layout, args: *args })
     }
 
     /// The inter-communicator schedule of `op` for rank `ctx.rank` of a local group of
@@ -298,7 +352,7 @@ impl<'a> Schedule<'a> {
         remote_size: u32,
         args: &CollArgs<'a>,
     ) -> Result<Self, CollError> {
-        super::inter::schedule(op, ctx, remote_size, args)
+        Self::from_recipe(Recipe::Inter { op, ctx, remote: remote_size, args: *args })
     }
 
     /// The schedule of intra-communicator algorithm `alg` for `op` on rank `ctx.rank` of
@@ -310,8 +364,20 @@ impl<'a> Schedule<'a> {
         ctx: Ctx,
         args: &CollArgs<'a>,
     ) -> Result<Self, CollError> {
+        super::ctor::constructor(op, alg)?(ctx, args)
+    }
+
+    /// [`intra`](Self::intra), inlined so that constant `op` and `alg` fold the dispatch
+    /// away (the per-pair constructors of [`ctor`](super::ctor) are built from it).
+    #[inline(always)]
+    pub(crate) fn intra_inline(
+        op: CollOp,
+        alg: Algorithm,
+        ctx: Ctx,
+        args: &CollArgs<'a>,
+    ) -> Result<Self, CollError> {
         if alg == Algorithm::Linear && matches!(op, CollOp::Barrier | CollOp::Allreduce) {
-            return linear_reduce_bcast(op, ctx, args);
+            return Self::from_recipe(Recipe::LinearPair { op, ctx, args: *args });
         }
         flat(op, alg, ctx, args).map(Self::from_flat)
     }
@@ -358,6 +424,7 @@ pub(crate) fn intra_root(root: Root, size: u32) -> Result<u32, CollError> {
 }
 
 /// Builds a leaf algorithm after checking the arguments.
+#[inline(always)]
 pub(crate) fn flat<'a>(
     op: CollOp,
     alg: Algorithm,
@@ -377,7 +444,7 @@ pub(crate) fn flat<'a>(
     }
     let root = if op.rooted() { intra_root(args.root, ctx.size)? } else { 0 };
     let (count, dtype, rop) = (args.count, args.dtype, args.op);
-    let bytes = args.bytes(count)?;
+    let bytes = args.bytes_for(count, ctx.size)?;
     let regular = || -> Result<BlockLayout<'a>, CollError> {
         let layout = BlockLayout::regular(count, dtype)?;
         layout_fits(&layout, ctx.size)?;
@@ -444,11 +511,17 @@ pub(crate) fn flat<'a>(
         (C::Gather, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, regular()?, false))
         }
+        (C::Gatherv, A::Linear) if ctx.rank != root && args.recv.is_none() => {
+            Flat::GatherScatterLinear(gather::Linear::leaf(ctx, root, bytes, false))
+        }
         (C::Gatherv, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, vrecv()?, false))
         }
         (C::Scatter, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, regular()?, true))
+        }
+        (C::Scatterv, A::Linear) if ctx.rank != root && args.send.is_none() => {
+            Flat::GatherScatterLinear(gather::Linear::leaf(ctx, root, bytes, true))
         }
         (C::Scatterv, A::Linear) => {
             Flat::GatherScatterLinear(gather::Linear::new(ctx, root, vsend()?, true))
@@ -496,16 +569,16 @@ fn linear_reduce_bcast<'a>(
     op: CollOp,
     ctx: Ctx,
     args: &CollArgs<'a>,
-) -> Result<Schedule<'a>, CollError> {
+) -> Result<Phases<'a>, CollError> {
     let count = if op == CollOp::Barrier { 0 } else { args.count };
     if op == CollOp::Allreduce {
         args.check_op()?;
     }
-    let bytes = args.bytes(count)?;
+    let bytes = args.bytes_for(count, ctx.size)?;
     let up = reduce::Linear::new(ctx, 0, count, args.dtype, args.op);
     let scratch = up.scratch();
     let phase = |flat| Some(Phase { flat, peers: PeerMap::Same, bufs: BufMap::SAME });
-    Ok(Schedule::from_phases(
+    Ok(Phases::new(
         [
             phase(Flat::ReduceLinear(up)),
             phase(Flat::BcastLinear(bcast::Linear::new(ctx, 0, bytes))),
@@ -514,4 +587,16 @@ fn linear_reduce_bcast<'a>(
         ],
         scratch,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_schedule_stays_small() {
+        // A caller keeps one per collective in flight; composed schedules keep only their
+        // current phase.
+        let size = core::mem::size_of::<super::Schedule<'_>>();
+        std::eprintln!("schedule: {size} bytes");
+        assert!(size <= 512);
+    }
 }

@@ -38,7 +38,7 @@ impl Region {
     /// One past the last byte.
     #[inline]
     pub const fn end(&self) -> usize {
-        self.offset + self.len
+        self.offset.saturating_add(self.len)
     }
 }
 
@@ -87,6 +87,30 @@ impl Peer {
 ///
 /// So the steps between two `Wait`s form a *round*: its transfers may all be in flight
 /// together, its local steps depend on everything before them.
+///
+/// An executor must bounds-check every region against its buffers (a `v` layout with
+/// absurd counts yields regions that fit no buffer; offsets saturate rather than wrap),
+/// and must not assume scratch starts zeroed.
+///
+/// ```
+/// use commcore::coll::{Algorithm, CollArgs, CollOp, Ctx, Datatype, Schedule, Step};
+///
+/// // Rank 2 of 5 in a binomial broadcast of 4 f64 from root 0.
+/// let args = CollArgs::new(4, Datatype::F64);
+/// let schedule = Schedule::intra(CollOp::Bcast, Algorithm::Binomial, Ctx::new(2, 5)?, &args)?;
+/// let mut scratch = vec![0u8; schedule.scratch_bytes()];
+/// # let _ = &mut scratch;
+/// for step in schedule {
+///     match step {
+///         Step::Send { to, region } => { /* start sending region to `to` */ }
+///         Step::Recv { from, region } => { /* start receiving into region */ }
+///         Step::Reduce { .. } | Step::Copy { .. } | Step::Wait => {
+///             /* wait for this rank's transfers, then apply */
+///         }
+///     }
+/// }
+/// # Ok::<(), commcore::coll::CollError>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub enum Step {
     /// Start sending `region` to `to`.
@@ -117,8 +141,8 @@ pub enum Step {
         /// Whether `src` is the left (lower-rank) operand.
         src_left: bool,
     },
-    /// Copy `src` to `dst` (same length; the regions may be in the same buffer but do not
-    /// overlap).
+    /// Copy `src` to `dst` (same length; in the same buffer the regions are either
+    /// disjoint or identical, the latter a no-op).
     Copy {
         /// From.
         src: Region,

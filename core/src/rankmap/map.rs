@@ -96,6 +96,8 @@ pub struct RankMap<'a> {
 }
 
 static_assertions::const_assert!(core::mem::size_of::<RankMap<'static>>() <= 64);
+// Threads of one process translate through the same communicator concurrently.
+static_assertions::assert_impl_all!(RankMap<'static>: Send, Sync);
 
 impl<'a> RankMap<'a> {
     /// The map of a group's own world: rank `r` is process `r` of `av` (which is `pgid`'s
@@ -202,6 +204,7 @@ impl<'a> RankMap<'a> {
     /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
     /// a rank past the end falls outside it (the lut's table, the stride's window of the
     /// address vector), plus the address-vector check where an index comes from a table.
+    #[inline(always)]
     pub fn entry<const N: usize>(
         &self,
         groups: &ProcessGroups<'a, N>,

@@ -3,7 +3,8 @@
 //!
 //! Options: `--ranks N` (128), `--allocations N` (10,000 per run, split over the
 //! threads), `--width N` (65,536 CIDs), `--eager N` (64), `--seed N` (1),
-//! `--lookups N` (1,048,576 per timing).
+//! `--lookups N` (1,048,576 per timing), `--part all|allocation|storage` (all; storage
+//! runs only the single-threaded lowest and highest allocations it replays).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -49,6 +50,13 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         seed: option(args, "--seed")?.unwrap_or(1),
         lookups: option(args, "--lookups")?.unwrap_or(1 << 20),
     };
+    let part: String = option(args, "--part")?.unwrap_or_else(|| "all".into());
+    let (allocation_part, storage_part) = match part.as_str() {
+        "all" => (true, true),
+        "allocation" => (true, false),
+        "storage" => (false, true),
+        other => return Err(format!("--part: unknown part {other:?}")),
+    };
     if o.ranks < 2 || o.ranks > 128 {
         return Err("--ranks must be 2..=128".into());
     }
@@ -70,6 +78,10 @@ pub fn run(args: &[String]) -> Result<Value, String> {
                     seed: o.seed,
                 };
                 let record = threads == 1 && algorithm != Algorithm::Mask;
+                if !(allocation_part || record && storage_part) {
+                    continue;
+                }
+                let record = record && storage_part;
                 let (row, trace) = allocate(name, algorithm, config, stress_config, record)?;
                 allocation.push(row);
                 if let Some(trace) = trace {
@@ -79,7 +91,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         }
     }
     let mut narrow = Vec::new();
-    for (algorithm, name) in ALGORITHMS {
+    for (algorithm, name) in ALGORITHMS.into_iter().filter(|_| allocation_part) {
         let config = SpaceConfig { width: 256, eager: 32, threaded: false };
         let stress_config = StressConfig {
             ranks: o.ranks,
@@ -90,6 +102,22 @@ pub fn run(args: &[String]) -> Result<Value, String> {
             seed: o.seed,
         };
         narrow.push(allocate(name, algorithm, config, stress_config, false)?.0);
+    }
+    // The mask algorithm at MPICH's width and at the widest: the eager allreduce is the same.
+    let mut mask_widths = Vec::new();
+    for width in [2048, MAX_WIDTH].into_iter().filter(|_| allocation_part) {
+        for scenario in [Participation::FewLive, Participation::SmallComm] {
+            let config = SpaceConfig { width, eager: o.eager.min(width - 32), threaded: false };
+            let stress_config = StressConfig {
+                ranks: o.ranks,
+                threads: 1,
+                per_stream: o.allocations,
+                participation: scenario,
+                max_live: scenario.default_max_live(),
+                seed: o.seed,
+            };
+            mask_widths.push(allocate("mask", Algorithm::Mask, config, stress_config, false)?.0);
+        }
     }
     let mut storage = Vec::new();
     for (name, scenario, trace) in &traces {
@@ -102,6 +130,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         "seed": o.seed,
         "allocation": allocation,
         "narrow_width": narrow,
+        "mask_widths": mask_widths,
         "storage": storage,
     }))
 }
@@ -154,7 +183,7 @@ fn allocate(
 
 /// Replays every rank's inserts and removes into each structure; density and bytes are
 /// sampled after every insert (every allocation a rank keeps) and averaged over the run and
-/// the ranks. Lookups are timed on rank 0's final set of live CIDs.
+/// the ranks. Lookups are timed on the final live CIDs of the rank that holds the most.
 fn store_rows(
     algorithm: &str,
     scenario: &str,
@@ -168,13 +197,10 @@ fn store_rows(
     let mut leaves = vec![RadixLeaf::EMPTY; (width as usize).div_ceil(256)];
     let mut nodes = vec![RbNode::EMPTY; width as usize + 1];
     let mut arena = vec![FoldedSlot::empty(); 1 << 14];
-    let mut rows = Vec::new();
-    let mut flat_ns = None;
-    for structure in ["flat", "radix", "rbtree", "folded"] {
-        let mut density = 0.0;
-        let mut bytes = 0.0;
-        let mut lookup_ns = (0.0, 0.0);
-        for (rank, trace) in traces.iter().enumerate() {
+    let mut sampled = Vec::new();
+    for structure in STRUCTURES {
+        let (mut density, mut bytes) = (0.0, 0.0);
+        for trace in traces {
             let sample = |store: &mut dyn CidStore<u32>| replay(store, trace);
             let (d, b) = match structure {
                 "flat" => sample(&mut Flat::new(&mut flat_slots))?,
@@ -184,35 +210,112 @@ fn store_rows(
             };
             density += d / traces.len() as f64;
             bytes += b / traces.len() as f64;
-            if rank == 0 {
-                let live = final_live(trace);
-                let sequence = lookup_sequence(&live, lookups, seed);
-                lookup_ns = match structure {
-                    "flat" => time_lookups(&mut Flat::new(&mut flat_slots), &live, &sequence)?,
-                    "radix" => {
-                        time_lookups(&mut Radix::new(&mut inners, &mut leaves), &live, &sequence)?
-                    }
-                    "rbtree" => time_lookups(&mut RbTree::new(&mut nodes), &live, &sequence)?,
-                    _ => time_lookups(&mut Folded::new(&mut arena), &live, &sequence)?,
-                };
+        }
+        sampled.push((density, bytes));
+    }
+
+    // Lookups run on the rank that ends with the most live communicators (and, for
+    // comparison, on the median one), every structure in turn in each pass, so a busy
+    // machine slows them alike.
+    let mut by_live: Vec<usize> = (0..traces.len()).collect();
+    by_live.sort_by_key(|&r| final_live(&traces[r]).len());
+    let timed_rank = by_live.last().copied().unwrap_or(0);
+    let median_rank = by_live.get(by_live.len() / 2).copied().unwrap_or(0);
+    let mut stores = Stores {
+        flat: &mut flat_slots,
+        inners: &mut inners,
+        leaves: &mut leaves,
+        nodes: &mut nodes,
+        arena: &mut arena,
+    };
+    let live = final_live(&traces[timed_rank]);
+    let (best, displaced) = stores.time(&live, lookups, seed)?;
+    let median_live = final_live(&traces[median_rank]);
+    let (median, median_displaced) = stores.time(&median_live, lookups, seed)?;
+    let flat_ns = best[0];
+    Ok(STRUCTURES
+        .iter()
+        .zip(sampled)
+        .zip(best.into_iter().zip(median))
+        .map(|((structure, (density, bytes)), (ns, median_ns))| {
+            json!({
+                "structure": structure,
+                "scenario": scenario,
+                "algorithm": algorithm,
+                "density_mean": density,
+                "bytes": bytes,
+                "lookup_ns": ns.0,
+                "flat_lookup_ns": flat_ns.0,
+                "lookup_ratio": ns.0 / flat_ns.0,
+                "throughput_ns": ns.1,
+                "flat_throughput_ns": flat_ns.1,
+                "timed_rank": timed_rank,
+                "timed_live": live.len(),
+                "displaced_fraction": (*structure == "folded").then_some(displaced),
+                "median_rank": median_rank,
+                "median_live": median_live.len(),
+                "median_lookup_ns": median_ns.0,
+                "median_flat_lookup_ns": median[0].0,
+                "median_lookup_ratio": median_ns.0 / median[0].0,
+                "median_displaced_fraction": (*structure == "folded").then_some(median_displaced),
+            })
+        })
+        .collect())
+}
+
+const STRUCTURES: [&str; 4] = ["flat", "radix", "rbtree", "folded"];
+
+/// The caller storage of the four structures, reused for every timing.
+struct Stores<'a> {
+    flat: &'a mut [Option<u32>],
+    inners: &'a mut [RadixInner],
+    leaves: &'a mut [RadixLeaf<u32>],
+    nodes: &'a mut [RbNode<u32>],
+    arena: &'a mut [FoldedSlot<u32>],
+}
+
+impl Stores<'_> {
+    /// Best (dependent, independent) nanoseconds per lookup of each structure holding
+    /// `live`, in `STRUCTURES` order, and the folded store's displaced fraction.
+    fn time(
+        &mut self,
+        live: &[Cid],
+        lookups: usize,
+        seed: u64,
+    ) -> Result<([(f64, f64); 4], f64), String> {
+        let sequence = lookup_sequence(live, lookups, seed);
+        let mut flat = Flat::new(self.flat);
+        let mut radix = Radix::new(self.inners, self.leaves);
+        let mut rbtree = RbTree::new(self.nodes);
+        let mut folded = Folded::new(self.arena);
+        fill(&mut flat, live)?;
+        fill(&mut radix, live)?;
+        fill(&mut rbtree, live)?;
+        fill(&mut folded, live)?;
+        let mut best = [(f64::INFINITY, f64::INFINITY); 4];
+        for _ in 0..PASSES {
+            let times = [
+                time_lookups(&flat, &sequence),
+                time_lookups(&radix, &sequence),
+                time_lookups(&rbtree, &sequence),
+                time_lookups(&folded, &sequence),
+            ];
+            for (b, t) in best.iter_mut().zip(times) {
+                *b = (b.0.min(t.0), b.1.min(t.1));
             }
         }
-        let flat = *flat_ns.get_or_insert(lookup_ns);
-        rows.push(json!({
-            "structure": structure,
-            "scenario": scenario,
-            "algorithm": algorithm,
-            "density_mean": density,
-            "bytes": bytes,
-            "lookup_ns": lookup_ns.0,
-            "flat_lookup_ns": flat.0,
-            "lookup_ratio": lookup_ns.0 / flat.0,
-            "throughput_ns": lookup_ns.1,
-            "flat_throughput_ns": flat.1,
-            "live_at_rank0": final_live(&traces[0]).len(),
-        }));
+        Ok((best, folded.displaced() as f64 / live.len() as f64))
     }
-    Ok(rows)
+}
+
+/// Timing passes; each structure keeps its best.
+const PASSES: usize = 7;
+
+fn fill<S: CidStore<u32>>(store: &mut S, live: &[Cid]) -> Result<(), String> {
+    for &cid in live {
+        store.insert(cid, cid).map_err(|e| format!("insert {cid}: {e}"))?;
+    }
+    Ok(())
 }
 
 /// The predefined world and self CIDs, then the trace; returns (mean density, mean bytes)
@@ -255,38 +358,27 @@ fn lookup_sequence(live: &[Cid], count: usize, seed: u64) -> Vec<Cid> {
     (0..count).map(|_| live[rng.gen_range(0..live.len())]).collect()
 }
 
-/// Nanoseconds per lookup of `sequence` in `store` holding `live`, best of five passes:
-/// (dependent, independent). Dependent lookups take their key through the previous
-/// result, as a message's communicator is found before the next message is matched, so
-/// they measure a lookup's latency; independent ones overlap and measure throughput.
-fn time_lookups<S: CidStore<u32>>(
-    store: &mut S,
-    live: &[Cid],
-    sequence: &[Cid],
-) -> Result<(f64, f64), String> {
-    for &cid in live {
-        store.insert(cid, cid).map_err(|e| format!("insert {cid}: {e}"))?;
-    }
+/// Nanoseconds per lookup of `sequence` in `store`, one pass each way: (dependent,
+/// independent). Dependent lookups take their key through the previous result, as a
+/// message's communicator is found before the next message is matched, so they measure a
+/// lookup's latency; independent ones overlap and measure throughput.
+fn time_lookups<S: CidStore<u32>>(store: &S, sequence: &[Cid]) -> (f64, f64) {
     let per_lookup = |started: Instant| started.elapsed().as_nanos() as f64 / sequence.len() as f64;
-    let (mut dependent, mut independent) = (f64::INFINITY, f64::INFINITY);
     // Opaque to the optimiser, so the key really depends on the previous result.
     let zero = black_box(0u32);
-    for _ in 0..5 {
-        let started = Instant::now();
-        let mut last = 0u32;
-        for &cid in black_box(sequence) {
-            last = store.get(cid ^ (last & zero)).unwrap_or(0);
-        }
-        black_box(last);
-        dependent = dependent.min(per_lookup(started));
-
-        let started = Instant::now();
-        let mut sum = 0u64;
-        for &cid in black_box(sequence) {
-            sum = sum.wrapping_add(u64::from(store.get(cid).unwrap_or(0)));
-        }
-        black_box(sum);
-        independent = independent.min(per_lookup(started));
+    let started = Instant::now();
+    let mut last = 0u32;
+    for &cid in black_box(sequence) {
+        last = store.get(cid ^ (last & zero)).unwrap_or(0);
     }
-    Ok((dependent, independent))
+    black_box(last);
+    let dependent = per_lookup(started);
+
+    let started = Instant::now();
+    let mut sum = 0u64;
+    for &cid in black_box(sequence) {
+        sum = sum.wrapping_add(u64::from(store.get(cid).unwrap_or(0)));
+    }
+    black_box(sum);
+    (dependent, per_lookup(started))
 }

@@ -33,14 +33,6 @@ const SCHEDULE_TAG: i32 = 1 << 21;
 /// A communicator's collective table, selected from core's built-in components only.
 pub(super) struct BuiltinTable(CollTable<'static>);
 
-// SAFETY: CollTable is neither Send nor Sync only because a module may be a third party's
-// `&dyn ExternalModule`; this table is selected from `BUILTIN` alone, so it holds none. What
-// remains is plain data and shared 'static references to plain data (the node layout), never
-// mutated after selection.
-unsafe impl Send for BuiltinTable {}
-// SAFETY: as for Send: no external module, no interior mutability.
-unsafe impl Sync for BuiltinTable {}
-
 impl std::ops::Deref for BuiltinTable {
     type Target = CollTable<'static>;
 
@@ -60,7 +52,7 @@ pub(super) fn select(
     let mut info = CommInfo::intra(rank as u32, size);
     if nodes.iter().any(|&n| n != nodes[0]) {
         // The layout lives as long as the process: a few words per rank per communicator.
-        let storage = Box::leak(vec![0u32; 3 * nodes.len() + 1].into_boxed_slice());
+        let storage = Box::leak(vec![0u32; 4 * nodes.len() + 1].into_boxed_slice());
         let layout = NodeLayout::build(&nodes, storage).map_err(|_| CollectiveError::TooLarge)?;
         info = info.with_layout(layout);
     }

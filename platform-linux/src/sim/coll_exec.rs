@@ -80,6 +80,9 @@ pub struct Stats {
     pub steps: u64,
     /// Scheduler passes over all ranks until completion (a proxy for rounds).
     pub passes: u64,
+    /// The fewest ranks whose start causally precedes some rank's end (following messages):
+    /// the number of ranks for a barrier, or anything that waits for everyone.
+    pub min_causal: usize,
 }
 
 /// A schedule that cannot run to completion.
@@ -139,14 +142,6 @@ impl fmt::Display for ExecError {
 
 impl std::error::Error for ExecError {}
 
-struct RankState<'a> {
-    schedule: Schedule<'a>,
-    pending: VecDeque<(usize, Region)>,
-    held: Option<Step>,
-    finished: bool,
-    done: bool,
-}
-
 fn slice(bufs: &RankBufs, rank: usize, region: Region) -> Result<&[u8], ExecError> {
     let buf = match region.buf {
         Buf::Send => &bufs.send,
@@ -170,121 +165,193 @@ fn slice_mut(bufs: &mut RankBufs, rank: usize, region: Region) -> Result<&mut [u
 /// the node of global rank `i`, for counting inter-node messages.
 pub fn run(
     topology: Topology,
-    schedules: Vec<Schedule<'_>>,
+    mut schedules: Vec<Schedule<'_>>,
     bufs: &mut [RankBufs],
     nodes: Option<&[u32]>,
 ) -> Result<Stats, ExecError> {
-    let n = topology.ranks();
-    assert_eq!(schedules.len(), n, "one schedule per rank");
-    assert_eq!(bufs.len(), n, "one set of buffers per rank");
-    let mut ranks: Vec<RankState<'_>> = schedules
-        .into_iter()
-        .zip(bufs.iter_mut())
-        .map(|(schedule, b)| {
-            b.scratch.clear();
-            b.scratch.resize(schedule.scratch_bytes(), 0);
-            RankState {
-                schedule,
-                pending: VecDeque::new(),
-                held: None,
-                finished: false,
-                done: false,
+    Executor::default().run(topology, &mut schedules, bufs, nodes)
+}
+
+/// The executor's reusable state: message queues and buffers survive between runs, so a
+/// benchmark that runs the same collective many times measures the collective, not the
+/// allocator.
+#[derive(Debug, Default)]
+pub struct Executor {
+    channels: Vec<VecDeque<(Vec<u8>, Vec<u64>)>>,
+    pool: Vec<Vec<u8>>,
+    clock_pool: Vec<Vec<u64>>,
+    /// Per rank, a bit per rank whose start it has heard of (causally).
+    knows: Vec<u64>,
+    pending: Vec<VecDeque<(usize, Region)>>,
+    held: Vec<Option<Step>>,
+    state: Vec<u8>,
+    temp: Vec<u8>,
+}
+
+const RUNNING: u8 = 0;
+const FINISHED: u8 = 1;
+const DONE: u8 = 2;
+
+impl Executor {
+    /// Runs `schedules` (advanced in place) as [`run`] does.
+    pub fn run(
+        &mut self,
+        topology: Topology,
+        schedules: &mut [Schedule<'_>],
+        bufs: &mut [RankBufs],
+        nodes: Option<&[u32]>,
+    ) -> Result<Stats, ExecError> {
+        let n = topology.ranks();
+        assert_eq!(schedules.len(), n, "one schedule per rank");
+        assert_eq!(bufs.len(), n, "one set of buffers per rank");
+        for (schedule, b) in schedules.iter().zip(bufs.iter_mut()) {
+            if b.scratch.len() != schedule.scratch_bytes() {
+                b.scratch.clear();
+                b.scratch.resize(schedule.scratch_bytes(), 0);
             }
-        })
-        .collect();
-    let mut channels: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); n * n];
-    let mut stats = Stats::default();
-    let mut temp = Vec::new();
-    let mut remaining = n;
-    while remaining > 0 {
-        stats.passes += 1;
-        let mut progress = false;
-        for me in 0..n {
-            let st = &mut ranks[me];
-            if st.done {
-                continue;
+        }
+        for q in self.channels.iter_mut() {
+            while let Some((m, k)) = q.pop_front() {
+                self.pool.push(m);
+                self.clock_pool.push(k);
             }
-            loop {
-                // Match what has arrived, in order per sender.
-                let mut i = 0;
-                while i < st.pending.len() {
-                    let (from, region) = st.pending[i];
-                    let earlier = st.pending.iter().take(i).any(|(f, _)| *f == from);
-                    if !earlier {
-                        if let Some(msg) = channels[from * n + me].pop_front() {
-                            if msg.len() != region.len {
-                                return Err(ExecError::LengthMismatch {
-                                    rank: me,
-                                    from,
-                                    expected: region.len,
-                                    got: msg.len(),
-                                });
+        }
+        let words = n.div_ceil(64);
+        self.knows.clear();
+        self.knows.resize(n * words, 0);
+        for r in 0..n {
+            self.knows[r * words + r / 64] |= 1 << (r % 64);
+        }
+        self.channels.resize_with(n * n, VecDeque::new);
+        self.pending.resize_with(n, VecDeque::new);
+        self.pending.iter_mut().for_each(VecDeque::clear);
+        self.held.clear();
+        self.held.resize(n, None);
+        self.state.clear();
+        self.state.resize(n, RUNNING);
+        let result = self.drive(topology, schedules, bufs, nodes);
+        let leftover: usize = self.channels.iter().take(n * n).map(VecDeque::len).sum();
+        match result {
+            Ok(_) if leftover > 0 => Err(ExecError::Leftover { messages: leftover }),
+            other => other,
+        }
+    }
+
+    fn drive(
+        &mut self,
+        topology: Topology,
+        schedules: &mut [Schedule<'_>],
+        bufs: &mut [RankBufs],
+        nodes: Option<&[u32]>,
+    ) -> Result<Stats, ExecError> {
+        let n = topology.ranks();
+        let mut stats = Stats::default();
+        let words = n.div_ceil(64);
+        let mut remaining = n;
+        while remaining > 0 {
+            stats.passes += 1;
+            let mut progress = false;
+            for me in 0..n {
+                if self.state[me] == DONE {
+                    continue;
+                }
+                loop {
+                    // Match what has arrived, in order per sender.
+                    let pending = &mut self.pending[me];
+                    let mut i = 0;
+                    while i < pending.len() {
+                        let (from, region) = pending[i];
+                        let earlier = pending.iter().take(i).any(|(f, _)| *f == from);
+                        if !earlier {
+                            if let Some((msg, heard)) = self.channels[from * n + me].pop_front() {
+                                if msg.len() != region.len {
+                                    return Err(ExecError::LengthMismatch {
+                                        rank: me,
+                                        from,
+                                        expected: region.len,
+                                        got: msg.len(),
+                                    });
+                                }
+                                slice_mut(&mut bufs[me], me, region)?.copy_from_slice(&msg);
+                                for (k, h) in
+                                    self.knows[me * words..][..words].iter_mut().zip(&heard)
+                                {
+                                    *k |= h;
+                                }
+                                self.pool.push(msg);
+                                self.clock_pool.push(heard);
+                                pending.remove(i);
+                                progress = true;
+                                continue;
                             }
-                            slice_mut(&mut bufs[me], me, region)?.copy_from_slice(&msg);
-                            st.pending.remove(i);
+                        }
+                        i += 1;
+                    }
+                    let blocked = !pending.is_empty();
+                    if self.held[me].is_some() || self.state[me] == FINISHED {
+                        if blocked {
+                            break;
+                        }
+                        if self.state[me] == FINISHED {
+                            self.state[me] = DONE;
+                            remaining -= 1;
                             progress = true;
-                            continue;
+                            break;
                         }
-                    }
-                    i += 1;
-                }
-                if st.held.is_some() || st.finished {
-                    if !st.pending.is_empty() {
-                        break;
-                    }
-                    if st.finished {
-                        st.done = true;
-                        remaining -= 1;
+                        if let Some(step) = self.held[me].take() {
+                            local_step(step, me, &mut bufs[me], &mut self.temp)?;
+                        }
                         progress = true;
-                        break;
+                        continue;
                     }
-                    let step = st.held.take().expect("held step");
-                    local_step(step, me, &mut bufs[me], &mut temp)?;
+                    let Some(step) = schedules[me].next() else {
+                        self.state[me] = FINISHED;
+                        continue;
+                    };
+                    stats.steps += 1;
                     progress = true;
-                    continue;
-                }
-                let Some(step) = st.schedule.next() else {
-                    st.finished = true;
-                    continue;
-                };
-                stats.steps += 1;
-                progress = true;
-                match step {
-                    Step::Send { to, region } => {
-                        let dst = topology
-                            .resolve(me, to)
-                            .ok_or(ExecError::BadPeer { rank: me, peer: to })?;
-                        let data = slice(&bufs[me], me, region)?.to_vec();
-                        stats.messages += 1;
-                        stats.bytes += data.len() as u64;
-                        if let Some(nodes) = nodes {
-                            if nodes[me] != nodes[dst] {
-                                stats.inter_node_messages += 1;
+                    match step {
+                        Step::Send { to, region } => {
+                            let dst = topology
+                                .resolve(me, to)
+                                .ok_or(ExecError::BadPeer { rank: me, peer: to })?;
+                            let mut data = self.pool.pop().unwrap_or_default();
+                            data.clear();
+                            data.extend_from_slice(slice(&bufs[me], me, region)?);
+                            stats.messages += 1;
+                            stats.bytes += data.len() as u64;
+                            if let Some(nodes) = nodes {
+                                if nodes[me] != nodes[dst] {
+                                    stats.inter_node_messages += 1;
+                                }
                             }
+                            let mut heard = self.clock_pool.pop().unwrap_or_default();
+                            heard.clear();
+                            heard.extend_from_slice(&self.knows[me * words..][..words]);
+                            self.channels[me * n + dst].push_back((data, heard));
                         }
-                        channels[me * n + dst].push_back(data);
+                        Step::Recv { from, region } => {
+                            let src = topology
+                                .resolve(me, from)
+                                .ok_or(ExecError::BadPeer { rank: me, peer: from })?;
+                            slice(&bufs[me], me, region)?;
+                            self.pending[me].push_back((src, region));
+                        }
+                        other => self.held[me] = Some(other),
                     }
-                    Step::Recv { from, region } => {
-                        let src = topology
-                            .resolve(me, from)
-                            .ok_or(ExecError::BadPeer { rank: me, peer: from })?;
-                        slice(&bufs[me], me, region)?;
-                        st.pending.push_back((src, region));
-                    }
-                    other => st.held = Some(other),
                 }
             }
+            if !progress {
+                let blocked = (0..n).filter(|&r| self.state[r] != DONE).collect();
+                return Err(ExecError::Deadlock { blocked, steps: stats.steps });
+            }
         }
-        if !progress {
-            let blocked = (0..n).filter(|&r| !ranks[r].done).collect();
-            return Err(ExecError::Deadlock { blocked, steps: stats.steps });
-        }
+        stats.min_causal = (0..n)
+            .map(|r| self.knows[r * words..][..words].iter().map(|w| w.count_ones() as usize).sum())
+            .min()
+            .unwrap_or(0);
+        Ok(stats)
     }
-    let leftover: usize = channels.iter().map(VecDeque::len).sum();
-    if leftover > 0 {
-        return Err(ExecError::Leftover { messages: leftover });
-    }
-    Ok(stats)
 }
 
 fn local_step(
@@ -313,4 +380,33 @@ fn local_step(
         Step::Wait | Step::Send { .. } | Step::Recv { .. } => {}
     }
     Ok(())
+}
+
+/// Buffers for regular (non-`v`) intra-communicator `op` on `size` ranks with `count`
+/// elements of `elem` bytes (per block for the gather family), inputs filled with a
+/// pattern; for benchmarks and smoke tests that do not check results.
+pub fn intra_buffers(
+    op: commcore::coll::CollOp,
+    size: usize,
+    count: usize,
+    elem: usize,
+) -> Vec<RankBufs> {
+    use commcore::coll::CollOp as C;
+    let n = count * elem;
+    let (send, recv) = match op {
+        C::Barrier => (0, 0),
+        C::Bcast => (0, n),
+        C::Reduce | C::Allreduce | C::Scan | C::Exscan => (n, n),
+        C::Allgather | C::Gather | C::Allgatherv | C::Gatherv => (n, size * n),
+        C::Scatter | C::Scatterv => (size * n, n),
+        C::Alltoall | C::Alltoallv => (size * n, size * n),
+        C::ReduceScatter | C::ReduceScatterBlock => (size * n, n),
+    };
+    (0..size)
+        .map(|r| RankBufs {
+            send: (0..send).map(|i| (i + r) as u8 & 0x3f).collect(),
+            recv: vec![0; recv],
+            scratch: Vec::new(),
+        })
+        .collect()
 }

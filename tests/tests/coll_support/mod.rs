@@ -58,48 +58,61 @@ fn mix(mut x: u64) -> u64 {
 
 /// `count` elements for `rank`, values chosen so every reduction is exact in any order.
 pub fn data(dtype: Datatype, op: &Op, rank: usize, count: usize, salt: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(count * dtype.size());
+    let size = dtype.size();
+    let mut out = vec![0u8; count * size];
     let prod = matches!(op, Op::Builtin(ReduceOp::Prod));
-    for i in 0..count {
-        let h = mix(salt ^ ((rank as u64) << 32) ^ i as u64 ^ 0x9e37);
-        let small = (h % 9) as i64 - 4;
-        let float = if prod { [1.0, -1.0, 2.0, 0.5][(h % 4) as usize] } else { small as f64 };
-        let idx = ((h >> 8) % 5) as i32;
-        match dtype {
-            Datatype::I8 => out.extend_from_slice(&(h as i8).to_ne_bytes()),
-            Datatype::I16 => out.extend_from_slice(&(h as i16).to_ne_bytes()),
-            Datatype::I32 => out.extend_from_slice(&(h as i32).to_ne_bytes()),
-            Datatype::I64 => out.extend_from_slice(&(h as i64).to_ne_bytes()),
-            Datatype::U8 => out.extend_from_slice(&((h % 4) as u8).to_ne_bytes()),
-            Datatype::U16 => out.extend_from_slice(&(h as u16).to_ne_bytes()),
-            Datatype::U32 => out.extend_from_slice(&(h as u32).to_ne_bytes()),
-            Datatype::U64 => out.extend_from_slice(&h.to_ne_bytes()),
-            Datatype::F32 => out.extend_from_slice(&(float as f32).to_ne_bytes()),
-            Datatype::F64 => out.extend_from_slice(&float.to_ne_bytes()),
-            Datatype::PairI16I32 => {
-                out.extend_from_slice(&(small as i16).to_ne_bytes());
-                out.extend_from_slice(&[0, 0]);
-                out.extend_from_slice(&idx.to_ne_bytes());
-            }
-            Datatype::PairI32I32 => {
-                out.extend_from_slice(&(small as i32).to_ne_bytes());
-                out.extend_from_slice(&idx.to_ne_bytes());
-            }
-            Datatype::PairF32I32 => {
-                out.extend_from_slice(&(small as f32).to_ne_bytes());
-                out.extend_from_slice(&idx.to_ne_bytes());
-            }
-            Datatype::PairI64I32 => {
-                out.extend_from_slice(&small.to_ne_bytes());
-                out.extend_from_slice(&idx.to_ne_bytes());
-                out.extend_from_slice(&[0; 4]);
-            }
-            Datatype::PairF64I32 => {
-                out.extend_from_slice(&(small as f64).to_ne_bytes());
-                out.extend_from_slice(&idx.to_ne_bytes());
-                out.extend_from_slice(&[0; 4]);
-            }
+    let mut x = mix(salt ^ ((rank as u64) << 32) ^ 0x9e37) | 1;
+    // xorshift64*: cheap enough that generating inputs does not dominate the matrix.
+    let mut next = move || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let small = |h: u64| (h % 9) as i64 - 4;
+    let float =
+        |h: u64| if prod { [1.0, -1.0, 2.0, 0.5][(h % 4) as usize] } else { small(h) as f64 };
+    let index = |h: u64| ((h >> 8) % 5) as i32;
+    fn fill(out: &mut [u8], size: usize, mut f: impl FnMut(&mut [u8])) {
+        out.chunks_exact_mut(size).for_each(&mut f);
+    }
+    match dtype {
+        Datatype::I8 | Datatype::I16 | Datatype::I32 | Datatype::I64 => {
+            fill(&mut out, size, |c| c.copy_from_slice(&next().to_ne_bytes()[..size]))
         }
+        Datatype::U8 => fill(&mut out, size, |c| c[0] = (next() % 4) as u8),
+        Datatype::U16 | Datatype::U32 | Datatype::U64 => {
+            fill(&mut out, size, |c| c.copy_from_slice(&next().to_ne_bytes()[..size]))
+        }
+        Datatype::F32 => {
+            fill(&mut out, size, |c| c.copy_from_slice(&(float(next()) as f32).to_ne_bytes()))
+        }
+        Datatype::F64 => fill(&mut out, size, |c| c.copy_from_slice(&float(next()).to_ne_bytes())),
+        Datatype::PairI16I32 => fill(&mut out, size, |c| {
+            let h = next();
+            c[..2].copy_from_slice(&(small(h) as i16).to_ne_bytes());
+            c[4..8].copy_from_slice(&index(h).to_ne_bytes());
+        }),
+        Datatype::PairI32I32 => fill(&mut out, size, |c| {
+            let h = next();
+            c[..4].copy_from_slice(&(small(h) as i32).to_ne_bytes());
+            c[4..8].copy_from_slice(&index(h).to_ne_bytes());
+        }),
+        Datatype::PairF32I32 => fill(&mut out, size, |c| {
+            let h = next();
+            c[..4].copy_from_slice(&(small(h) as f32).to_ne_bytes());
+            c[4..8].copy_from_slice(&index(h).to_ne_bytes());
+        }),
+        Datatype::PairI64I32 => fill(&mut out, size, |c| {
+            let h = next();
+            c[..8].copy_from_slice(&small(h).to_ne_bytes());
+            c[8..12].copy_from_slice(&index(h).to_ne_bytes());
+        }),
+        Datatype::PairF64I32 => fill(&mut out, size, |c| {
+            let h = next();
+            c[..8].copy_from_slice(&(small(h) as f64).to_ne_bytes());
+            c[8..12].copy_from_slice(&index(h).to_ne_bytes());
+        }),
     }
     out
 }
@@ -337,8 +350,8 @@ pub fn check_with(
     }
     let mut bufs: Vec<RankBufs> = (0..pu)
         .map(|r| RankBufs {
-            send: sends[r].clone(),
-            recv: init_recv[r].clone().unwrap_or_else(|| vec![SENTINEL; recv_len[r]]),
+            send: std::mem::take(&mut sends[r]),
+            recv: init_recv[r].take().unwrap_or_else(|| vec![SENTINEL; recv_len[r]]),
             scratch: Vec::new(),
         })
         .collect();
@@ -365,6 +378,22 @@ pub fn check_with(
     let schedules = schedules?;
     let stats = run(Topology::Intra { size: pu }, schedules, &mut bufs, nodes)
         .map_err(|e| format!("run: {e}"))?;
+    // Operations whose result on every rank depends on every rank must order every rank's
+    // start before every rank's end (for a barrier, that is all it does).
+    let waits_for_all = matches!(
+        op,
+        CollOp::Barrier
+            | CollOp::Allreduce
+            | CollOp::Allgather
+            | CollOp::Allgatherv
+            | CollOp::Alltoall
+            | CollOp::Alltoallv
+            | CollOp::ReduceScatter
+            | CollOp::ReduceScatterBlock
+    );
+    if waits_for_all && stats.min_causal != pu {
+        return Err(format!("a rank finished having heard of only {} ranks", stats.min_causal));
+    }
     for r in 0..pu {
         if let Some(want) = &expected[r] {
             if &bufs[r].recv != want {

@@ -139,7 +139,9 @@ impl<'a> Bruck<'a> {
     fn at(&self, i: u32) -> usize {
         match self.layout {
             BlockLayout::Regular { bytes } => i as usize * bytes,
-            _ => (0..i).map(|j| self.layout.len((self.ctx.rank + j) % self.ctx.size)).sum(),
+            _ => (0..i).fold(0usize, |at, j| {
+                at.saturating_add(self.layout.len((self.ctx.rank + j) % self.ctx.size))
+            }),
         }
     }
 
@@ -178,7 +180,7 @@ impl<'a> Bruck<'a> {
         let offset = if self.cursor.0 == index { self.cursor.1 } else { self.at(index) };
         let block = (r + index) % p;
         let len = self.layout.len(block);
-        self.cursor = (index + 1, offset + len);
+        self.cursor = (index + 1, offset.saturating_add(len));
         copy(reg(Buf::Scratch, offset, len), self.layout.block(Buf::Recv, block))
     }
 }

@@ -12,12 +12,19 @@ pub struct Linear<'a> {
     root: u32,
     layout: BlockLayout<'a>,
     scatter: bool,
+    own: usize,
 }
 
 impl<'a> Linear<'a> {
     /// Gather or scatter of `layout` at `root`.
     pub fn new(ctx: Ctx, root: u32, layout: BlockLayout<'a>, scatter: bool) -> Self {
-        Self { ctx, root, layout, scatter }
+        Self { ctx, root, layout, scatter, own: layout.len(ctx.rank) }
+    }
+
+    /// A non-root rank's part of a `v` gather or scatter: only its own `bytes` (MPI does
+    /// not require the counts of every rank away from the root).
+    pub fn leaf(ctx: Ctx, root: u32, bytes: usize, scatter: bool) -> Self {
+        Self { ctx, root, layout: BlockLayout::Regular { bytes }, scatter, own: bytes }
     }
 
     pub(crate) fn rounds(&self) -> u32 {
@@ -28,7 +35,7 @@ impl<'a> Linear<'a> {
         let (r, p, root) = (self.ctx.rank, self.ctx.size, self.root);
         let (flat, packed) =
             if self.scatter { (Buf::Recv, Buf::Send) } else { (Buf::Send, Buf::Recv) };
-        let own = reg(flat, 0, self.layout.len(r));
+        let own = reg(flat, 0, self.own);
         if r != root {
             return pick(
                 [Some(if self.scatter { recv(root, own) } else { send(root, own) })],

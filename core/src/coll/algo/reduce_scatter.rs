@@ -26,7 +26,8 @@ impl<'a> Ring<'a> {
     }
 
     pub(crate) fn scratch(&self) -> usize {
-        self.total + (0..self.ctx.size).map(|i| self.layout.len(i)).max().unwrap_or(0)
+        let largest = (0..self.ctx.size).map(|i| self.layout.len(i)).max().unwrap_or(0);
+        self.total.saturating_add(largest)
     }
 
     pub(crate) fn rounds(&self) -> u32 {

@@ -11,7 +11,8 @@ use super::script::{CommId, Script};
 pub enum Participation {
     /// 8 to 16 ranks of a parent at least that large; up to 1,000 live communicators.
     SmallComm,
-    /// The parent minus 0 to 8 random ranks; up to 1,000 live communicators.
+    /// The world's size less 0 to 8, from a parent at least that large; up to 1,000 live
+    /// communicators.
     LargeComm,
     /// As `SmallComm`, with at most 32 live communicators.
     FewLive,
@@ -57,10 +58,11 @@ pub struct StressConfig {
 /// The stress benchmark as a script. Each stream (one per thread) is rooted at the world
 /// when single-threaded, at its own duplicate of the world otherwise (a group creation
 /// over the world with the stream's tag). Each iteration frees a random live communicator
-/// first when the stream holds its share of `max_live`, picks a live parent large enough
-/// for the participation criterion, splits it (the allreduces run over the parent, the
-/// left-out ranks free the CID), and one iteration in five frees a random communicator
-/// other than the root.
+/// first when the stream holds its share of `max_live`, draws the new communicator's size
+/// from the participation criterion, picks a random live parent at least that large (the
+/// root always qualifies), splits it (the allreduces run over the parent; the ranks left
+/// out free the CID at once), and one iteration in five frees a random communicator other
+/// than the root.
 pub fn stress(config: StressConfig) -> Script {
     let mut script = Script::new(config.ranks, config.threads);
     let world: Vec<usize> = (0..config.ranks).collect();
@@ -88,14 +90,19 @@ pub fn stress(config: StressConfig) -> Script {
             }
             let (parent, members, keep) = match config.participation {
                 Participation::LargeComm => {
-                    let pick = rng.gen_range(0..=live.len());
-                    let (parent, members) =
-                        if pick == live.len() { (root, world.clone()) } else { live[pick].clone() };
-                    let drop = rng.gen_range(0..=8usize).min(members.len() - 1);
-                    let mut keep = members.clone();
-                    for _ in 0..drop {
-                        keep.remove(rng.gen_range(0..keep.len()));
-                    }
+                    // The world less 0 to 8 ranks, split from a parent at least that large.
+                    let size = config.ranks - rng.gen_range(0..=8usize).min(config.ranks - 1);
+                    let candidates: Vec<usize> =
+                        (0..live.len()).filter(|&i| live[i].1.len() >= size).collect();
+                    let pick = rng.gen_range(0..=candidates.len());
+                    let (parent, members) = if pick == candidates.len() {
+                        (root, world.clone())
+                    } else {
+                        live[candidates[pick]].clone()
+                    };
+                    let mut keep: Vec<usize> =
+                        members.choose_multiple(&mut rng, size).copied().collect();
+                    keep.sort_unstable();
                     (parent, members, keep)
                 }
                 Participation::SmallComm | Participation::FewLive => {

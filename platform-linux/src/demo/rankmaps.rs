@@ -1,5 +1,5 @@
-//! `commcore demo`: the main job on its embedded default. For now: the rank-map demo (how
-//! common communicators are stored) and a short rank-map benchmark report.
+//! The demo's rank-map part: how common communicators of a large world are stored, and a
+//! short rank-map benchmark report.
 
 use std::sync::atomic::AtomicU32;
 
@@ -14,7 +14,7 @@ use crate::bench::{option, rankmap, report};
 /// Processes of the demo's world unless `--ranks` says otherwise.
 const DEFAULT_RANKS: u32 = 65_536;
 
-/// Runs the demo.
+/// Runs the rank-map part of the demo.
 pub fn run(args: &[String]) -> Result<(), String> {
     let ranks = option(args, "--ranks")?.unwrap_or(DEFAULT_RANKS);
     if !(16..=4_000_000).contains(&ranks) || ranks % 16 != 0 {
