@@ -30,7 +30,7 @@ pub const ENV_COLL: &str = "COMMCORE_COLL";
 /// creation uses its own).
 const SCHEDULE_TAG: i32 = 1 << 21;
 
-/// A communicator's collective table, selected from core's built-in components only.
+/// A communicator's collective table, selected from core's built-in components.
 pub(super) struct BuiltinTable(CollTable<'static>);
 
 impl std::ops::Deref for BuiltinTable {
