@@ -11,7 +11,8 @@ use super::datatype::Datatype;
 pub enum CollError {
     /// The root is not a rank of the group it must be in (or is missing where one is needed).
     BadRoot,
-    /// A count or displacement list is missing or does not have one entry per rank.
+    /// A count or displacement list is missing or does not have one entry per rank, or
+    /// (alltoallv) a rank's send and receive blocks for itself differ in length.
     BadBlocks,
     /// The reduction is not defined on the datatype.
     OpDatatype(&'static str, Datatype),
@@ -35,7 +36,9 @@ impl fmt::Display for CollError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadRoot => f.write_str("root is not a rank of the communicator"),
-            Self::BadBlocks => f.write_str("counts and displacements need one entry per rank"),
+            Self::BadBlocks => {
+                f.write_str("block lists need one entry per rank and equal blocks to oneself")
+            }
             Self::OpDatatype(op, dtype) => write!(f, "reduction {op} is not defined on {dtype}"),
             Self::NotCommutative(alg) => {
                 write!(f, "algorithm {} needs a commutative operation", alg.name())

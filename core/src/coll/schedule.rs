@@ -496,13 +496,15 @@ pub(crate) fn flat<'a>(
             Flat::AlltoallLinear(alltoall::Linear::new(ctx, regular()?, regular()?))
         }
         (C::Alltoallv, A::Linear) => {
-            Flat::AlltoallLinear(alltoall::Linear::new(ctx, vsend()?, vrecv()?))
+            let (send, recv) = own_blocks_match(vsend()?, vrecv()?, ctx.rank)?;
+            Flat::AlltoallLinear(alltoall::Linear::new(ctx, send, recv))
         }
         (C::Alltoall, A::Pairwise) => {
             Flat::AlltoallPairwise(alltoall::Pairwise::new(ctx, regular()?, regular()?))
         }
         (C::Alltoallv, A::Pairwise) => {
-            Flat::AlltoallPairwise(alltoall::Pairwise::new(ctx, vsend()?, vrecv()?))
+            let (send, recv) = own_blocks_match(vsend()?, vrecv()?, ctx.rank)?;
+            Flat::AlltoallPairwise(alltoall::Pairwise::new(ctx, send, recv))
         }
         (C::Alltoall, A::Bruck) => {
             regular()?;
@@ -537,15 +539,23 @@ pub(crate) fn flat<'a>(
         (C::ReduceScatterBlock, A::Ring) => {
             Flat::ReduceScatterRing(reduce_scatter::Ring::new(ctx, regular()?, dtype, rop))
         }
-        (C::ReduceScatter, A::Ring) => {
-            Flat::ReduceScatterRing(reduce_scatter::Ring::new(ctx, vrecv()?, dtype, rop))
-        }
+        (C::ReduceScatter, A::Ring) => Flat::ReduceScatterRing(reduce_scatter::Ring::new(
+            ctx,
+            vector_fits(vrecv()?, ctx.size)?,
+            dtype,
+            rop,
+        )),
         (C::ReduceScatterBlock, A::ReduceThenScatter) => Flat::ReduceThenScatter(
             reduce_scatter::ReduceThenScatter::new(ctx, regular()?, dtype, rop),
         ),
-        (C::ReduceScatter, A::ReduceThenScatter) => Flat::ReduceThenScatter(
-            reduce_scatter::ReduceThenScatter::new(ctx, vrecv()?, dtype, rop),
-        ),
+        (C::ReduceScatter, A::ReduceThenScatter) => {
+            Flat::ReduceThenScatter(reduce_scatter::ReduceThenScatter::new(
+                ctx,
+                vector_fits(vrecv()?, ctx.size)?,
+                dtype,
+                rop,
+            ))
+        }
         (C::Scan | C::Exscan, A::Linear) => {
             Flat::ScanLinear(scan::Linear::new(ctx, count, dtype, rop, op == C::Exscan))
         }
@@ -562,6 +572,29 @@ fn layout_fits(layout: &BlockLayout<'_>, size: u32) -> Result<(), CollError> {
         bytes.checked_mul(size as usize).ok_or(CollError::TooLarge)?;
     }
     Ok(())
+}
+
+/// Checks that the block a rank sends itself is as long as the block it receives from
+/// itself (the schedule copies one onto the other), else [`CollError::BadBlocks`].
+fn own_blocks_match<'a>(
+    send: BlockLayout<'a>,
+    recv: BlockLayout<'a>,
+    rank: u32,
+) -> Result<(BlockLayout<'a>, BlockLayout<'a>), CollError> {
+    if send.len(rank) == recv.len(rank) {
+        Ok((send, recv))
+    } else {
+        Err(CollError::BadBlocks)
+    }
+}
+
+/// Checks that the whole vector of a reduce-scatter `layout` leaves room for the copies the
+/// algorithms keep in scratch: like a message (see `CollArgs::bytes_for`), `size + 4` of
+/// it must fit a `usize`. Absurd counts or displacements are [`CollError::TooLarge`] here
+/// rather than an overflowing scratch size.
+fn vector_fits(layout: BlockLayout<'_>, size: u32) -> Result<BlockLayout<'_>, CollError> {
+    layout.extent(size).checked_mul(size as usize + 4).ok_or(CollError::TooLarge)?;
+    Ok(layout)
 }
 
 /// Linear barrier and linear allreduce: a linear reduce to rank 0, then a linear broadcast.
@@ -598,5 +631,38 @@ mod tests {
         let size = core::mem::size_of::<super::Schedule<'_>>();
         std::eprintln!("schedule: {size} bytes");
         assert!(size <= 512);
+    }
+
+    #[test]
+    fn alltoallv_refuses_a_self_block_of_two_lengths() {
+        // The copy of a rank's own block once had a source and destination of different
+        // lengths, breaking `Step::Copy`'s contract.
+        use crate::coll::{Algorithm, Blocks, CollArgs, CollError, CollOp, Ctx, Datatype};
+        let (sc, rc, displs) = ([2, 1], [2, 3], [0, 4]);
+        let args = CollArgs::new(1, Datatype::I32)
+            .with_send(Blocks { counts: &sc, displs: &displs })
+            .with_recv(Blocks { counts: &rc, displs: &displs });
+        for alg in [Algorithm::Linear, Algorithm::Pairwise] {
+            let ok = super::Schedule::intra(CollOp::Alltoallv, alg, Ctx::new(0, 2).unwrap(), &args);
+            assert!(ok.is_ok(), "{}", alg.name());
+            let bad =
+                super::Schedule::intra(CollOp::Alltoallv, alg, Ctx::new(1, 2).unwrap(), &args);
+            assert_eq!(bad.err(), Some(CollError::BadBlocks), "{}", alg.name());
+        }
+    }
+
+    #[test]
+    fn absurd_reduce_scatter_layouts_are_too_large() {
+        // The whole vector's extent once overflowed the scratch size (2 × extent).
+        use crate::coll::{Algorithm, Blocks, CollArgs, CollError, CollOp, Ctx, Datatype};
+        let counts = [1, 1];
+        let displs = [0, usize::MAX / 8];
+        let args =
+            CollArgs::new(1, Datatype::I64).with_recv(Blocks { counts: &counts, displs: &displs });
+        let ctx = Ctx::new(1, 2).unwrap();
+        for alg in [Algorithm::Ring, Algorithm::ReduceThenScatter] {
+            let s = super::Schedule::intra(CollOp::ReduceScatter, alg, ctx, &args);
+            assert_eq!(s.err(), Some(CollError::TooLarge), "{}", alg.name());
+        }
     }
 }

@@ -184,7 +184,8 @@ impl<'a> BlockLayout<'a> {
                 Region::new(buf, a * bytes, (b - a) * bytes)
             }
             Self::Varying { blocks, elem } => {
-                Region::new(buf, blocks.displs[i as usize] * elem, blocks.counts[i as usize] * elem)
+                let (displ, count) = (blocks.displs[i as usize], blocks.counts[i as usize]);
+                Region::new(buf, displ.saturating_mul(*elem), count.saturating_mul(*elem))
             }
         }
     }
@@ -280,4 +281,32 @@ pub(crate) fn pick<const N: usize>(steps: [Option<Emit>; N], index: u32) -> Emit
 #[inline]
 pub(crate) const fn reg(buf: Buf, offset: usize, len: usize) -> Region {
     Region::new(buf, offset, len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coll::{Algorithm, CollArgs, CollOp, Schedule};
+
+    #[test]
+    fn absurd_varying_blocks_saturate_instead_of_overflowing() {
+        // A displacement or count times the element size past usize::MAX once panicked
+        // (debug) or wrapped into a region inside the buffer (release).
+        let counts = [1, usize::MAX / 4];
+        let displs = [usize::MAX / 4, 0];
+        let blocks = Blocks { counts: &counts, displs: &displs };
+        let layout = BlockLayout::varying(Some(blocks), 2, Datatype::I64).unwrap();
+        assert_eq!(layout.block(Buf::Recv, 0), Region::new(Buf::Recv, usize::MAX, 8));
+        assert_eq!(layout.block(Buf::Recv, 1), Region::new(Buf::Recv, 0, usize::MAX));
+        let args = CollArgs::new(1, Datatype::I64).with_send(blocks).with_recv(blocks);
+        let ctx = Ctx::new(0, 2).unwrap();
+        let schedule = Schedule::intra(CollOp::Alltoallv, Algorithm::Pairwise, ctx, &args).unwrap();
+        let far = schedule
+            .filter_map(|s| match s {
+                Step::Send { region, .. } | Step::Recv { region, .. } => Some(region.end()),
+                _ => None,
+            })
+            .max();
+        assert_eq!(far, Some(usize::MAX));
+    }
 }
