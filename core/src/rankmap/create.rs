@@ -142,8 +142,11 @@ impl<'a> RankMap<'a> {
         let model = match self.model {
             Model::Contiguous { av, first } => Model::Contiguous { av, first },
             Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
-            Model::BlockStride { av, first, gap, magic, block } => {
-                Model::BlockStride { av, first, gap, magic, block }
+            Model::BlockStride { av, first, gap, magic, block, base } => {
+                Model::BlockStride { av, first, gap, magic, block, base }
+            }
+            Model::BlockStrideDown { av, first, gap, magic, block, base } => {
+                Model::BlockStrideDown { av, first, gap, magic, block, base }
             }
             Model::Lut { av, table } => Model::Lut { av, table },
             Model::LutStride { av, table, start, stride } => {
@@ -204,7 +207,9 @@ fn compose<'a, const N: usize, const T: usize>(
         Model::Stride { first: f, stride: t, base, .. } => {
             regular(base as i64 + f + t * offset, t * stride)
         }
-        Model::BlockStride { first: f, gap, block, .. } => {
+        Model::BlockStride { first, gap, block, base, .. }
+        | Model::BlockStrideDown { first, gap, block, base, .. } => {
+            let f = base as i64 + first;
             let b = block as i64;
             let step = gap + b;
             if offset % b == 0 && stride == 1 {
@@ -273,7 +278,13 @@ fn view<'a, const N: usize, const T: usize>(
             let (shift, mask) = (*shift, lpid_mask(*shift));
             Some(Model::MlutStride { table, start: start_word, stride: stride_word, shift, mask })
         }
-        (Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. }, _) => None,
+        (
+            Model::Contiguous { .. }
+            | Model::Stride { .. }
+            | Model::BlockStride { .. }
+            | Model::BlockStrideDown { .. },
+            _,
+        ) => None,
     };
     let Some(model) = model else { return Ok(None) };
     arena.retain(table)?;
@@ -323,12 +334,20 @@ fn block_stride<'a, const N: usize>(
     }
     // Block ≥ 2 here; a block of 2³² or more is never split (n < 2³²), caught above.
     let magic = u64::MAX / block + 1;
-    let model = Model::BlockStride {
-        av: groups.av(pgid),
-        first,
-        gap: step - b,
-        magic,
-        block: block as u32,
+    // The window of lpids the ranks reach: block 0 is full (n > block); the last may not be.
+    let (last_block, last_place) = ((n as i64 - 1) / b, (n as i64 - 1) % b);
+    let last_start = first + last_block * step;
+    let low = first.min(last_start);
+    let high = (first + b - 1).max(last_start + last_place);
+    if low < 0 {
+        return None;
+    }
+    let av = groups.av(pgid).get(low as usize..=usize::try_from(high).ok()?)?;
+    let (first, gap, block, base) = (first - low, step - b, block as u32, low as u32);
+    let model = if gap >= 0 {
+        Model::BlockStride { av, first, gap, magic, block, base }
+    } else {
+        Model::BlockStrideDown { av, first, gap, magic, block, base }
     };
     Some(RankMap { model, size: n, pgid })
 }
@@ -411,4 +430,46 @@ fn fill(
         word.store(at(i)?, Relaxed);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::av::{Address, Ave, NodeId, TransportId};
+    use crate::rankmap::ModelKind;
+
+    /// Block-stride maps over a cut window of the address vector, ascending (no rank check
+    /// on lookup) and descending (checked), with full and partial last blocks: every rank
+    /// finds its process and entry, and no rank past the end finds anything.
+    #[test]
+    fn block_stride_windows_hold_exactly_the_ranks() {
+        let mut avs = [Ave::new(Address::Inline(0), TransportId(0), NodeId(0)).unwrap(); 200];
+        for (lpid, ave) in avs.iter_mut().enumerate() {
+            *ave = Ave::new(Address::Inline(lpid as u64), TransportId(0), NodeId(0)).unwrap();
+        }
+        let mut groups = ProcessGroups::<'_, 4>::new();
+        let pgid = groups.register(&avs).unwrap();
+        let cases: [(i64, u64, i64, u32); 6] = [
+            (3, 3, 10, 9),
+            (3, 3, 10, 10),
+            (0, 2, 7, 13),
+            (150, 3, -10, 12),
+            (150, 3, -10, 11),
+            (150, 4, -5, 30),
+        ];
+        for (first, block, step, n) in cases {
+            let map = block_stride(pgid, &groups, first, block, step, n).unwrap();
+            assert_eq!(map.kind(), ModelKind::BlockStride, "{first} {block} {step} {n}");
+            for rank in 0..n {
+                let b = block as i64;
+                let lpid = (first + (rank as i64 / b) * step + rank as i64 % b) as Lpid;
+                assert_eq!(map.translate(rank), Some((pgid, lpid)));
+                assert_eq!(map.entry(&groups, rank).map(Ave::address_word), Some(lpid as u64));
+            }
+            for rank in (n..n + 2 * block as u32).chain([u32::MAX - 1, u32::MAX]) {
+                assert_eq!(map.translate(rank), None, "{first} {block} {step} {n}: {rank}");
+                assert_eq!(map.entry(&groups, rank), None, "{first} {block} {step} {n}: {rank}");
+            }
+        }
+    }
 }

@@ -60,9 +60,15 @@ pub(crate) enum Model<'a> {
     /// its first entry), so a rank past the end falls outside it and the slice bound is the
     /// only check.
     Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
-    /// `lpid = first + rank + (rank / block) × gap`, where `gap = step − block` and the
-    /// quotient is `mulhi(magic, rank)` (no division on the lookup path).
-    BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32 },
+    /// `lpid = base + first + rank + (rank / block) × gap`, where `gap = step − block ≥ 0`
+    /// and the quotient is `mulhi(magic, rank)` (no division on the lookup path). `av` is
+    /// cut to exactly the lpids the ranks reach (`base` is the lpid of its first entry, so
+    /// `first` is 0) and the lpid grows with the rank, so a rank past the end falls outside
+    /// it and the slice bound is the only check.
+    BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32, base: u32 },
+    /// The same with descending blocks (`gap < 0`): a rank past the end of a partial last
+    /// block can fall inside the window, so the rank is checked too.
+    BlockStrideDown { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32, base: u32 },
     /// `lpid = table[rank]`; `table` is exactly `size` words.
     Lut { av: &'a [Ave], table: &'a [AtomicU32] },
     /// `lpid = table[start + rank × stride]` within the parent's table.
@@ -136,7 +142,7 @@ impl<'a> RankMap<'a> {
             Model::Contiguous { first: 0, .. } => ModelKind::Direct,
             Model::Contiguous { .. } => ModelKind::Offset,
             Model::Stride { .. } => ModelKind::Stride,
-            Model::BlockStride { .. } => ModelKind::BlockStride,
+            Model::BlockStride { .. } | Model::BlockStrideDown { .. } => ModelKind::BlockStride,
             Model::Lut { .. } => ModelKind::Lut,
             Model::LutStride { .. } => ModelKind::LutStrideView,
             Model::Mlut { .. } => ModelKind::Mlut,
@@ -159,7 +165,10 @@ impl<'a> RankMap<'a> {
             | Model::LutStride { table, .. }
             | Model::Mlut { table, .. }
             | Model::MlutStride { table, .. } => Some(table),
-            Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. } => None,
+            Model::Contiguous { .. }
+            | Model::Stride { .. }
+            | Model::BlockStride { .. }
+            | Model::BlockStrideDown { .. } => None,
         }
     }
 
@@ -173,9 +182,13 @@ impl<'a> RankMap<'a> {
             }
             Model::Stride { first, stride, base, .. } => (rank < self.size)
                 .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
-            Model::BlockStride { first, gap, magic, .. } => (rank < self.size).then(|| {
-                (self.pgid, (first + rank as i64 + quotient(magic, rank) as i64 * gap) as Lpid)
-            }),
+            Model::BlockStride { first, gap, magic, base, .. }
+            | Model::BlockStrideDown { first, gap, magic, base, .. } => {
+                (rank < self.size).then(|| {
+                    let offset = first + rank as i64 + quotient(magic, rank) as i64 * gap;
+                    (self.pgid, base.wrapping_add(offset as Lpid))
+                })
+            }
             Model::Lut { table, .. } => Some((self.pgid, table.get(r)?.load(Relaxed))),
             Model::LutStride { table, start, stride, .. } => {
                 if rank >= self.size {
@@ -218,6 +231,10 @@ impl<'a> RankMap<'a> {
                 av.get((first + rank as i64 * stride) as usize)
             }
             Model::BlockStride { av, first, gap, magic, .. } => {
+                unlikely();
+                av.get((first + rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
+            }
+            Model::BlockStrideDown { av, first, gap, magic, .. } => {
                 unlikely();
                 if rank >= self.size {
                     return None;
