@@ -142,8 +142,8 @@ impl<'a> RankMap<'a> {
         let model = match self.model {
             Model::Contiguous { av, first } => Model::Contiguous { av, first },
             Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
-            Model::BlockStride { av, first, gap, magic, block, base } => {
-                Model::BlockStride { av, first, gap, magic, block, base }
+            Model::BlockStride { av, gap, magic, block, base } => {
+                Model::BlockStride { av, gap, magic, block, base }
             }
             Model::BlockStrideDown { av, first, gap, magic, block, base } => {
                 Model::BlockStrideDown { av, first, gap, magic, block, base }
@@ -207,9 +207,13 @@ fn compose<'a, const N: usize, const T: usize>(
         Model::Stride { first: f, stride: t, base, .. } => {
             regular(base as i64 + f + t * offset, t * stride)
         }
-        Model::BlockStride { first, gap, block, base, .. }
-        | Model::BlockStrideDown { first, gap, block, base, .. } => {
-            let f = base as i64 + first;
+        Model::BlockStride { gap, block, base, .. }
+        | Model::BlockStrideDown { gap, block, base, .. } => {
+            // Rank 0's lpid (the window's first entry when the blocks ascend).
+            let f = match parent.model {
+                Model::BlockStrideDown { first, .. } => base as i64 + first,
+                _ => base as i64,
+            };
             let b = block as i64;
             let step = gap + b;
             if offset % b == 0 && stride == 1 {
@@ -345,7 +349,7 @@ fn block_stride<'a, const N: usize>(
     let av = groups.av(pgid).get(low as usize..=usize::try_from(high).ok()?)?;
     let (first, gap, block, base) = (first - low, step - b, block as u32, low as u32);
     let model = if gap >= 0 {
-        Model::BlockStride { av, first, gap, magic, block, base }
+        Model::BlockStride { av, gap, magic, block, base }
     } else {
         Model::BlockStrideDown { av, first, gap, magic, block, base }
     };

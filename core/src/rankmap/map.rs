@@ -60,13 +60,14 @@ pub(crate) enum Model<'a> {
     /// its first entry), so a rank past the end falls outside it and the slice bound is the
     /// only check.
     Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
-    /// `lpid = base + first + rank + (rank / block) × gap`, where `gap = step − block ≥ 0`
-    /// and the quotient is `mulhi(magic, rank)` (no division on the lookup path). `av` is
-    /// cut to exactly the lpids the ranks reach (`base` is the lpid of its first entry, so
-    /// `first` is 0) and the lpid grows with the rank, so a rank past the end falls outside
-    /// it and the slice bound is the only check.
-    BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32, base: u32 },
-    /// The same with descending blocks (`gap < 0`): a rank past the end of a partial last
+    /// `lpid = base + rank + (rank / block) × gap`, where `gap = step − block ≥ 0` and the
+    /// quotient is `mulhi(magic, rank)` (no division on the lookup path). `av` is cut to
+    /// exactly the lpids the ranks reach (`base` is the lpid of its first entry, rank 0's)
+    /// and the lpid grows with the rank, so a rank past the end falls outside it and the
+    /// slice bound is the only check.
+    BlockStride { av: &'a [Ave], gap: i64, magic: u64, block: u32, base: u32 },
+    /// `lpid = base + first + rank + (rank / block) × gap` with descending or overlapping
+    /// blocks (`gap < 0`; `base` is the lowest lpid): a rank past the end of a partial last
     /// block can fall inside the window, so the rank is checked too.
     BlockStrideDown { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32, base: u32 },
     /// `lpid = table[rank]`; `table` is exactly `size` words.
@@ -182,8 +183,11 @@ impl<'a> RankMap<'a> {
             }
             Model::Stride { first, stride, base, .. } => (rank < self.size)
                 .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
-            Model::BlockStride { first, gap, magic, base, .. }
-            | Model::BlockStrideDown { first, gap, magic, base, .. } => {
+            Model::BlockStride { gap, magic, base, .. } => (rank < self.size).then(|| {
+                let offset = rank as i64 + quotient(magic, rank) as i64 * gap;
+                (self.pgid, base.wrapping_add(offset as Lpid))
+            }),
+            Model::BlockStrideDown { first, gap, magic, base, .. } => {
                 (rank < self.size).then(|| {
                     let offset = first + rank as i64 + quotient(magic, rank) as i64 * gap;
                     (self.pgid, base.wrapping_add(offset as Lpid))
@@ -230,9 +234,9 @@ impl<'a> RankMap<'a> {
                 unlikely();
                 av.get((first + rank as i64 * stride) as usize)
             }
-            Model::BlockStride { av, first, gap, magic, .. } => {
+            Model::BlockStride { av, gap, magic, .. } => {
                 unlikely();
-                av.get((first + rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
+                av.get((rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
             }
             Model::BlockStrideDown { av, first, gap, magic, .. } => {
                 unlikely();
