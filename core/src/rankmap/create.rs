@@ -52,9 +52,7 @@ pub fn create<'a, const N: usize, const T: usize>(
     // stride could turn descending runs into block-stride): no second scan, one tight pass.
     let increasing = match parent.model {
         Model::Contiguous { first, .. } => Some((first as i64, 1)),
-        Model::Stride { first, stride, base, .. } if stride > 0 => {
-            Some((base as i64 + first, stride))
-        }
+        Model::Stride { stride, base, .. } => Some((base as i64, stride)),
         _ => None,
     };
     if let (Shape::Irregular, Some((start, step))) = (pattern, increasing) {
@@ -141,7 +139,10 @@ impl<'a> RankMap<'a> {
         }
         let model = match self.model {
             Model::Contiguous { av, first } => Model::Contiguous { av, first },
-            Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
+            Model::Stride { av, stride, base } => Model::Stride { av, stride, base },
+            Model::StrideDown { av, first, stride, base } => {
+                Model::StrideDown { av, first, stride, base }
+            }
             Model::BlockStride { av, gap, magic, block, base } => {
                 Model::BlockStride { av, gap, magic, block, base }
             }
@@ -204,7 +205,8 @@ fn compose<'a, const N: usize, const T: usize>(
     let regular = |first: i64, stride: i64| affine(pgid, groups, first, stride, n);
     Ok(match parent.model {
         Model::Contiguous { first: f, .. } => regular(f as i64 + offset, stride),
-        Model::Stride { first: f, stride: t, base, .. } => {
+        Model::Stride { stride: t, base, .. } => regular(base as i64 + t * offset, t * stride),
+        Model::StrideDown { first: f, stride: t, base, .. } => {
             regular(base as i64 + f + t * offset, t * stride)
         }
         Model::BlockStride { gap, block, base, .. }
@@ -285,6 +287,7 @@ fn view<'a, const N: usize, const T: usize>(
         (
             Model::Contiguous { .. }
             | Model::Stride { .. }
+            | Model::StrideDown { .. }
             | Model::BlockStride { .. }
             | Model::BlockStrideDown { .. },
             _,
@@ -317,8 +320,11 @@ fn affine<'a, const N: usize>(
     let (low, high) = (low as usize, high as usize);
     let model = if stride == 1 {
         Model::Contiguous { av: &av[low..=high], first: first as u32 }
+    } else if stride > 0 {
+        Model::Stride { av: &av[low..=high], stride, base: low as u32 }
     } else {
-        Model::Stride { av: &av[low..=high], first: first - low as i64, stride, base: low as u32 }
+        let (av, base) = (&av[low..=high], low as u32);
+        Model::StrideDown { av, first: first - low as i64, stride, base }
     };
     Some(RankMap { model, size: n, pgid })
 }
@@ -441,6 +447,32 @@ mod tests {
     use super::*;
     use crate::av::{Address, Ave, NodeId, TransportId};
     use crate::rankmap::ModelKind;
+
+    /// Stride maps over a cut window of the address vector, up (no offset into the window)
+    /// and down (entered at its last entry): every rank finds its process and entry, and no
+    /// rank past the end finds anything.
+    #[test]
+    fn stride_windows_hold_exactly_the_ranks() {
+        let mut avs = [Ave::new(Address::Inline(0), TransportId(0), NodeId(0)).unwrap(); 200];
+        for (lpid, ave) in avs.iter_mut().enumerate() {
+            *ave = Ave::new(Address::Inline(lpid as u64), TransportId(0), NodeId(0)).unwrap();
+        }
+        let mut groups = ProcessGroups::<'_, 4>::new();
+        let pgid = groups.register(&avs).unwrap();
+        for (first, stride, n) in [(5i64, 3i64, 20u32), (0, 2, 100), (199, -1, 200), (150, -7, 9)] {
+            let map = affine(pgid, &groups, first, stride, n).unwrap();
+            assert_eq!(map.kind(), ModelKind::Stride, "{first} {stride} {n}");
+            for rank in 0..n {
+                let lpid = (first + rank as i64 * stride) as Lpid;
+                assert_eq!(map.translate(rank), Some((pgid, lpid)));
+                assert_eq!(map.entry(&groups, rank).map(Ave::address_word), Some(lpid as u64));
+            }
+            for rank in [n, n + 1, n + 100, u32::MAX - 1, u32::MAX] {
+                assert_eq!(map.translate(rank), None, "{first} {stride} {n}: {rank}");
+                assert_eq!(map.entry(&groups, rank), None, "{first} {stride} {n}: {rank}");
+            }
+        }
+    }
 
     /// Block-stride maps over a cut window of the address vector, ascending (no rank check
     /// on lookup) and descending (checked), with full and partial last blocks: every rank

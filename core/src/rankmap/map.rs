@@ -55,11 +55,14 @@ impl ModelKind {
 /// table and find the address vector in the registry.
 #[derive(Debug)]
 pub(crate) enum Model<'a> {
-    /// `lpid = base + first + rank × stride`, with `0 < |stride| ≤ i32::MAX`. `av` is the
-    /// group's address vector cut to exactly the lpids the ranks reach (`base` is the lpid of
-    /// its first entry), so a rank past the end falls outside it and the slice bound is the
-    /// only check.
-    Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
+    /// `lpid = base + rank × stride`, with `1 < stride ≤ i32::MAX`. `av` is the group's
+    /// address vector cut to exactly the lpids the ranks reach (`base` is the lpid of its
+    /// first entry, rank 0's), so a rank past the end falls outside it and the slice bound is
+    /// the only check.
+    Stride { av: &'a [Ave], stride: i64, base: u32 },
+    /// `lpid = base + first + rank × stride`, with `−i32::MAX ≤ stride < 0`: the same window,
+    /// entered at its last entry (`first`), so a rank past the end falls below it.
+    StrideDown { av: &'a [Ave], first: i64, stride: i64, base: u32 },
     /// `lpid = base + rank + (rank / block) × gap`, where `gap = step − block ≥ 0` and the
     /// quotient is `mulhi(magic, rank)` (no division on the lookup path). `av` is cut to
     /// exactly the lpids the ranks reach (`base` is the lpid of its first entry, rank 0's)
@@ -142,7 +145,7 @@ impl<'a> RankMap<'a> {
         match self.model {
             Model::Contiguous { first: 0, .. } => ModelKind::Direct,
             Model::Contiguous { .. } => ModelKind::Offset,
-            Model::Stride { .. } => ModelKind::Stride,
+            Model::Stride { .. } | Model::StrideDown { .. } => ModelKind::Stride,
             Model::BlockStride { .. } | Model::BlockStrideDown { .. } => ModelKind::BlockStride,
             Model::Lut { .. } => ModelKind::Lut,
             Model::LutStride { .. } => ModelKind::LutStrideView,
@@ -168,6 +171,7 @@ impl<'a> RankMap<'a> {
             | Model::MlutStride { table, .. } => Some(table),
             Model::Contiguous { .. }
             | Model::Stride { .. }
+            | Model::StrideDown { .. }
             | Model::BlockStride { .. }
             | Model::BlockStrideDown { .. } => None,
         }
@@ -181,7 +185,9 @@ impl<'a> RankMap<'a> {
             Model::Contiguous { first, .. } => {
                 (rank < self.size).then(|| (self.pgid, first.wrapping_add(rank)))
             }
-            Model::Stride { first, stride, base, .. } => (rank < self.size)
+            Model::Stride { stride, base, .. } => (rank < self.size)
+                .then(|| (self.pgid, base.wrapping_add((rank as i64 * stride) as Lpid))),
+            Model::StrideDown { first, stride, base, .. } => (rank < self.size)
                 .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
             Model::BlockStride { gap, magic, base, .. } => (rank < self.size).then(|| {
                 let offset = rank as i64 + quotient(magic, rank) as i64 * gap;
@@ -230,7 +236,11 @@ impl<'a> RankMap<'a> {
         let r = rank as usize;
         match self.model {
             Model::Contiguous { av, .. } => av.get(r),
-            Model::Stride { av, first, stride, .. } => {
+            Model::Stride { av, stride, .. } => {
+                unlikely();
+                av.get((rank as i64 * stride) as usize)
+            }
+            Model::StrideDown { av, first, stride, .. } => {
                 unlikely();
                 av.get((first + rank as i64 * stride) as usize)
             }
