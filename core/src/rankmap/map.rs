@@ -224,9 +224,11 @@ impl<'a> RankMap<'a> {
     /// One exhaustive `match`, no default arm. The contiguous models (direct and offset: the
     /// duplicates and unreordered splits that dominate applications) are hinted likely, so
     /// the compiler tests them first with one compare and reaches the others through a jump
-    /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
-    /// a rank past the end falls outside it (the lut's table, the stride's window of the
-    /// address vector), plus the address-vector check where an index comes from a table.
+    /// table. Most arms have one bounds check: the slice they index was cut at creation so
+    /// that a rank past the end falls outside it (the lut's table, the stride's and the
+    /// ascending block-stride's window of the address vector), plus the address-vector check
+    /// where an index comes from a table. Descending block-strides and strided table views
+    /// check the rank as well: a rank past the end can land inside their window.
     #[inline(always)]
     pub fn entry<const N: usize>(
         &self,
