@@ -344,11 +344,14 @@ fn block_stride<'a, const N: usize>(
     }
     // Block ≥ 2 here; a block of 2³² or more is never split (n < 2³²), caught above.
     let magic = u64::MAX / block + 1;
-    // The window of lpids the ranks reach: block 0 is full (n > block); the last may not be.
+    // The window of lpids the ranks reach. Block starts are monotonic, so the extremes lie
+    // in block 0, the last full block or the last one (full or not); n > block, so block 0
+    // is full and the last block is at least block 1.
     let (last_block, last_place) = ((n as i64 - 1) / b, (n as i64 - 1) % b);
     let last_start = first + last_block * step;
     let low = first.min(last_start);
-    let high = (first + b - 1).max(last_start + last_place);
+    let before_last_end = last_start - step + b - 1;
+    let high = (first + b - 1).max(before_last_end).max(last_start + last_place);
     if low < 0 {
         return None;
     }
@@ -485,13 +488,16 @@ mod tests {
         }
         let mut groups = ProcessGroups::<'_, 4>::new();
         let pgid = groups.register(&avs).unwrap();
-        let cases: [(i64, u64, i64, u32); 6] = [
+        let cases: [(i64, u64, i64, u32); 9] = [
             (3, 3, 10, 9),
             (3, 3, 10, 10),
             (0, 2, 7, 13),
             (150, 3, -10, 12),
             (150, 3, -10, 11),
             (150, 4, -5, 30),
+            (0, 3, 1, 7),
+            (10, 4, 2, 9),
+            (20, 3, 0, 8),
         ];
         for (first, block, step, n) in cases {
             let map = block_stride(pgid, &groups, first, block, step, n).unwrap();
