@@ -52,7 +52,9 @@ pub fn create<'a, const N: usize, const T: usize>(
     // stride could turn descending runs into block-stride): no second scan, one tight pass.
     let increasing = match parent.model {
         Model::Contiguous { first, .. } => Some((first as i64, 1)),
-        Model::Stride { stride, base, .. } => Some((base as i64, stride)),
+        Model::Stride { first, stride, base, .. } if stride > 0 => {
+            Some((base as i64 + first, stride))
+        }
         _ => None,
     };
     if let (Shape::Irregular, Some((start, step))) = (pattern, increasing) {
@@ -139,15 +141,9 @@ impl<'a> RankMap<'a> {
         }
         let model = match self.model {
             Model::Contiguous { av, first } => Model::Contiguous { av, first },
-            Model::Stride { av, stride, base } => Model::Stride { av, stride, base },
-            Model::StrideDown { av, first, stride, base } => {
-                Model::StrideDown { av, first, stride, base }
-            }
-            Model::BlockStride { av, gap, magic, block, base } => {
-                Model::BlockStride { av, gap, magic, block, base }
-            }
-            Model::BlockStrideDown { av, first, gap, magic, block, base } => {
-                Model::BlockStrideDown { av, first, gap, magic, block, base }
+            Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
+            Model::BlockStride { av, first, gap, magic, block } => {
+                Model::BlockStride { av, first, gap, magic, block }
             }
             Model::Lut { av, table } => Model::Lut { av, table },
             Model::LutStride { av, table, start, stride } => {
@@ -205,17 +201,10 @@ fn compose<'a, const N: usize, const T: usize>(
     let regular = |first: i64, stride: i64| affine(pgid, groups, first, stride, n);
     Ok(match parent.model {
         Model::Contiguous { first: f, .. } => regular(f as i64 + offset, stride),
-        Model::Stride { stride: t, base, .. } => regular(base as i64 + t * offset, t * stride),
-        Model::StrideDown { first: f, stride: t, base, .. } => {
+        Model::Stride { first: f, stride: t, base, .. } => {
             regular(base as i64 + f + t * offset, t * stride)
         }
-        Model::BlockStride { gap, block, base, .. }
-        | Model::BlockStrideDown { gap, block, base, .. } => {
-            // Rank 0's lpid (the window's first entry when the blocks ascend).
-            let f = match parent.model {
-                Model::BlockStrideDown { first, .. } => base as i64 + first,
-                _ => base as i64,
-            };
+        Model::BlockStride { first: f, gap, block, .. } => {
             let b = block as i64;
             let step = gap + b;
             if offset % b == 0 && stride == 1 {
@@ -284,14 +273,7 @@ fn view<'a, const N: usize, const T: usize>(
             let (shift, mask) = (*shift, lpid_mask(*shift));
             Some(Model::MlutStride { table, start: start_word, stride: stride_word, shift, mask })
         }
-        (
-            Model::Contiguous { .. }
-            | Model::Stride { .. }
-            | Model::StrideDown { .. }
-            | Model::BlockStride { .. }
-            | Model::BlockStrideDown { .. },
-            _,
-        ) => None,
+        (Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. }, _) => None,
     };
     let Some(model) = model else { return Ok(None) };
     arena.retain(table)?;
@@ -320,11 +302,8 @@ fn affine<'a, const N: usize>(
     let (low, high) = (low as usize, high as usize);
     let model = if stride == 1 {
         Model::Contiguous { av: &av[low..=high], first: first as u32 }
-    } else if stride > 0 {
-        Model::Stride { av: &av[low..=high], stride, base: low as u32 }
     } else {
-        let (av, base) = (&av[low..=high], low as u32);
-        Model::StrideDown { av, first: first - low as i64, stride, base }
+        Model::Stride { av: &av[low..=high], first: first - low as i64, stride, base: low as u32 }
     };
     Some(RankMap { model, size: n, pgid })
 }
@@ -344,23 +323,12 @@ fn block_stride<'a, const N: usize>(
     }
     // Block ≥ 2 here; a block of 2³² or more is never split (n < 2³²), caught above.
     let magic = u64::MAX / block + 1;
-    // The window of lpids the ranks reach. Block starts are monotonic, so the extremes lie
-    // in block 0, the last full block or the last one (full or not); n > block, so block 0
-    // is full and the last block is at least block 1.
-    let (last_block, last_place) = ((n as i64 - 1) / b, (n as i64 - 1) % b);
-    let last_start = first + last_block * step;
-    let low = first.min(last_start);
-    let before_last_end = last_start - step + b - 1;
-    let high = (first + b - 1).max(before_last_end).max(last_start + last_place);
-    if low < 0 {
-        return None;
-    }
-    let av = groups.av(pgid).get(low as usize..=usize::try_from(high).ok()?)?;
-    let (first, gap, block, base) = (first - low, step - b, block as u32, low as u32);
-    let model = if gap >= 0 {
-        Model::BlockStride { av, gap, magic, block, base }
-    } else {
-        Model::BlockStrideDown { av, first, gap, magic, block, base }
+    let model = Model::BlockStride {
+        av: groups.av(pgid),
+        first,
+        gap: step - b,
+        magic,
+        block: block as u32,
     };
     Some(RankMap { model, size: n, pgid })
 }
@@ -444,18 +412,16 @@ fn fill(
     }
     Ok(())
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::av::{Address, Ave, NodeId, TransportId};
     use crate::rankmap::ModelKind;
 
-    /// Stride maps over a cut window of the address vector, up (no offset into the window)
-    /// and down (entered at its last entry): every rank finds its process and entry, and no
-    /// rank past the end finds anything.
+    /// Stride maps, up and down: every rank finds its process and entry, and no rank past
+    /// the end finds anything (the lookup relies on the address-vector window for that).
     #[test]
-    fn stride_windows_hold_exactly_the_ranks() {
+    fn stride_maps_hold_exactly_the_ranks() {
         let mut avs = [Ave::new(Address::Inline(0), TransportId(0), NodeId(0)).unwrap(); 200];
         for (lpid, ave) in avs.iter_mut().enumerate() {
             *ave = Ave::new(Address::Inline(lpid as u64), TransportId(0), NodeId(0)).unwrap();
@@ -477,11 +443,11 @@ mod tests {
         }
     }
 
-    /// Block-stride maps over a cut window of the address vector, ascending (no rank check
-    /// on lookup) and descending (checked), with full and partial last blocks: every rank
-    /// finds its process and entry, and no rank past the end finds anything.
+    /// Block-stride maps, ascending, descending and overlapping, with full and partial last
+    /// blocks: every rank finds its process and entry, and no rank past the end finds
+    /// anything.
     #[test]
-    fn block_stride_windows_hold_exactly_the_ranks() {
+    fn block_stride_maps_hold_exactly_the_ranks() {
         let mut avs = [Ave::new(Address::Inline(0), TransportId(0), NodeId(0)).unwrap(); 200];
         for (lpid, ave) in avs.iter_mut().enumerate() {
             *ave = Ave::new(Address::Inline(lpid as u64), TransportId(0), NodeId(0)).unwrap();

@@ -55,24 +55,14 @@ impl ModelKind {
 /// table and find the address vector in the registry.
 #[derive(Debug)]
 pub(crate) enum Model<'a> {
-    /// `lpid = base + rank × stride`, with `1 < stride ≤ i32::MAX`. `av` is the group's
-    /// address vector cut to exactly the lpids the ranks reach (`base` is the lpid of its
-    /// first entry, rank 0's), so a rank past the end falls outside it and the slice bound is
-    /// the only check.
-    Stride { av: &'a [Ave], stride: i64, base: u32 },
-    /// `lpid = base + first + rank × stride`, with `−i32::MAX ≤ stride < 0`: the same window,
-    /// entered at its last entry (`first`), so a rank past the end falls below it.
-    StrideDown { av: &'a [Ave], first: i64, stride: i64, base: u32 },
-    /// `lpid = base + rank + (rank / block) × gap`, where `gap = step − block ≥ 0` and the
-    /// quotient is `mulhi(magic, rank)` (no division on the lookup path). `av` is cut to
-    /// exactly the lpids the ranks reach (`base` is the lpid of its first entry, rank 0's)
-    /// and the lpid grows with the rank, so a rank past the end falls outside it and the
-    /// slice bound is the only check.
-    BlockStride { av: &'a [Ave], gap: i64, magic: u64, block: u32, base: u32 },
-    /// `lpid = base + first + rank + (rank / block) × gap` with descending or overlapping
-    /// blocks (`gap < 0`; `base` is the lowest lpid): a rank past the end of a partial last
-    /// block can fall inside the window, so the rank is checked too.
-    BlockStrideDown { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32, base: u32 },
+    /// `lpid = base + first + rank × stride`, with `0 < |stride| ≤ i32::MAX`. `av` is the
+    /// group's address vector cut to exactly the lpids the ranks reach (`base` is the lpid of
+    /// its first entry), so a rank past the end falls outside it and the slice bound is the
+    /// only check.
+    Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
+    /// `lpid = first + rank + (rank / block) × gap`, where `gap = step − block` and the
+    /// quotient is `mulhi(magic, rank)` (no division on the lookup path).
+    BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32 },
     /// `lpid = table[rank]`; `table` is exactly `size` words.
     Lut { av: &'a [Ave], table: &'a [AtomicU32] },
     /// `lpid = table[start + rank × stride]` within the parent's table.
@@ -145,8 +135,8 @@ impl<'a> RankMap<'a> {
         match self.model {
             Model::Contiguous { first: 0, .. } => ModelKind::Direct,
             Model::Contiguous { .. } => ModelKind::Offset,
-            Model::Stride { .. } | Model::StrideDown { .. } => ModelKind::Stride,
-            Model::BlockStride { .. } | Model::BlockStrideDown { .. } => ModelKind::BlockStride,
+            Model::Stride { .. } => ModelKind::Stride,
+            Model::BlockStride { .. } => ModelKind::BlockStride,
             Model::Lut { .. } => ModelKind::Lut,
             Model::LutStride { .. } => ModelKind::LutStrideView,
             Model::Mlut { .. } => ModelKind::Mlut,
@@ -169,11 +159,7 @@ impl<'a> RankMap<'a> {
             | Model::LutStride { table, .. }
             | Model::Mlut { table, .. }
             | Model::MlutStride { table, .. } => Some(table),
-            Model::Contiguous { .. }
-            | Model::Stride { .. }
-            | Model::StrideDown { .. }
-            | Model::BlockStride { .. }
-            | Model::BlockStrideDown { .. } => None,
+            Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. } => None,
         }
     }
 
@@ -185,20 +171,11 @@ impl<'a> RankMap<'a> {
             Model::Contiguous { first, .. } => {
                 (rank < self.size).then(|| (self.pgid, first.wrapping_add(rank)))
             }
-            Model::Stride { stride, base, .. } => (rank < self.size)
-                .then(|| (self.pgid, base.wrapping_add((rank as i64 * stride) as Lpid))),
-            Model::StrideDown { first, stride, base, .. } => (rank < self.size)
+            Model::Stride { first, stride, base, .. } => (rank < self.size)
                 .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
-            Model::BlockStride { gap, magic, base, .. } => (rank < self.size).then(|| {
-                let offset = rank as i64 + quotient(magic, rank) as i64 * gap;
-                (self.pgid, base.wrapping_add(offset as Lpid))
+            Model::BlockStride { first, gap, magic, .. } => (rank < self.size).then(|| {
+                (self.pgid, (first + rank as i64 + quotient(magic, rank) as i64 * gap) as Lpid)
             }),
-            Model::BlockStrideDown { first, gap, magic, base, .. } => {
-                (rank < self.size).then(|| {
-                    let offset = first + rank as i64 + quotient(magic, rank) as i64 * gap;
-                    (self.pgid, base.wrapping_add(offset as Lpid))
-                })
-            }
             Model::Lut { table, .. } => Some((self.pgid, table.get(r)?.load(Relaxed))),
             Model::LutStride { table, start, stride, .. } => {
                 if rank >= self.size {
@@ -224,11 +201,9 @@ impl<'a> RankMap<'a> {
     /// One exhaustive `match`, no default arm. The contiguous models (direct and offset: the
     /// duplicates and unreordered splits that dominate applications) are hinted likely, so
     /// the compiler tests them first with one compare and reaches the others through a jump
-    /// table. Most arms have one bounds check: the slice they index was cut at creation so
-    /// that a rank past the end falls outside it (the lut's table, the stride's and the
-    /// ascending block-stride's window of the address vector), plus the address-vector check
-    /// where an index comes from a table. Descending block-strides and strided table views
-    /// check the rank as well: a rank past the end can land inside their window.
+    /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
+    /// a rank past the end falls outside it (the lut's table, the stride's window of the
+    /// address vector), plus the address-vector check where an index comes from a table.
     #[inline(always)]
     pub fn entry<const N: usize>(
         &self,
@@ -238,19 +213,11 @@ impl<'a> RankMap<'a> {
         let r = rank as usize;
         match self.model {
             Model::Contiguous { av, .. } => av.get(r),
-            Model::Stride { av, stride, .. } => {
-                unlikely();
-                av.get((rank as i64 * stride) as usize)
-            }
-            Model::StrideDown { av, first, stride, .. } => {
+            Model::Stride { av, first, stride, .. } => {
                 unlikely();
                 av.get((first + rank as i64 * stride) as usize)
             }
-            Model::BlockStride { av, gap, magic, .. } => {
-                unlikely();
-                av.get((rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
-            }
-            Model::BlockStrideDown { av, first, gap, magic, .. } => {
+            Model::BlockStride { av, first, gap, magic, .. } => {
                 unlikely();
                 if rank >= self.size {
                     return None;
