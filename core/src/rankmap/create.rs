@@ -412,3 +412,72 @@ fn fill(
     }
     Ok(())
 }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::av::{Address, Ave, NodeId, TransportId};
+    use crate::rankmap::ModelKind;
+
+    /// Stride maps, up and down: every rank finds its process and entry, and no rank past
+    /// the end finds anything (the lookup relies on the address-vector window for that).
+    #[test]
+    fn stride_maps_hold_exactly_the_ranks() {
+        let mut avs = [Ave::new(Address::Inline(0), TransportId(0), NodeId(0)).unwrap(); 200];
+        for (lpid, ave) in avs.iter_mut().enumerate() {
+            *ave = Ave::new(Address::Inline(lpid as u64), TransportId(0), NodeId(0)).unwrap();
+        }
+        let mut groups = ProcessGroups::<'_, 4>::new();
+        let pgid = groups.register(&avs).unwrap();
+        for (first, stride, n) in [(5i64, 3i64, 20u32), (0, 2, 100), (199, -1, 200), (150, -7, 9)] {
+            let map = affine(pgid, &groups, first, stride, n).unwrap();
+            assert_eq!(map.kind(), ModelKind::Stride, "{first} {stride} {n}");
+            for rank in 0..n {
+                let lpid = (first + rank as i64 * stride) as Lpid;
+                assert_eq!(map.translate(rank), Some((pgid, lpid)));
+                assert_eq!(map.entry(&groups, rank).map(Ave::address_word), Some(lpid as u64));
+            }
+            for rank in [n, n + 1, n + 100, u32::MAX - 1, u32::MAX] {
+                assert_eq!(map.translate(rank), None, "{first} {stride} {n}: {rank}");
+                assert_eq!(map.entry(&groups, rank), None, "{first} {stride} {n}: {rank}");
+            }
+        }
+    }
+
+    /// Block-stride maps, ascending, descending and overlapping, with full and partial last
+    /// blocks: every rank finds its process and entry, and no rank past the end finds
+    /// anything.
+    #[test]
+    fn block_stride_maps_hold_exactly_the_ranks() {
+        let mut avs = [Ave::new(Address::Inline(0), TransportId(0), NodeId(0)).unwrap(); 200];
+        for (lpid, ave) in avs.iter_mut().enumerate() {
+            *ave = Ave::new(Address::Inline(lpid as u64), TransportId(0), NodeId(0)).unwrap();
+        }
+        let mut groups = ProcessGroups::<'_, 4>::new();
+        let pgid = groups.register(&avs).unwrap();
+        let cases: [(i64, u64, i64, u32); 9] = [
+            (3, 3, 10, 9),
+            (3, 3, 10, 10),
+            (0, 2, 7, 13),
+            (150, 3, -10, 12),
+            (150, 3, -10, 11),
+            (150, 4, -5, 30),
+            (0, 3, 1, 7),
+            (10, 4, 2, 9),
+            (20, 3, 0, 8),
+        ];
+        for (first, block, step, n) in cases {
+            let map = block_stride(pgid, &groups, first, block, step, n).unwrap();
+            assert_eq!(map.kind(), ModelKind::BlockStride, "{first} {block} {step} {n}");
+            for rank in 0..n {
+                let b = block as i64;
+                let lpid = (first + (rank as i64 / b) * step + rank as i64 % b) as Lpid;
+                assert_eq!(map.translate(rank), Some((pgid, lpid)));
+                assert_eq!(map.entry(&groups, rank).map(Ave::address_word), Some(lpid as u64));
+            }
+            for rank in (n..n + 2 * block as u32).chain([u32::MAX - 1, u32::MAX]) {
+                assert_eq!(map.translate(rank), None, "{first} {block} {step} {n}: {rank}");
+                assert_eq!(map.entry(&groups, rank), None, "{first} {block} {step} {n}: {rank}");
+            }
+        }
+    }
+}
