@@ -61,6 +61,21 @@ pub(super) fn select(
     CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
 }
 
+/// The collective table of an inter-communicator: rank `rank` of a local group of `size`,
+/// facing a remote group of `remote_size`.
+pub(super) fn select_inter(
+    rank: usize,
+    size: usize,
+    remote_size: usize,
+) -> Result<BuiltinTable, CollectiveError> {
+    let size = u32::try_from(size).map_err(|_| CollectiveError::TooLarge)?;
+    let remote_size = u32::try_from(remote_size).map_err(|_| CollectiveError::TooLarge)?;
+    let info = CommInfo::inter(rank as u32, size, remote_size);
+    let text = std::env::var(ENV_COLL).unwrap_or_default();
+    let control = Control::parse(&text, &BUILTIN_NAMES).map_err(|_| CollectiveError::BadControl)?;
+    CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
+}
+
 impl Comm {
     /// Runs collective `op` with `args` (`count` elements of `dtype`, the operation, the
     /// root…) over `send` and `recv`, laid out as MPI lays them out for `op`. The `v`
@@ -207,6 +222,9 @@ impl Comm {
                 Step::Send { to, region } => {
                     let dest = self.peer(to.group, to.rank)?;
                     let data = bytes(send, recv, scratch, region)?.to_vec();
+                    // Sends to the remote group go in its context; all receives in ours.
+                    let context =
+                        if to.group == Group::Remote { self.remote_context + 1 } else { context };
                     runtime.engine().start_send_owned(
                         &runtime.fabric,
                         dest,
@@ -280,12 +298,13 @@ impl Comm {
     }
 
     fn peer(&self, group: Group, rank: u32) -> Result<usize, CollectiveError> {
-        match group {
-            Group::Local => self.world_rank(rank as usize).ok_or(CollectiveError::P2p(
-                P2pError::RankOutOfRange { rank: rank as usize, size: self.size },
-            )),
-            Group::Remote => Err(CollectiveError::InterNotSupported),
-        }
+        let rank = rank as usize;
+        let found = match (group, &self.inter) {
+            (Group::Local, None) | (Group::Remote, Some(_)) => self.world_rank(rank),
+            (Group::Local, Some(local)) => local.members.to_world(rank),
+            (Group::Remote, None) => return Err(CollectiveError::InterNotSupported),
+        };
+        found.ok_or(CollectiveError::P2p(P2pError::RankOutOfRange { rank, size: self.size }))
     }
 }
 

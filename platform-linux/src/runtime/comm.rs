@@ -55,7 +55,7 @@ impl Members {
         self.0.map.as_ref().expect("a live communicator has its rank map")
     }
 
-    fn to_world(&self, rank: usize) -> Option<usize> {
+    pub(super) fn to_world(&self, rank: usize) -> Option<usize> {
         let rank = u32::try_from(rank).ok()?;
         self.map().translate(rank).map(|(_, lpid)| lpid as usize)
     }
@@ -81,6 +81,11 @@ pub struct Comm {
     pub(super) size: usize,
     pub(super) members: Members,
     pub(super) coll: Arc<super::coll::BuiltinTable>,
+    /// The context point-to-point sends carry: `context` on an intra-communicator, the
+    /// remote group's on an inter-communicator.
+    pub(super) remote_context: u32,
+    /// The local group of an inter-communicator, whose `members` are the remote group.
+    pub(super) inter: Option<Arc<super::intercomm::LocalGroup>>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -120,7 +125,18 @@ impl Comm {
         let members = Members::new(runtime.clone(), cid, map);
         let world_ranks: Vec<usize> = (0..size).filter_map(|r| members.to_world(r)).collect();
         let coll = Arc::new(super::coll::select(&runtime, rank, &world_ranks)?);
-        Ok(Comm { runtime, cid, context: 2 * cid, rank, size, members, coll })
+        let context = 2 * cid;
+        Ok(Comm {
+            runtime,
+            cid,
+            context,
+            rank,
+            size,
+            members,
+            coll,
+            remote_context: context,
+            inter: None,
+        })
     }
 
     pub(super) fn runtime(&self) -> &Runtime {
@@ -147,9 +163,10 @@ impl Comm {
         self.rank
     }
 
-    /// The number of ranks in the communicator.
+    /// The number of ranks in the communicator (in its local group, on an
+    /// inter-communicator).
     pub fn size(&self) -> usize {
-        self.size
+        self.inter.as_ref().map_or(self.size, |local| local.size)
     }
 
     fn check_rank(&self, rank: usize) -> Result<usize, P2pError> {
@@ -179,7 +196,7 @@ impl Comm {
 
     /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`); returns once `buf` may be reused.
     pub fn send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<(), P2pError> {
-        self.send_on(self.context, buf, dest, tag)
+        self.send_on(self.remote_context, buf, dest, tag)
     }
 
     pub(super) fn send_on(
@@ -263,8 +280,14 @@ impl Comm {
     pub fn isend<'a>(&self, buf: &'a [u8], dest: usize, tag: i32) -> Result<Request<'a>, P2pError> {
         let world_dest = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
-        let start =
-            runtime.engine().start_send(&runtime.fabric, world_dest, self.context, tag, buf, false);
+        let start = runtime.engine().start_send(
+            &runtime.fabric,
+            world_dest,
+            self.remote_context,
+            tag,
+            buf,
+            false,
+        );
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
             SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },

@@ -54,6 +54,9 @@ impl Comm {
     /// CID request to its end, reducing what it asks over this communicator. Returns the id
     /// and the number of allreduces it took.
     pub fn agree_context_id(&self, tag: u32) -> Result<(u32, u32), CommError> {
+        if self.inter.is_some() {
+            return Err(CommError::NotIntra);
+        }
         let runtime = &self.runtime;
         let mut request: CidRequest<{ super::CID_WORDS }> =
             CidRequest::new(runtime.cid_algorithm, self.cid, tag);
@@ -84,7 +87,7 @@ impl Comm {
     }
 
     /// Reduces equal-length word vectors over every member with `op`.
-    fn allreduce_words(
+    pub(super) fn allreduce_words(
         &self,
         op: commcore::cid::ReduceOp,
         mine: &[u32],
@@ -107,7 +110,7 @@ impl Comm {
 
     /// A new communicator whose id this process holds but which it does not join: give the
     /// id back.
-    fn release_context_id(&self, cid: u32) {
+    pub(super) fn release_context_id(&self, cid: u32) {
         let _ = self.runtime.cids.release(cid);
     }
 
@@ -129,6 +132,9 @@ impl Comm {
     /// give the same color form a new communicator, ordered by `key` and then by their rank
     /// here. A rank that gives [`UNDEFINED`] takes part but gets `None`.
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>, CommError> {
+        if self.inter.is_some() {
+            return Err(CommError::NotIntra);
+        }
         if color < 0 && color != UNDEFINED {
             return Err(CommError::InvalidColor(color));
         }
@@ -159,6 +165,9 @@ impl Comm {
     /// collective over this communicator, every rank passing the same group). Ranks outside
     /// the group get `None`.
     pub fn create(&self, group: &[usize]) -> Result<Option<Comm>, CommError> {
+        if self.inter.is_some() {
+            return Err(CommError::NotIntra);
+        }
         let mut seen = vec![false; self.size];
         for &rank in group {
             match seen.get_mut(rank) {
@@ -187,7 +196,7 @@ impl Comm {
     /// Frees the communicator (`MPI_Comm_free`); the same as dropping it.
     pub fn free(self) {}
 
-    fn child(&self, cid: u32, parents: &[usize]) -> Result<Comm, CommError> {
+    pub(super) fn child(&self, cid: u32, parents: &[usize]) -> Result<Comm, CommError> {
         let rank = parents
             .iter()
             .position(|&r| r == self.rank)

@@ -40,6 +40,23 @@ pub enum CommError {
     InvalidColor(i32),
     /// The new communicator's collectives could not be set up.
     Collective(CollectiveError),
+    /// The operation needs an intra-communicator and was given an inter-communicator.
+    NotIntra,
+    /// The operation needs an inter-communicator.
+    NotInter,
+    /// The calling rank is not in the group it passed (`create_group`).
+    NotInGroup,
+    /// A `create_group` tag is above [`crate::runtime::MAX_GROUP_TAG`].
+    InvalidGroupTag(u32),
+    /// A leader rank is outside its communicator, or the remote leader is the caller.
+    BadLeader {
+        /// The rank given.
+        rank: usize,
+    },
+    /// The local leader failed to set up the inter-communicator; it returned the cause.
+    LeaderFailed,
+    /// The two groups of an inter-communicator share a process.
+    GroupsOverlap,
 }
 
 impl From<P2pError> for CommError {
@@ -58,6 +75,13 @@ impl fmt::Display for CommError {
             }
             CommError::Cid(error) => write!(f, "context id: {error}"),
             CommError::Collective(error) => write!(f, "collectives: {error}"),
+            CommError::NotIntra => write!(f, "an intra-communicator is needed"),
+            CommError::NotInter => write!(f, "an inter-communicator is needed"),
+            CommError::NotInGroup => write!(f, "the caller is not in the group"),
+            CommError::InvalidGroupTag(tag) => write!(f, "group tag {tag} is too large"),
+            CommError::BadLeader { rank } => write!(f, "leader rank {rank} is invalid"),
+            CommError::LeaderFailed => write!(f, "the local leader failed"),
+            CommError::GroupsOverlap => write!(f, "the local and remote groups overlap"),
             CommError::InvalidColor(color) => {
                 write!(f, "split color {color} is invalid (>= 0 or UNDEFINED)")
             }

@@ -29,13 +29,16 @@ mod create;
 mod engine;
 mod error;
 mod fabric;
+mod group;
 mod init;
+mod intercomm;
 mod request;
 
 pub use coll::ENV_COLL;
 pub use comm::Comm;
 pub use create::UNDEFINED;
 pub use error::{CollectiveError, CommError, InitError, P2pError};
+pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 

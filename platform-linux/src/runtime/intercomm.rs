@@ -1,0 +1,297 @@
+//! Inter-communicators (`MPI_Intercomm_create`, `MPI_Intercomm_merge`): a local and a
+//! remote group. Point-to-point addresses remote ranks; sends carry the remote group's
+//! context id, receives match ours (core's CID pair), and collectives run core's
+//! inter-communicator schedules.
+//!
+//! An inter-communicator is a [`Comm`] whose `members` are the remote group (so ranks given
+//! to point-to-point and the statuses they return are remote ranks) and whose `inter` holds
+//! the local group.
+
+use std::sync::{Arc, PoisonError};
+
+use commcore::av::Pgid;
+use commcore::cid::{CidRequest, InterCidPair, InterCidRequest, InterStep};
+use commcore::coll::{CollArgs, CollOp, Datatype, Root};
+use commcore::rankmap::{self, InterMaps, RankMap};
+
+use super::comm::{Comm, Members, WORLD_CID};
+use super::error::{CollectiveError, CommError};
+use super::group::{agree_cid, fold_words, to_bytes};
+use super::Runtime;
+
+/// The local group of an inter-communicator.
+pub(crate) struct LocalGroup {
+    /// Local ranks to world ranks; owns the local context id.
+    pub(super) members: Members,
+    /// The local group's size.
+    pub(super) size: usize,
+}
+
+/// Process group of the world, whose lpids are world ranks.
+const WORLD_PGID: Pgid = Pgid(0);
+
+impl Comm {
+    /// Whether this is an inter-communicator.
+    pub fn is_inter(&self) -> bool {
+        self.inter.is_some()
+    }
+
+    /// The size of the remote group of an inter-communicator (`MPI_Comm_remote_size`).
+    pub fn remote_size(&self) -> Option<usize> {
+        self.inter.as_ref().map(|_| self.size)
+    }
+
+    /// The world rank of local rank `rank` (this communicator's ranks on an
+    /// intra-communicator, its local group's on an inter-communicator).
+    pub fn local_world_rank(&self, rank: usize) -> Option<usize> {
+        match &self.inter {
+            Some(local) => local.members.to_world(rank),
+            None => self.world_rank(rank),
+        }
+    }
+
+    /// Broadcasts with a root given as core does for both kinds of communicator: on an
+    /// inter-communicator the root passes [`Root::Here`], the rest of its group
+    /// [`Root::Elsewhere`], and the other group `Root::Rank(root's rank there)`.
+    pub fn bcast_root(&self, buf: &mut [u8], root: Root) -> Result<(), CollectiveError> {
+        let args = CollArgs::new(buf.len(), Datatype::U8).with_root(root);
+        self.collective(CollOp::Bcast, &args, &[], buf)
+    }
+
+    /// An inter-communicator between the group of this (intra-)communicator and another
+    /// group (`MPI_Intercomm_create`; collective over both groups). Each group names its
+    /// leader; the two leaders know each other as ranks of `peer_comm`, over which they
+    /// exchange their groups and context ids with `tag`. `peer_comm` and `remote_leader`
+    /// matter only at the local leader.
+    pub fn intercomm_create(
+        &self,
+        local_leader: usize,
+        peer_comm: &Comm,
+        remote_leader: usize,
+        tag: i32,
+    ) -> Result<Comm, CommError> {
+        if self.inter.is_some() {
+            return Err(CommError::NotIntra);
+        }
+        if local_leader >= self.size {
+            return Err(CommError::BadLeader { rank: local_leader });
+        }
+        let leader = self.rank == local_leader;
+        let local: Vec<usize> = (0..self.size).filter_map(|r| self.world_rank(r)).collect();
+        // The leader learns the remote group; then tells its group whether that worked.
+        let learned = if leader {
+            exchange_groups(peer_comm, remote_leader, tag, &local)
+        } else {
+            Ok(Vec::new())
+        };
+        let mut header = [0u8; 8];
+        if let Ok(remote) = &learned {
+            header[0] = 1;
+            header[4..8].copy_from_slice(&(remote.len() as u32).to_le_bytes());
+        }
+        self.bcast(&mut header, local_leader).map_err(CommError::Collective)?;
+        if header[0] == 0 {
+            return Err(learned.err().unwrap_or(CommError::LeaderFailed));
+        }
+        let count = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        let mut list = match &learned {
+            Ok(remote) if leader => to_bytes(remote),
+            _ => vec![0u8; count * 4],
+        };
+        self.bcast(&mut list, local_leader).map_err(CommError::Collective)?;
+        let remote: Vec<u32> =
+            list.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        if remote.iter().any(|&w| local.contains(&(w as usize))) {
+            return Err(CommError::GroupsOverlap);
+        }
+        let pair = self.agree_inter_cids(leader, peer_comm, remote_leader, tag)?;
+        let maps = {
+            let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
+            self.rank_map().dup(&mut arena).and_then(|local| {
+                match rankmap::from_group(WORLD_PGID, &remote, &self.runtime.groups, &mut arena) {
+                    Ok(remote) => Ok((local, remote)),
+                    Err(error) => {
+                        let _ = local.free(&mut arena);
+                        Err(error)
+                    }
+                }
+            })
+        };
+        let (local_map, remote_map) = maps.map_err(|e| {
+            self.release_context_id(pair.local);
+            CommError::RankMap(e)
+        })?;
+        Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
+    }
+
+    /// Runs core's inter-communicator CID request: a local agreement over this
+    /// communicator, the leaders' swap over `peer_comm`, and the spread to the group.
+    fn agree_inter_cids(
+        &self,
+        leader: bool,
+        peer_comm: &Comm,
+        remote_leader: usize,
+        tag: i32,
+    ) -> Result<InterCidPair, CommError> {
+        let runtime = &self.runtime;
+        let mut request: InterCidRequest<{ super::CID_WORDS }> =
+            InterCidRequest::new(runtime.cid_algorithm, self.cid, tag as u32, leader);
+        loop {
+            let result = match request.poll(&runtime.cids).map_err(CommError::Cid)? {
+                InterStep::Done(pair) => return Ok(pair),
+                InterStep::Wait => {
+                    std::thread::yield_now();
+                    continue;
+                }
+                InterStep::Allreduce { op, words } => {
+                    let mine = words.to_vec();
+                    self.allreduce_words(op, &mine).map_err(CommError::P2p).and_then(|reduced| {
+                        request.handle_allreduce(&runtime.cids, &reduced).map_err(CommError::Cid)
+                    })
+                }
+                InterStep::Exchange { local } => {
+                    let mut theirs = [0u8; 4];
+                    peer_comm
+                        .sendrecv(
+                            &local.to_le_bytes(),
+                            remote_leader,
+                            tag,
+                            &mut theirs,
+                            remote_leader,
+                            tag,
+                        )
+                        .map_err(CommError::P2p)
+                        .and_then(|_| {
+                            request
+                                .handle_exchange(u32::from_le_bytes(theirs))
+                                .map_err(CommError::Cid)
+                        })
+                }
+            };
+            if let Err(error) = result {
+                request.abort(&runtime.cids);
+                return Err(error);
+            }
+        }
+    }
+
+    /// An inter-communicator over CID `pair`, this process being `rank` of `local`.
+    fn inter(
+        runtime: Arc<Runtime>,
+        pair: InterCidPair,
+        rank: usize,
+        local: RankMap<'static>,
+        remote: RankMap<'static>,
+    ) -> Result<Comm, CommError> {
+        let (size, remote_size) = (local.size() as usize, remote.size() as usize);
+        let local = Members::new(runtime.clone(), pair.local, local);
+        // The remote context id is the other group's, not ours to release: the handle of
+        // the remote map carries the world's, which is never released.
+        let members = Members::new(runtime.clone(), WORLD_CID, remote);
+        let coll =
+            super::coll::select_inter(rank, size, remote_size).map_err(CommError::Collective)?;
+        Ok(Comm {
+            runtime,
+            cid: pair.local,
+            context: 2 * pair.local,
+            rank,
+            size: remote_size,
+            members,
+            coll: Arc::new(coll),
+            remote_context: 2 * pair.remote,
+            inter: Some(Arc::new(LocalGroup { members: local, size })),
+        })
+    }
+
+    /// The intra-communicator of both groups of this inter-communicator
+    /// (`MPI_Intercomm_merge`; collective over both): the group that passes `high = false`
+    /// comes first; when both pass the same, the group whose rank 0 has the lower world
+    /// rank does.
+    pub fn intercomm_merge(&self, high: bool) -> Result<Comm, CommError> {
+        let local = self.inter.as_ref().ok_or(CommError::NotInter)?;
+        let mut flags = vec![0u8; self.size];
+        self.allgather(&[u8::from(high)], &mut flags).map_err(CommError::Collective)?;
+        let remote_high = flags[0] != 0;
+        let local_first = if high != remote_high {
+            !high
+        } else {
+            local.members.to_world(0) < self.members.to_world(0)
+        };
+        let rank = if local_first { self.rank } else { self.size + self.rank };
+        let parent = self.context.min(self.remote_context) / 2;
+        let mut request = CidRequest::new(self.runtime.cid_algorithm, parent, 0);
+        let cid = agree_cid(&self.runtime, &mut request, |op, mine| {
+            // Round one gives each side the other group's words, which it folds; round two
+            // hands each side the other's fold, which is of its own group's words.
+            let bytes = to_bytes(mine);
+            let mut theirs = vec![0u8; bytes.len() * self.size];
+            self.allgather(&bytes, &mut theirs).map_err(CommError::Collective)?;
+            let mut fold = vec![0u32; mine.len()];
+            for (word, chunk) in fold.iter_mut().zip(theirs.chunks_exact(4)) {
+                *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            }
+            fold_words(op, &mut fold, &theirs);
+            let fold_bytes = to_bytes(&fold);
+            let mut back = vec![0u8; fold_bytes.len() * self.size];
+            self.allgather(&fold_bytes, &mut back).map_err(CommError::Collective)?;
+            if let Some(own_fold) = back.get(..fold_bytes.len()) {
+                fold_words(op, &mut fold, own_fold);
+            }
+            Ok(fold)
+        })?;
+        let merged = {
+            let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
+            let maps = self.local_map().dup(&mut arena).and_then(|l| {
+                match self.rank_map().dup(&mut arena) {
+                    Ok(r) => Ok(InterMaps { local: l, remote: r }),
+                    Err(error) => {
+                        let _ = l.free(&mut arena);
+                        Err(error)
+                    }
+                }
+            });
+            maps.and_then(|maps| {
+                let merged = maps.merge(local_first, &self.runtime.groups, &mut arena);
+                let _ = maps.free(&mut arena);
+                merged
+            })
+        };
+        let merged = merged.map_err(|e| {
+            self.release_context_id(cid);
+            CommError::RankMap(e)
+        })?;
+        Comm::with(self.runtime.clone(), cid, rank, merged).map_err(CommError::Collective)
+    }
+
+    fn local_map(&self) -> &RankMap<'static> {
+        match &self.inter {
+            Some(local) => local.members.map(),
+            None => self.rank_map(),
+        }
+    }
+}
+
+/// The local leader's side of the group exchange: sends our world ranks to the remote
+/// leader over `peer_comm` and returns its group's.
+fn exchange_groups(
+    peer_comm: &Comm,
+    remote_leader: usize,
+    tag: i32,
+    local: &[usize],
+) -> Result<Vec<u32>, CommError> {
+    if peer_comm.is_inter() {
+        return Err(CommError::NotIntra);
+    }
+    let me = peer_comm.world_rank(peer_comm.rank());
+    match peer_comm.world_rank(remote_leader) {
+        Some(world) if Some(world) != me => {}
+        _ => return Err(CommError::BadLeader { rank: remote_leader }),
+    }
+    let mine: Vec<u32> = local.iter().map(|&w| w as u32).collect();
+    let mut count = [0u8; 4];
+    let sent = (mine.len() as u32).to_le_bytes();
+    peer_comm.sendrecv(&sent, remote_leader, tag, &mut count, remote_leader, tag)?;
+    let mut theirs = vec![0u8; u32::from_le_bytes(count) as usize * 4];
+    peer_comm.sendrecv(&to_bytes(&mine), remote_leader, tag, &mut theirs, remote_leader, tag)?;
+    Ok(theirs.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}

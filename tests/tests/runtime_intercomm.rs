@@ -1,0 +1,64 @@
+//! Group-collective creation and inter-communicators through the launcher on real
+//! processes: concurrent `create_group`s, `intercomm_create` between unequal halves,
+//! point-to-point across, inter-communicator collectives against references, merges in both
+//! orders, and bad input. Every job runs under the launcher's timeout.
+
+use std::time::Duration;
+
+use commcore_linux::launch::{run_job, JobSpec};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn job(procs: usize, args: &[&str]) -> JobSpec {
+    let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_intercomm_rank"));
+    spec.args = args.iter().map(Into::into).collect();
+    spec.timeout = Some(TIMEOUT);
+    spec.capture_rank0_stdout = true;
+    spec
+}
+
+fn run_ok(spec: &JobSpec) -> String {
+    match run_job(spec) {
+        Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
+        Err(failure) => panic!("{:?} with {} ranks failed: {failure}", spec.args, spec.procs),
+    }
+}
+
+#[test]
+fn disjoint_groups_create_communicators_at_once_with_their_own_tags() {
+    let out = run_ok(&job(5, &["create-group"]));
+    assert!(out.contains("create-group: groups of 2 and 3"), "{out}");
+}
+
+#[test]
+fn overlapping_groups_create_communicators_from_concurrent_threads() {
+    let out = run_ok(&job(4, &["create-group-threads"]));
+    assert!(out.contains("create-group-threads: 20 rounds"), "{out}");
+}
+
+#[test]
+fn intercomm_between_equal_halves_talks_reduces_and_merges() {
+    let out = run_ok(&job(4, &["intercomm", "2"]));
+    assert!(out.contains("intercomm: 2 and 2 ranks"), "{out}");
+}
+
+#[test]
+fn intercomm_between_unequal_groups_talks_reduces_and_merges() {
+    for split in ["1", "4", "3"] {
+        let out = run_ok(&job(5, &["intercomm", split]));
+        assert!(out.contains("intercomm: "), "{out}");
+    }
+}
+
+#[test]
+fn intercomm_over_the_two_copy_path() {
+    let mut spec = job(3, &["intercomm", "1"]);
+    spec.env.push(("COMMCORE_SINGLE_COPY".into(), "0".into()));
+    run_ok(&spec);
+}
+
+#[test]
+fn bad_leaders_and_non_members_are_errors() {
+    let out = run_ok(&job(4, &["bad-input"]));
+    assert!(out.contains("bad-input: errors returned"), "{out}");
+}
