@@ -57,6 +57,8 @@ pub enum CommError {
     LeaderFailed,
     /// The two groups of an inter-communicator share a process.
     GroupsOverlap,
+    /// The ranks of one group passed different `high` flags to `intercomm_merge`.
+    InconsistentHigh,
 }
 
 impl From<P2pError> for CommError {
@@ -82,6 +84,9 @@ impl fmt::Display for CommError {
             CommError::BadLeader { rank } => write!(f, "leader rank {rank} is invalid"),
             CommError::LeaderFailed => write!(f, "the local leader failed"),
             CommError::GroupsOverlap => write!(f, "the local and remote groups overlap"),
+            CommError::InconsistentHigh => {
+                write!(f, "the ranks of a group passed different merge flags")
+            }
             CommError::InvalidColor(color) => {
                 write!(f, "split color {color} is invalid (>= 0 or UNDEFINED)")
             }

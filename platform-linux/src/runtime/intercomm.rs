@@ -212,6 +212,14 @@ impl Comm {
         let mut flags = vec![0u8; self.size];
         self.allgather(&[u8::from(high)], &mut flags).map_err(CommError::Collective)?;
         let remote_high = flags[0] != 0;
+        // Every process must order the groups alike: each side checks the other's flags
+        // agree and tells it, so both sides fail together when a group disagrees.
+        let remote_agrees = u8::from(flags.iter().all(|&f| f == flags[0]));
+        let mut verdicts = vec![0u8; self.size];
+        self.allgather(&[remote_agrees], &mut verdicts).map_err(CommError::Collective)?;
+        if remote_agrees == 0 || verdicts.contains(&0) {
+            return Err(CommError::InconsistentHigh);
+        }
         let local_first = if high != remote_high {
             !high
         } else {

@@ -246,6 +246,12 @@ fn bad_input(world: &Comm) {
     // After the errors, a good one works.
     let inter = local.intercomm_create(0, world, remote_leader, 9).unwrap();
     inter.barrier().unwrap();
+    // A group whose ranks disagree on `high`: both groups fail the merge, then a good one
+    // still works.
+    let high = low && local.rank() == 0;
+    assert_eq!(inter.intercomm_merge(high).unwrap_err(), CommError::InconsistentHigh);
+    let merged = inter.intercomm_merge(!low).unwrap();
+    assert_eq!(merged.rank(), me, "the low group first");
     world.barrier().unwrap();
     println!("bad-input: errors returned");
 }
