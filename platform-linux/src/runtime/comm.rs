@@ -143,7 +143,8 @@ impl Comm {
         &self.runtime
     }
 
-    /// The rank map that translates this communicator's ranks to processes.
+    /// The rank map that translates this communicator's ranks to processes (the remote
+    /// group's, on an inter-communicator).
     pub fn rank_map(&self) -> &RankMap<'static> {
         self.members.map()
     }
@@ -153,7 +154,8 @@ impl Comm {
         self.cid
     }
 
-    /// The world rank of this communicator's rank `rank`, if it exists.
+    /// The world rank of this communicator's rank `rank` (a remote rank, on an
+    /// inter-communicator), if it exists.
     pub fn world_rank(&self, rank: usize) -> Option<usize> {
         self.members.to_world(rank)
     }

@@ -2,7 +2,7 @@
 //! `runtime_intercomm_rank SCENARIO [SPLIT]`, started by the launcher. Every failed check
 //! panics, so the rank exits non-zero and the launcher names it.
 
-use commcore::coll::{Datatype, ReduceOp, Root};
+use commcore::coll::{CollArgs, CollOp, Datatype, Op, ReduceOp, Root};
 use commcore_linux::runtime::{Comm, CommError, World, ANY_SOURCE, MAX_GROUP_TAG};
 
 fn main() {
@@ -192,6 +192,33 @@ fn intercomm(world: &Comm, split: usize) {
     inter.allgather(&contribution(4, me, len), &mut all).unwrap();
     for (j, block) in all.chunks_exact(len).enumerate() {
         assert_eq!(block, &contribution(4, remote[j], len)[..], "allgather block {j}");
+    }
+    // Alltoall: block j to remote rank j, block i from remote rank i.
+    let len = 16;
+    let send: Vec<u8> =
+        (0..remote.len()).flat_map(|j| contribution(5 + j as u32, me, len)).collect();
+    let mut got = vec![0u8; send.len()];
+    inter.alltoall(&send, &mut got).unwrap();
+    for (i, block) in got.chunks_exact(len).enumerate() {
+        let expected = contribution(5 + inter.rank() as u32, remote[i], len);
+        assert_eq!(block, &expected[..], "alltoall block {i}");
+    }
+    // Reduce to the high group's rank 0: it gets the sum of the low group's words.
+    let mine = ((me + 1) as u64).to_le_bytes();
+    let mut out = [0u8; 8];
+    let root = match (low, inter.rank()) {
+        (true, _) => Root::Rank(0),
+        (false, 0) => Root::Here,
+        (false, _) => Root::Elsewhere,
+    };
+    let args = CollArgs::new(1, Datatype::U64).with_op(Op::Builtin(ReduceOp::Sum)).with_root(root);
+    inter.collective(CollOp::Reduce, &args, &mine, &mut out).unwrap();
+    if root == Root::Here {
+        assert_eq!(
+            u64::from_le_bytes(out),
+            (1..=split as u64).sum::<u64>(),
+            "reduce to the high root"
+        );
     }
     // Merges: the group passing `high = false` first; ties put the group of world rank 0
     // first.
