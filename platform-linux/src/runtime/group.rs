@@ -69,7 +69,8 @@ impl Comm {
     /// The communicator of the ranks in `group`, in that order (`MPI_Comm_create_group`):
     /// collective over the members of `group` only, which all pass the same group and
     /// `tag`; other ranks do not call it. Creations that run at once on this communicator
-    /// (from other threads, or by other groups) need different tags.
+    /// (from other threads, or by other groups) need different tags; tag 0 is also the one
+    /// `dup`, `split` and `create` agree their ids under, so it must not overlap those.
     pub fn create_group(&self, group: &[usize], tag: u32) -> Result<Comm, CommError> {
         if self.inter.is_some() {
             return Err(CommError::NotIntra);
