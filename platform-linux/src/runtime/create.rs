@@ -20,31 +20,44 @@ pub const UNDEFINED: i32 = -1;
 const ALLGATHER_TAG: i32 = 1 << 20;
 
 impl Comm {
-    /// Every rank's `mine` (all of one length), concatenated in rank order (Bruck's
-    /// allgather on the communicator's collective context): ⌈log2 size⌉ exchanges; in the
-    /// one at distance `d`, each rank passes the items it holds for ranks `r .. r + d` to
-    /// rank `r - d`.
+    /// Every rank's `mine` (all of one length), concatenated in rank order, on the
+    /// communicator's collective context.
     pub(super) fn allgather_bytes(&self, mine: &[u8]) -> Result<Vec<u8>, P2pError> {
-        let (n, r, len) = (self.size, self.rank, mine.len());
+        let everyone: Vec<usize> = (0..self.size).collect();
+        self.allgather_among(&everyone, self.rank, ALLGATHER_TAG, mine)
+    }
+
+    /// Every member of `group`'s `mine` (all of one length), concatenated in group order;
+    /// `me` is this rank's position in `group`. Bruck's allgather on the collective context,
+    /// with `tag` keeping concurrent groups apart: ⌈log2 n⌉ exchanges; in the one at distance
+    /// `d`, each member passes the items it holds for members `me .. me + d` to `me - d`.
+    pub(super) fn allgather_among(
+        &self,
+        group: &[usize],
+        me: usize,
+        tag: i32,
+        mine: &[u8],
+    ) -> Result<Vec<u8>, P2pError> {
+        let (n, len) = (group.len(), mine.len());
         let context = self.context + 1;
-        // Item i of `held` is rank (r + i) % n's.
+        // Item i of `held` is that of group member (me + i) % n.
         let mut held: Vec<u8> = Vec::with_capacity(n * len);
         held.extend_from_slice(mine);
         let mut incoming = vec![0u8; n * len];
         let mut distance = 1;
         while distance < n {
             let count = distance.min(n - distance);
-            let to = (r + n - distance) % n;
-            let from = (r + distance) % n;
-            self.send_on(context, &held[..count * len], to, ALLGATHER_TAG)?;
+            let to = group[(me + n - distance) % n];
+            let from = group[(me + distance) % n];
+            self.send_on(context, &held[..count * len], to, tag)?;
             let got = &mut incoming[..count * len];
-            self.recv_on(context, got, Source::Rank(from), ALLGATHER_TAG)?;
+            self.recv_on(context, got, Source::Rank(from), tag)?;
             held.extend_from_slice(got);
             distance *= 2;
         }
         let mut all = vec![0u8; n * len];
         for i in 0..n {
-            let at = (r + i) % n * len;
+            let at = (me + i) % n * len;
             all[at..at + len].copy_from_slice(&held[i * len..(i + 1) * len]);
         }
         Ok(all)

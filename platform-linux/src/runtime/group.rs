@@ -4,8 +4,8 @@
 use commcore::cid::{CidRequest, ReduceOp, Step};
 
 use super::comm::Comm;
-use super::error::{CommError, P2pError};
-use super::{Runtime, Source};
+use super::error::CommError;
+use super::Runtime;
 
 /// The largest `create_group` tag.
 pub const MAX_GROUP_TAG: u32 = (1 << 22) - 1;
@@ -96,40 +96,5 @@ impl Comm {
             Ok(reduced)
         })?;
         self.child(cid, group).inspect_err(|_| self.release_context_id(cid))
-    }
-
-    /// Every member of `group`'s `mine` (all of one length), concatenated in group order;
-    /// `me` is this rank's position. Bruck's exchanges over the group in the collective
-    /// context, with `tag` keeping concurrent groups apart.
-    fn allgather_among(
-        &self,
-        group: &[usize],
-        me: usize,
-        tag: i32,
-        mine: &[u8],
-    ) -> Result<Vec<u8>, P2pError> {
-        let (n, len) = (group.len(), mine.len());
-        let context = self.context + 1;
-        // Item i of `held` is that of group member (me + i) % n.
-        let mut held: Vec<u8> = Vec::with_capacity(n * len);
-        held.extend_from_slice(mine);
-        let mut incoming = vec![0u8; n * len];
-        let mut distance = 1;
-        while distance < n {
-            let count = distance.min(n - distance);
-            let to = group[(me + n - distance) % n];
-            let from = group[(me + distance) % n];
-            self.send_on(context, &held[..count * len], to, tag)?;
-            let got = &mut incoming[..count * len];
-            self.recv_on(context, got, Source::Rank(from), tag)?;
-            held.extend_from_slice(got);
-            distance *= 2;
-        }
-        let mut all = vec![0u8; n * len];
-        for i in 0..n {
-            let at = (me + i) % n * len;
-            all[at..at + len].copy_from_slice(&held[i * len..(i + 1) * len]);
-        }
-        Ok(all)
     }
 }
