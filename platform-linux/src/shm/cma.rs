@@ -5,54 +5,48 @@ use std::io;
 
 /// Copies `dst.len()` bytes at `remote_addr` in process `pid` into `dst`.
 pub fn read(pid: u32, remote_addr: u64, dst: &mut [u8]) -> io::Result<()> {
-    let pid = libc::pid_t::try_from(pid)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad pid"))?;
-    let mut done = 0usize;
-    while done < dst.len() {
-        let rest = &mut dst[done..];
-        let local = libc::iovec { iov_base: rest.as_mut_ptr().cast(), iov_len: rest.len() };
-        let remote = libc::iovec {
-            iov_base: (remote_addr as usize).wrapping_add(done) as *mut libc::c_void,
-            iov_len: rest.len(),
-        };
-        // SAFETY: `local` describes memory we exclusively borrow for writing; `remote` is only
-        // interpreted by the kernel in the other process, which checks it (EFAULT if bad).
-        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(err);
-        }
-        if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "peer memory ended"));
-        }
-        done += n as usize;
-    }
-    Ok(())
+    let pid = checked_pid(pid)?;
+    let (local_addr, len) = (dst.as_mut_ptr() as usize, dst.len());
+    transfer(len, |done| {
+        let local = iovec(local_addr, done, len);
+        let remote = iovec(remote_addr as usize, done, len);
+        // SAFETY: `local` lies inside `dst`, which we exclusively borrow for writing;
+        // `remote` is only interpreted by the kernel in the other process, which checks it
+        // (EFAULT if bad).
+        unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) }
+    })
 }
 
 /// Copies `len` bytes of this process's memory at `local_addr` to `remote_addr` in process
 /// `pid`. The kernel reads our memory as it would for `write(2)`: an address that is not
 /// mapped is an error (EFAULT), never undefined behaviour.
 pub fn write(pid: u32, local_addr: u64, remote_addr: u64, len: usize) -> io::Result<()> {
-    let pid = libc::pid_t::try_from(pid)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad pid"))?;
-    let mut done = 0usize;
-    while done < len {
-        let local = libc::iovec {
-            iov_base: (local_addr as usize).wrapping_add(done) as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        let remote = libc::iovec {
-            iov_base: (remote_addr as usize).wrapping_add(done) as *mut libc::c_void,
-            iov_len: len - done,
-        };
+    let pid = checked_pid(pid)?;
+    transfer(len, |done| {
+        let local = iovec(local_addr as usize, done, len);
+        let remote = iovec(remote_addr as usize, done, len);
         // SAFETY: both iovecs are only interpreted by the kernel, which checks them: it
         // reads our side with copy_from_user and writes the other process's side; no Rust
         // reference to either range is created here.
-        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+        unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) }
+    })
+}
+
+fn checked_pid(pid: u32) -> io::Result<libc::pid_t> {
+    libc::pid_t::try_from(pid).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "bad pid"))
+}
+
+/// The rest of a `len`-byte range at `base`, after `done` bytes.
+fn iovec(base: usize, done: usize, len: usize) -> libc::iovec {
+    libc::iovec { iov_base: base.wrapping_add(done) as *mut libc::c_void, iov_len: len - done }
+}
+
+/// Calls `copy(done)` until `len` bytes have moved: retries on EINTR, fails on an error or
+/// on a call that moves nothing.
+fn transfer(len: usize, mut copy: impl FnMut(usize) -> isize) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < len {
+        let n = copy(done);
         if n < 0 {
             let err = io::Error::last_os_error();
             if err.kind() == io::ErrorKind::Interrupted {

@@ -88,39 +88,25 @@ pub fn stress(config: StressConfig) -> Script {
             if live.len() >= cap {
                 free_random(&mut script, &mut live, &mut rng);
             }
-            let (parent, members, keep) = match config.participation {
+            let size = match config.participation {
+                // The world less 0 to 8 ranks, split from a parent at least that large.
                 Participation::LargeComm => {
-                    // The world less 0 to 8 ranks, split from a parent at least that large.
-                    let size = config.ranks - rng.gen_range(0..=8usize).min(config.ranks - 1);
-                    let candidates: Vec<usize> =
-                        (0..live.len()).filter(|&i| live[i].1.len() >= size).collect();
-                    let pick = rng.gen_range(0..=candidates.len());
-                    let (parent, members) = if pick == candidates.len() {
-                        (root, world.clone())
-                    } else {
-                        live[candidates[pick]].clone()
-                    };
-                    let mut keep: Vec<usize> =
-                        members.choose_multiple(&mut rng, size).copied().collect();
-                    keep.sort_unstable();
-                    (parent, members, keep)
+                    config.ranks - rng.gen_range(0..=8usize).min(config.ranks - 1)
                 }
                 Participation::SmallComm | Participation::FewLive => {
-                    let size = rng.gen_range(8..=16usize).min(config.ranks);
-                    let candidates: Vec<usize> =
-                        (0..live.len()).filter(|&i| live[i].1.len() >= size).collect();
-                    let pick = rng.gen_range(0..=candidates.len());
-                    let (parent, members) = if pick == candidates.len() {
-                        (root, world.clone())
-                    } else {
-                        live[candidates[pick]].clone()
-                    };
-                    let mut keep: Vec<usize> =
-                        members.choose_multiple(&mut rng, size).copied().collect();
-                    keep.sort_unstable();
-                    (parent, members, keep)
+                    rng.gen_range(8..=16usize).min(config.ranks)
                 }
             };
+            let candidates: Vec<usize> =
+                (0..live.len()).filter(|&i| live[i].1.len() >= size).collect();
+            let pick = rng.gen_range(0..=candidates.len());
+            let (parent, members) = if pick == candidates.len() {
+                (root, world.clone())
+            } else {
+                live[candidates[pick]].clone()
+            };
+            let mut keep: Vec<usize> = members.choose_multiple(&mut rng, size).copied().collect();
+            keep.sort_unstable();
             let comm = script.allocate(stream, parent, 0, members, keep.clone());
             live.push((comm, keep));
             if rng.gen_range(0..5) == 0 {
