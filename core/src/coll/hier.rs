@@ -186,11 +186,11 @@ pub(crate) fn schedule<'a>(
             let phase2 =
                 same.with(Buf::Send, Buf::Scratch, bundle_at).with(Buf::Recv, Buf::Scratch, 0);
             let unpack = Unpack { order: layout.order(), bytes: b };
-            let gather_in = gather::BinomialGather::new(lctx, 0, b);
-            let scratch = total + Flat::GatherBinomial(gather_in).scratch();
+            let gather_in = gather::Binomial::gather(lctx, 0, b);
+            let scratch = total + Flat::GatherScatterBinomial(gather_in).scratch();
             Phases::new(
                 [
-                    local(Flat::GatherBinomial(gather_in), layout, node, phase1),
+                    local(Flat::GatherScatterBinomial(gather_in), layout, node, phase1),
                     is_leader
                         .then(|| {
                             leaders(

@@ -117,6 +117,21 @@ pub(crate) fn schedule<'a>(
         .map(|p| (p, 2 * n))
     };
     let bcast_down = |n: usize| phase(Flat::BcastBinomial(bcast::Binomial::new(ctx, 0, n)), same);
+    // The leaders swap Scratch[0..sent] for the remote group's Recv[0..received].
+    let leaders_swap = |sent: usize, received: usize| {
+        leader
+            .then(|| {
+                phase(
+                    remote(
+                        remote_size,
+                        Side::One(0, reg(Buf::Scratch, 0, sent)),
+                        Side::One(0, reg(Buf::Recv, 0, received)),
+                    ),
+                    same,
+                )
+            })
+            .flatten()
+    };
     Ok(match op {
         CollOp::Scan | CollOp::Exscan => return Err(CollError::NotOnInterComm(op)),
         CollOp::Bcast => match (args.root, remote_root(args.root)?) {
@@ -205,54 +220,24 @@ pub(crate) fn schedule<'a>(
                 )),
                 same,
             );
-            Phases::new(
-                [
-                    up,
-                    leader
-                        .then(|| {
-                            phase(
-                                remote(
-                                    remote_size,
-                                    Side::One(0, reg(Buf::Scratch, 0, n)),
-                                    Side::One(0, reg(Buf::Recv, 0, n)),
-                                ),
-                                same,
-                            )
-                        })
-                        .flatten(),
-                    bcast_down(n),
-                    None,
-                ],
-                2 * n,
-            )
+            Phases::new([up, leaders_swap(n, n), bcast_down(n), None], 2 * n)
         }
         CollOp::Allgather => {
             let mine = (ctx.size as usize).checked_mul(b).ok_or(CollError::TooLarge)?;
             let theirs = (remote_size as usize).checked_mul(b).ok_or(CollError::TooLarge)?;
-            let up = gather::BinomialGather::new(ctx, 0, b);
-            let inner = Flat::GatherBinomial(up).scratch();
+            let up = gather::Binomial::gather(ctx, 0, b);
+            let inner = Flat::GatherScatterBinomial(up).scratch();
             Phases::new(
                 [
                     phase(
-                        Flat::GatherBinomial(up),
+                        Flat::GatherScatterBinomial(up),
                         same.with(Buf::Recv, Buf::Scratch, 0).with(
                             Buf::Scratch,
                             Buf::Scratch,
                             mine,
                         ),
                     ),
-                    leader
-                        .then(|| {
-                            phase(
-                                remote(
-                                    remote_size,
-                                    Side::One(0, reg(Buf::Scratch, 0, mine)),
-                                    Side::One(0, reg(Buf::Recv, 0, theirs)),
-                                ),
-                                same,
-                            )
-                        })
-                        .flatten(),
+                    leaders_swap(mine, theirs),
                     bcast_down(theirs),
                     None,
                 ],
@@ -327,7 +312,7 @@ pub(crate) fn schedule<'a>(
             let at = reduce_scratch;
             let down = match layout {
                 BlockLayout::Regular { bytes } => {
-                    Flat::ScatterBinomial(gather::BinomialScatter::new(ctx, 0, bytes))
+                    Flat::GatherScatterBinomial(gather::Binomial::scatter(ctx, 0, bytes))
                 }
                 _ => Flat::GatherScatterLinear(gather::Linear::new(ctx, 0, layout, true)),
             };

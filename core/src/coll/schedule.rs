@@ -33,8 +33,7 @@ pub enum Flat<'a> {
     AlltoallPairwise(alltoall::Pairwise<'a>),
     AlltoallBruck(alltoall::Bruck),
     GatherScatterLinear(gather::Linear<'a>),
-    GatherBinomial(gather::BinomialGather),
-    ScatterBinomial(gather::BinomialScatter),
+    GatherScatterBinomial(gather::Binomial),
     ReduceScatterRing(reduce_scatter::Ring<'a>),
     ReduceThenScatter(reduce_scatter::ReduceThenScatter<'a>),
     ScanLinear(scan::Linear),
@@ -64,8 +63,7 @@ macro_rules! each_flat {
             Flat::AlltoallPairwise($a) => $body,
             Flat::AlltoallBruck($a) => $body,
             Flat::GatherScatterLinear($a) => $body,
-            Flat::GatherBinomial($a) => $body,
-            Flat::ScatterBinomial($a) => $body,
+            Flat::GatherScatterBinomial($a) => $body,
             Flat::ReduceScatterRing($a) => $body,
             Flat::ReduceThenScatter($a) => $body,
             Flat::ScanLinear($a) => $body,
@@ -106,8 +104,7 @@ own_scratch!(
     allreduce::Rabenseifner,
     allgather::Bruck<'_>,
     alltoall::Bruck,
-    gather::BinomialGather,
-    gather::BinomialScatter,
+    gather::Binomial,
     reduce_scatter::Ring<'_>,
     reduce_scatter::ReduceThenScatter<'_>,
     scan::Linear,
@@ -530,11 +527,11 @@ pub(crate) fn flat<'a>(
         }
         (C::Gather, A::Binomial) => {
             regular()?;
-            Flat::GatherBinomial(gather::BinomialGather::new(ctx, root, bytes))
+            Flat::GatherScatterBinomial(gather::Binomial::gather(ctx, root, bytes))
         }
         (C::Scatter, A::Binomial) => {
             regular()?;
-            Flat::ScatterBinomial(gather::BinomialScatter::new(ctx, root, bytes))
+            Flat::GatherScatterBinomial(gather::Binomial::scatter(ctx, root, bytes))
         }
         (C::ReduceScatterBlock, A::Ring) => {
             Flat::ReduceScatterRing(reduce_scatter::Ring::new(ctx, regular()?, dtype, rop))

@@ -115,15 +115,28 @@ impl Halving {
         let Some(nr) = self.fold.new_rank(self.ctx.rank) else { return Emit::End };
         let partner = self.fold.old_rank(nr ^ (1 << k));
         let n = self.bytes();
+        self.exchange_reduce(partner, self.acc(0, n), 0, n, index)
+    }
+
+    /// Sends `out` to `partner` and reduces what comes back into `acc[offset..][..len]`,
+    /// in rank order.
+    fn exchange_reduce(
+        &self,
+        partner: u32,
+        out: Region,
+        offset: usize,
+        len: usize,
+        index: u32,
+    ) -> Emit {
         pick(
             [
-                Some(send(partner, self.acc(0, n))),
-                Some(recv(partner, self.tmp(n))),
+                Some(send(partner, out)),
+                Some(recv(partner, self.tmp(len))),
                 Some(reduce(
                     self.op,
                     self.dtype,
-                    self.tmp(n),
-                    self.acc(0, n),
+                    self.tmp(len),
+                    self.acc(offset, len),
                     partner < self.ctx.rank,
                 )),
             ],
@@ -139,20 +152,7 @@ impl Halving {
         let (ga, gb) = self.kept(nr ^ (1 << k), k);
         let (ko, kl) = self.span(ka, kb);
         let (go, gl) = self.span(ga, gb);
-        pick(
-            [
-                Some(send(partner, self.acc(go, gl))),
-                Some(recv(partner, self.tmp(kl))),
-                Some(reduce(
-                    self.op,
-                    self.dtype,
-                    self.tmp(kl),
-                    self.acc(ko, kl),
-                    partner < self.ctx.rank,
-                )),
-            ],
-            index,
-        )
+        self.exchange_reduce(partner, self.acc(go, gl), ko, kl, index)
     }
 
     /// Recursive doubling step `k` (run from high `k` to low) of the allgather that undoes

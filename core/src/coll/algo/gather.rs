@@ -68,19 +68,27 @@ fn subtree(v: u32, p: u32) -> u32 {
     }
 }
 
-/// Binomial gather: subtrees (ascending distance) collect their blocks in scratch in
-/// relative-rank order; the root rotates them into place.
+/// Binomial gather or scatter of `bytes` per rank. Gather: subtrees (ascending distance)
+/// collect their blocks in scratch in relative-rank order and the root rotates them into
+/// place. Scatter: the root rotates the blocks into relative order in scratch, and each
+/// subtree (descending distance) receives its contiguous range.
 #[derive(Clone, Copy, Debug)]
-pub struct BinomialGather {
+pub struct Binomial {
     ctx: Ctx,
     root: u32,
     bytes: usize,
+    scatter: bool,
 }
 
-impl BinomialGather {
+impl Binomial {
     /// Gather of `bytes` per rank at `root`.
-    pub fn new(ctx: Ctx, root: u32, bytes: usize) -> Self {
-        Self { ctx, root, bytes }
+    pub fn gather(ctx: Ctx, root: u32, bytes: usize) -> Self {
+        Self { ctx, root, bytes, scatter: false }
+    }
+
+    /// Scatter of `bytes` per rank from `root`.
+    pub fn scatter(ctx: Ctx, root: u32, bytes: usize) -> Self {
+        Self { ctx, root, bytes, scatter: true }
     }
 
     pub(crate) fn scratch(&self) -> usize {
@@ -92,6 +100,14 @@ impl BinomialGather {
     }
 
     pub(crate) fn step(&mut self, round: u32, index: u32) -> Emit {
+        if self.scatter {
+            self.scatter_step(round, index)
+        } else {
+            self.gather_step(round, index)
+        }
+    }
+
+    fn gather_step(&self, round: u32, index: u32) -> Emit {
         let (p, b, root) = (self.ctx.size, self.bytes, self.root);
         let v = self.ctx.relative(root);
         let l = ceil_log2(p);
@@ -128,32 +144,8 @@ impl BinomialGather {
             index,
         )
     }
-}
 
-/// Binomial scatter: the root rotates the blocks into relative order in scratch, and each
-/// subtree (descending distance) receives its contiguous range.
-#[derive(Clone, Copy, Debug)]
-pub struct BinomialScatter {
-    ctx: Ctx,
-    root: u32,
-    bytes: usize,
-}
-
-impl BinomialScatter {
-    /// Scatter of `bytes` per rank from `root`.
-    pub fn new(ctx: Ctx, root: u32, bytes: usize) -> Self {
-        Self { ctx, root, bytes }
-    }
-
-    pub(crate) fn scratch(&self) -> usize {
-        subtree(self.ctx.relative(self.root), self.ctx.size) as usize * self.bytes
-    }
-
-    pub(crate) fn rounds(&self) -> u32 {
-        ceil_log2(self.ctx.size) + 2
-    }
-
-    pub(crate) fn step(&mut self, round: u32, index: u32) -> Emit {
+    fn scatter_step(&self, round: u32, index: u32) -> Emit {
         let (p, b, root) = (self.ctx.size, self.bytes, self.root);
         let v = self.ctx.relative(root);
         let l = ceil_log2(p);
