@@ -53,27 +53,34 @@ impl ModelKind {
 /// The model and the data its lookup reads. Each single-group variant carries its group's
 /// address vector so `entry` never consults the registry; `Mlut*` read the pgid from the
 /// table and find the address vector in the registry.
+///
+/// The discriminants are explicit and sparse on purpose: no four of them are dense enough
+/// for the compiler to dispatch through a jump table (an indirect jump costs more than two
+/// compares, and predicts worse). With the contiguous arm likely and the stride arm plain,
+/// the dispatch tests contiguous first, stride second, the rest in a short search tree.
+/// The 32-bit fields come first so they fill the padding after the one-byte tag.
 #[derive(Debug)]
+#[repr(u8)]
 pub(crate) enum Model<'a> {
+    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
+    /// so the slice bound is the rank bound.
+    Contiguous { first: u32, av: &'a [Ave] } = 0,
     /// `lpid = base + first + rank × stride`, with `0 < |stride| ≤ i32::MAX`. `av` is the
     /// group's address vector cut to exactly the lpids the ranks reach (`base` is the lpid of
     /// its first entry), so a rank past the end falls outside it and the slice bound is the
     /// only check.
-    Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
+    Stride { base: u32, av: &'a [Ave], first: i64, stride: i64 } = 1,
+    /// `lpid = table[rank]`; `table` is exactly `size` words.
+    Lut { av: &'a [Ave], table: &'a [AtomicU32] } = 2,
     /// `lpid = first + rank + (rank / block) × gap`, where `gap = step − block` and the
     /// quotient is `mulhi(magic, rank)` (no division on the lookup path).
-    BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32 },
-    /// `lpid = table[rank]`; `table` is exactly `size` words.
-    Lut { av: &'a [Ave], table: &'a [AtomicU32] },
-    /// `lpid = table[start + rank × stride]` within the parent's table.
-    LutStride { av: &'a [Ave], table: &'a [AtomicU32], start: u32, stride: i32 },
+    BlockStride { block: u32, av: &'a [Ave], first: i64, gap: i64, magic: u64 } = 40,
     /// `table[rank]` packs `pgid << shift | lpid` (see [`unpack`]); `table` is `size` words.
-    Mlut { table: &'a [AtomicU32], shift: u32, mask: u32 },
+    Mlut { table: &'a [AtomicU32], shift: u32, mask: u32 } = 80,
+    /// `lpid = table[start + rank × stride]` within the parent's table.
+    LutStride { start: u32, stride: i32, av: &'a [Ave], table: &'a [AtomicU32] } = 120,
     /// `(pgid, lpid)` packed at word `start + rank × stride` of the parent's table.
-    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32, shift: u32, mask: u32 },
-    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
-    /// so the slice bound is the rank bound.
-    Contiguous { av: &'a [Ave], first: u32 },
+    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32, shift: u32, mask: u32 } = 160,
 }
 
 /// How one communicator's ranks map to processes `(pgid, lpid)` and their entries.
@@ -199,10 +206,11 @@ impl<'a> RankMap<'a> {
     /// only by mlut maps, to find the address vector of each rank's group.
     ///
     /// One exhaustive `match`, no default arm. The contiguous models (direct and offset: the
-    /// duplicates and unreordered splits that dominate applications) are hinted likely, so
-    /// the compiler tests them first with one compare and reaches the others through a jump
-    /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
-    /// a rank past the end falls outside it (the lut's table, the stride's window of the
+    /// duplicates and unreordered splits that dominate applications) are hinted likely and
+    /// tested first with one compare; stride (odd/even splits, reversals) is tested second;
+    /// the others are marked unlikely and reached through a short compare tree (see
+    /// [`Model`]). Each arm has one bounds check: the slice it indexes was cut at creation so
+    /// that a rank past the end falls outside it (the lut's table, the stride's window of the
     /// address vector), plus the address-vector check where an index comes from a table.
     #[inline(always)]
     pub fn entry<const N: usize>(
@@ -214,7 +222,6 @@ impl<'a> RankMap<'a> {
         match self.model {
             Model::Contiguous { av, .. } => av.get(r),
             Model::Stride { av, first, stride, .. } => {
-                unlikely();
                 av.get((first + rank as i64 * stride) as usize)
             }
             Model::BlockStride { av, first, gap, magic, .. } => {
