@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Instructions executed per lookup on the hot path, counted by callgrind (repeatable where
 # wall-clock time is not).
-#   scripts/instructions.sh rankmap    {"baseline": n, "direct": n, ...}: one translation
-#                                      plus the load of the entry's address, per model
+#   scripts/instructions.sh rankmap    {"baseline": n, "direct": n, ..., "address_word":
+#                                      {"direct": n, ...}}: one translation plus the load of
+#                                      the entry's address, per model, through
+#                                      RankMap::entry (top level) and RankMap::address_word
 # Builds what it needs (release commcore), then runs each model's non-inlined probe a
 # million times under callgrind, collecting only inside the probe, and divides.
 set -euo pipefail
@@ -27,10 +29,11 @@ bin=target/release/commcore
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-count() { # model probe-symbol-pattern
-    local model=$1 symbol=$2 file="$out/$1.out"
+count() { # model probe-symbol-pattern [via]
+    local model=$1 symbol=$2 via=${3:-entry} file="$out/$1-${3:-entry}.out"
     valgrind --tool=callgrind --callgrind-out-file="$file" --toggle-collect="$symbol" \
-        "$bin" bench rankmap --probe "$model" --calls "$calls" --json >/dev/null 2>"$out/$model.log" || {
+        "$bin" bench rankmap --probe "$model" --via "$via" --calls "$calls" --json \
+        >/dev/null 2>"$out/$model.log" || {
         cat "$out/$model.log" >&2
         exit 1
     }
@@ -43,8 +46,15 @@ count() { # model probe-symbol-pattern
     awk -v t="$total" -v c="$calls" 'BEGIN { printf "%.2f", t / c }'
 }
 
+models="direct offset stride blockstride lut mlut"
 json="{\"baseline\": $(count baseline '*probe_vc_vcrt*')"
-for model in direct offset stride blockstride lut mlut; do
-    json="$json, \"$model\": $(count "$model" '*probe_rankmap*')"
+for model in $models; do
+    json="$json, \"$model\": $(count "$model" '*::probe_rankmap')"
 done
-echo "$json}"
+sep=""
+json="$json, \"address_word\": {"
+for model in $models; do
+    json="$json$sep\"$model\": $(count "$model" '*::probe_rankmap_address' address_word)"
+    sep=", "
+done
+echo "$json}}"

@@ -59,9 +59,11 @@ fn check(map: &RankMap<'_>, reference: &Reference, groups: &ProcessGroups<'_, 4>
         assert_eq!(map.translate(rank as u32), Some((Pgid(pgid), lpid)), "{:?}", map.kind());
         let entry = map.entry(groups, rank as u32).expect("entry");
         assert_eq!(entry.address_word(), address(pgid, lpid));
+        assert_eq!(map.address_word(groups, rank as u32), Some(address(pgid, lpid)));
     }
     assert_eq!(map.translate(map.size()), None);
     assert!(map.entry(groups, map.size()).is_none());
+    assert!(map.address_word(groups, map.size()).is_none());
 }
 
 fn pick(live: &[(RankMap<'_>, Reference)], i: u8) -> usize {
@@ -180,10 +182,9 @@ fuzz_target!(|data: &[u8]| {
                 let (map, reference) = &live[pick(&live, which)];
                 let expected = reference.get(rank as usize).map(|&(p, l)| (Pgid(p), l));
                 assert_eq!(map.translate(rank), expected);
-                assert_eq!(
-                    map.entry(&groups, rank).map(Ave::address_word),
-                    expected.map(|(p, l)| address(p.0, l))
-                );
+                let expected = expected.map(|(p, l)| address(p.0, l));
+                assert_eq!(map.entry(&groups, rank).map(Ave::address_word), expected);
+                assert_eq!(map.address_word(&groups, rank), expected);
             }
         }
         if let Some((map, reference)) = live.last() {

@@ -107,10 +107,15 @@ pub fn check<const N: usize>(
         if entry.transport() != TransportId((lpid % 2) as u8) {
             return Err(format!("{:?} rank {rank}: wrong transport", map.kind()));
         }
+        if map.address_word(groups, rank) != Some(entry.address_word()) {
+            return Err(format!("{:?} rank {rank}: address word differs from entry", map.kind()));
+        }
     }
     for rank in [map.size(), map.size().saturating_add(1), u32::MAX] {
         if rank >= map.size()
-            && (map.translate(rank).is_some() || map.entry(groups, rank).is_some())
+            && (map.translate(rank).is_some()
+                || map.entry(groups, rank).is_some()
+                || map.address_word(groups, rank).is_some())
         {
             return Err(format!("{:?}: rank {rank} past the end translates", map.kind()));
         }

@@ -51,7 +51,8 @@ pub fn create<'a, const N: usize, const T: usize>(
     // An irregular mapping through an increasing affine parent stays irregular (a negative
     // stride could turn descending runs into block-stride): no second scan, one tight pass.
     let increasing = match parent.model {
-        Model::Contiguous { first, .. } => Some((first as i64, 1)),
+        Model::Direct { .. } => Some((0, 1)),
+        Model::Offset { first, .. } => Some((first as i64, 1)),
         Model::Stride { first, stride, base, .. } if stride > 0 => {
             Some((base as i64 + first, stride))
         }
@@ -140,7 +141,8 @@ impl<'a> RankMap<'a> {
             arena.retain(table)?;
         }
         let model = match self.model {
-            Model::Contiguous { av, first } => Model::Contiguous { av, first },
+            Model::Direct { av } => Model::Direct { av },
+            Model::Offset { av, first } => Model::Offset { av, first },
             Model::Stride { av, first, stride, base } => Model::Stride { av, first, stride, base },
             Model::BlockStride { av, first, gap, magic, block } => {
                 Model::BlockStride { av, first, gap, magic, block }
@@ -179,18 +181,15 @@ fn compose<'a, const N: usize, const T: usize>(
     // The indirect mapping as `offset + i × stride`, when it is one.
     let (offset, stride) = match pattern {
         Shape::Empty => {
-            return Ok(Some(RankMap {
-                model: Model::Contiguous { av: &[], first: 0 },
-                size: 0,
-                pgid,
-            }))
+            return Ok(Some(RankMap { model: Model::Direct { av: &[] }, size: 0, pgid }))
         }
         Shape::Contiguous { first, .. } => (first, 1),
         Shape::Stride { first, stride, .. } => (first, stride),
         Shape::BlockStride { first, block, step, .. } => {
             return Ok(match parent.model {
                 // lpid = f + o + (i / b) × S + i mod b.
-                Model::Contiguous { first: f, .. } => {
+                Model::Direct { .. } => block_stride(pgid, groups, first, block, step, n),
+                Model::Offset { first: f, .. } => {
                     block_stride(pgid, groups, f as i64 + first, block, step, n)
                 }
                 _ => None,
@@ -200,7 +199,8 @@ fn compose<'a, const N: usize, const T: usize>(
     };
     let regular = |first: i64, stride: i64| affine(pgid, groups, first, stride, n);
     Ok(match parent.model {
-        Model::Contiguous { first: f, .. } => regular(f as i64 + offset, stride),
+        Model::Direct { .. } => regular(offset, stride),
+        Model::Offset { first: f, .. } => regular(f as i64 + offset, stride),
         Model::Stride { first: f, stride: t, base, .. } => {
             regular(base as i64 + f + t * offset, t * stride)
         }
@@ -273,7 +273,13 @@ fn view<'a, const N: usize, const T: usize>(
             let (shift, mask) = (*shift, lpid_mask(*shift));
             Some(Model::MlutStride { table, start: start_word, stride: stride_word, shift, mask })
         }
-        (Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. }, _) => None,
+        (
+            Model::Direct { .. }
+            | Model::Offset { .. }
+            | Model::Stride { .. }
+            | Model::BlockStride { .. },
+            _,
+        ) => None,
     };
     let Some(model) = model else { return Ok(None) };
     arena.retain(table)?;
@@ -291,7 +297,7 @@ fn affine<'a, const N: usize>(
 ) -> Option<RankMap<'a>> {
     let av = groups.av(pgid);
     if n == 0 {
-        return Some(RankMap { model: Model::Contiguous { av: &[], first: 0 }, size: 0, pgid });
+        return Some(RankMap { model: Model::Direct { av: &[] }, size: 0, pgid });
     }
     let stride = if n == 1 { 1 } else { stride };
     let last = first + (n as i64 - 1) * stride;
@@ -301,7 +307,7 @@ fn affine<'a, const N: usize>(
     }
     let (low, high) = (low as usize, high as usize);
     let model = if stride == 1 {
-        Model::Contiguous { av: &av[low..=high], first: first as u32 }
+        Model::contiguous(&av[low..=high], first as u32)
     } else {
         Model::Stride { av: &av[low..=high], first: first - low as i64, stride, base: low as u32 }
     };
@@ -339,9 +345,7 @@ fn regular_map<'a, const N: usize>(
     groups: &ProcessGroups<'a, N>,
 ) -> Option<RankMap<'a>> {
     match shape {
-        Shape::Empty => {
-            Some(RankMap { model: Model::Contiguous { av: &[], first: 0 }, size: 0, pgid: Pgid(0) })
-        }
+        Shape::Empty => Some(RankMap { model: Model::Direct { av: &[] }, size: 0, pgid: Pgid(0) }),
         Shape::Contiguous { pgid, first } => affine(pgid, groups, first, 1, n),
         Shape::Stride { pgid, first, stride } => affine(pgid, groups, first, stride, n),
         Shape::BlockStride { pgid, first, block, step } => {

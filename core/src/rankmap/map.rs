@@ -53,27 +53,50 @@ impl ModelKind {
 /// The model and the data its lookup reads. Each single-group variant carries its group's
 /// address vector so `entry` never consults the registry; `Mlut*` read the pgid from the
 /// table and find the address vector in the registry.
+///
+/// The discriminants are explicit and sparse on purpose: no four of them are dense enough
+/// for the compiler to dispatch through a jump table (its indirect jump costs five
+/// instructions more than a compare). The lookup's compare tree is balanced by how likely
+/// each arm is: direct and offset (adjacent tags, one arm, together as likely as the rest)
+/// are tested first with one compare, stride second and lut third (plain arms), the
+/// unlikely others last. The 32-bit fields come first so they fill the padding after the
+/// one-byte tag.
 #[derive(Debug)]
+#[repr(u8)]
 pub(crate) enum Model<'a> {
+    /// `lpid = rank`; `av` is the group's address vector, `size` long, so the slice bound is
+    /// the rank bound.
+    Direct { av: &'a [Ave] } = 0,
+    /// `lpid = first + rank`, `first > 0`; `av` is the group's address vector from `first`,
+    /// `size` long, so the slice bound is the rank bound. Shares the direct lookup.
+    Offset { first: u32, av: &'a [Ave] } = 1,
     /// `lpid = base + first + rank × stride`, with `0 < |stride| ≤ i32::MAX`. `av` is the
     /// group's address vector cut to exactly the lpids the ranks reach (`base` is the lpid of
     /// its first entry), so a rank past the end falls outside it and the slice bound is the
     /// only check.
-    Stride { av: &'a [Ave], first: i64, stride: i64, base: u32 },
+    Stride { base: u32, av: &'a [Ave], first: i64, stride: i64 } = 16,
+    /// `lpid = table[rank]`; `table` is exactly `size` words.
+    Lut { av: &'a [Ave], table: &'a [AtomicU32] } = 17,
     /// `lpid = first + rank + (rank / block) × gap`, where `gap = step − block` and the
     /// quotient is `mulhi(magic, rank)` (no division on the lookup path).
-    BlockStride { av: &'a [Ave], first: i64, gap: i64, magic: u64, block: u32 },
-    /// `lpid = table[rank]`; `table` is exactly `size` words.
-    Lut { av: &'a [Ave], table: &'a [AtomicU32] },
-    /// `lpid = table[start + rank × stride]` within the parent's table.
-    LutStride { av: &'a [Ave], table: &'a [AtomicU32], start: u32, stride: i32 },
+    BlockStride { block: u32, av: &'a [Ave], first: i64, gap: i64, magic: u64 } = 64,
     /// `table[rank]` packs `pgid << shift | lpid` (see [`unpack`]); `table` is `size` words.
-    Mlut { table: &'a [AtomicU32], shift: u32, mask: u32 },
+    Mlut { table: &'a [AtomicU32], shift: u32, mask: u32 } = 128,
+    /// `lpid = table[start + rank × stride]` within the parent's table.
+    LutStride { start: u32, stride: i32, av: &'a [Ave], table: &'a [AtomicU32] } = 192,
     /// `(pgid, lpid)` packed at word `start + rank × stride` of the parent's table.
-    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32, shift: u32, mask: u32 },
-    /// `lpid = first + rank`; `av` is the group's address vector from `first`, `size` long,
-    /// so the slice bound is the rank bound.
-    Contiguous { av: &'a [Ave], first: u32 },
+    MlutStride { table: &'a [AtomicU32], start: u32, stride: i32, shift: u32, mask: u32 } = 255,
+}
+
+impl<'a> Model<'a> {
+    /// Ranks `0..` are lpids `first..` of `av` cut from `first`: direct when `first` is 0.
+    pub(crate) fn contiguous(av: &'a [Ave], first: Lpid) -> Self {
+        if first == 0 {
+            Self::Direct { av }
+        } else {
+            Self::Offset { first, av }
+        }
+    }
 }
 
 /// How one communicator's ranks map to processes `(pgid, lpid)` and their entries.
@@ -104,7 +127,7 @@ impl<'a> RankMap<'a> {
     /// address vector, fewer than 2³² entries).
     pub fn direct(pgid: Pgid, av: &'a [Ave]) -> Self {
         let av = &av[..av.len().min(u32::MAX as usize)];
-        Self { model: Model::Contiguous { av, first: 0 }, size: av.len() as u32, pgid }
+        Self { model: Model::Direct { av }, size: av.len() as u32, pgid }
     }
 
     /// Ranks `0..size` are processes `first..first + size` of `av` (`MPI_COMM_SELF` is
@@ -121,7 +144,7 @@ impl<'a> RankMap<'a> {
             lpid: end.saturating_sub(1) as u32,
             len: av.len() as u32,
         })?;
-        Ok(Self { model: Model::Contiguous { av, first }, size, pgid })
+        Ok(Self { model: Model::contiguous(av, first), size, pgid })
     }
 
     /// Number of ranks.
@@ -133,8 +156,8 @@ impl<'a> RankMap<'a> {
     /// The model in use.
     pub fn kind(&self) -> ModelKind {
         match self.model {
-            Model::Contiguous { first: 0, .. } => ModelKind::Direct,
-            Model::Contiguous { .. } => ModelKind::Offset,
+            Model::Direct { .. } => ModelKind::Direct,
+            Model::Offset { .. } => ModelKind::Offset,
             Model::Stride { .. } => ModelKind::Stride,
             Model::BlockStride { .. } => ModelKind::BlockStride,
             Model::Lut { .. } => ModelKind::Lut,
@@ -159,7 +182,10 @@ impl<'a> RankMap<'a> {
             | Model::LutStride { table, .. }
             | Model::Mlut { table, .. }
             | Model::MlutStride { table, .. } => Some(table),
-            Model::Contiguous { .. } | Model::Stride { .. } | Model::BlockStride { .. } => None,
+            Model::Direct { .. }
+            | Model::Offset { .. }
+            | Model::Stride { .. }
+            | Model::BlockStride { .. } => None,
         }
     }
 
@@ -168,7 +194,8 @@ impl<'a> RankMap<'a> {
     pub fn translate(&self, rank: Rank) -> Option<(Pgid, Lpid)> {
         let r = rank as usize;
         match self.model {
-            Model::Contiguous { first, .. } => {
+            Model::Direct { .. } => (rank < self.size).then_some((self.pgid, rank)),
+            Model::Offset { first, .. } => {
                 (rank < self.size).then(|| (self.pgid, first.wrapping_add(rank)))
             }
             Model::Stride { first, stride, base, .. } => (rank < self.size)
@@ -198,11 +225,12 @@ impl<'a> RankMap<'a> {
     /// The entry of the process behind `rank`; `None` when `rank >= size`. `groups` is read
     /// only by mlut maps, to find the address vector of each rank's group.
     ///
-    /// One exhaustive `match`, no default arm. The contiguous models (direct and offset: the
-    /// duplicates and unreordered splits that dominate applications) are hinted likely, so
-    /// the compiler tests them first with one compare and reaches the others through a jump
-    /// table. Each arm has one bounds check: the slice it indexes was cut at creation so that
-    /// a rank past the end falls outside it (the lut's table, the stride's window of the
+    /// One exhaustive `match` (shared with `address_word`), no default arm. The contiguous
+    /// models (direct and offset: the duplicates and unreordered splits that dominate
+    /// applications) are tested first with one compare, stride (odd/even splits, reversals)
+    /// second, lut (irregular splits) third; the others are marked unlikely and come last
+    /// (see [`Model`]). Each arm has one bounds check: the slice it indexes was cut at creation so
+    /// that a rank past the end falls outside it (the lut's table, the stride's window of the
     /// address vector), plus the address-vector check where an index comes from a table.
     #[inline(always)]
     pub fn entry<const N: usize>(
@@ -210,12 +238,34 @@ impl<'a> RankMap<'a> {
         groups: &ProcessGroups<'a, N>,
         rank: Rank,
     ) -> Option<&'a Ave> {
+        self.read(groups, rank, |entry| entry)
+    }
+
+    /// The address word of the entry behind `rank` (what a transport sends to); `None` when
+    /// `rank >= size`. The same lookup as [`entry`](Self::entry), with the load of the
+    /// address inside each arm so it folds into the arm's addressing.
+    #[inline(always)]
+    pub fn address_word<const N: usize>(
+        &self,
+        groups: &ProcessGroups<'a, N>,
+        rank: Rank,
+    ) -> Option<u64> {
+        self.read(groups, rank, Ave::address_word)
+    }
+
+    /// `read` applied to the entry behind `rank`: the one match of the hot path.
+    #[inline(always)]
+    fn read<const N: usize, T>(
+        &self,
+        groups: &ProcessGroups<'a, N>,
+        rank: Rank,
+        read: impl FnOnce(&'a Ave) -> T,
+    ) -> Option<T> {
         let r = rank as usize;
         match self.model {
-            Model::Contiguous { av, .. } => av.get(r),
+            Model::Direct { av } | Model::Offset { av, .. } => av.get(r).map(read),
             Model::Stride { av, first, stride, .. } => {
-                unlikely();
-                av.get((first + rank as i64 * stride) as usize)
+                av.get((first + rank as i64 * stride) as usize).map(read)
             }
             Model::BlockStride { av, first, gap, magic, .. } => {
                 unlikely();
@@ -223,23 +273,21 @@ impl<'a> RankMap<'a> {
                     return None;
                 }
                 av.get((first + rank as i64 + quotient(magic, rank) as i64 * gap) as usize)
+                    .map(read)
             }
-            Model::Lut { av, table } => {
-                unlikely();
-                av.get(table.get(r)?.load(Relaxed) as usize)
-            }
+            Model::Lut { av, table } => av.get(table.get(r)?.load(Relaxed) as usize).map(read),
             Model::LutStride { av, table, start, stride } => {
                 unlikely();
                 if rank >= self.size {
                     return None;
                 }
                 let i = start as i64 + rank as i64 * stride as i64;
-                av.get(table.get(i as usize)?.load(Relaxed) as usize)
+                av.get(table.get(i as usize)?.load(Relaxed) as usize).map(read)
             }
             Model::Mlut { table, shift, mask } => {
                 unlikely();
                 let word = table.get(r)?.load(Relaxed);
-                groups.entry_at((word >> shift) as usize, word & mask)
+                groups.entry_at((word >> shift) as usize, word & mask).map(read)
             }
             Model::MlutStride { table, start, stride, shift, mask } => {
                 unlikely();
@@ -248,7 +296,7 @@ impl<'a> RankMap<'a> {
                 }
                 let i = (start as i64 + rank as i64 * stride as i64) as usize;
                 let word = table.get(i)?.load(Relaxed);
-                groups.entry_at((word >> shift) as usize, word & mask)
+                groups.entry_at((word >> shift) as usize, word & mask).map(read)
             }
         }
     }
@@ -264,7 +312,7 @@ impl<'a> RankMap<'a> {
     }
 }
 
-/// Marks a branch as the less likely one, so the contiguous models are tested first.
+/// Marks an arm as unlikely, so the likely ones are tested first.
 #[cold]
 #[inline(always)]
 fn unlikely() {}

@@ -3,8 +3,9 @@
 //!
 //! Options: `--ranks N` (memory and creation cases, default 786,432), `--lookup-ranks
 //! A,B,C` (default 16,4096,786432), `--lookups N` (per timed repetition, default 2²¹),
-//! `--probe MODEL [--calls N]` (run only the non-inlined probe of one model, or `baseline`,
-//! N times: what `scripts/instructions.sh` counts).
+//! `--probe MODEL [--calls N] [--via entry|address_word]` (run only the non-inlined probe of
+//! one model, or `baseline`, N times, through `RankMap::entry` (the default) or
+//! `RankMap::address_word`: what `scripts/instructions.sh` counts).
 
 pub mod vc_vcrt;
 
@@ -42,6 +43,18 @@ pub fn probe_rankmap(map: &RankMap<'_>, groups: &ProcessGroups<'_, GROUPS>, rank
     map.entry(groups, rank).map_or(0, Ave::address_word)
 }
 
+/// The same probe through [`RankMap::address_word`], which loads the address inside each arm
+/// of the match (the compiler then folds the entry's address into the load), as the
+/// baseline's lookup returns its address.
+#[inline(never)]
+pub fn probe_rankmap_address(
+    map: &RankMap<'_>,
+    groups: &ProcessGroups<'_, GROUPS>,
+    rank: u32,
+) -> u64 {
+    map.address_word(groups, rank).unwrap_or(0)
+}
+
 /// The instruction probe of the baseline: VCRT index, global VC pointer, the VC's address.
 #[inline(never)]
 pub fn probe_vc_vcrt(table: &VcTable<'_>, comm: &VcComm, rank: u32) -> u64 {
@@ -53,7 +66,13 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if let Some(model) = option::<String>(args, "--probe")? {
         let calls = option(args, "--calls")?.unwrap_or(1_000_000u64);
         let ranks = option(args, "--ranks")?.unwrap_or(4096u32);
-        return probe(&model, ranks, calls);
+        let via = option::<String>(args, "--via")?;
+        let address = match via.as_deref() {
+            None | Some("entry") => false,
+            Some("address_word") => true,
+            Some(other) => return Err(format!("--via: {other:?} is not entry or address_word")),
+        };
+        return probe(&model, ranks, calls, address);
     }
     let ranks = option(args, "--ranks")?.unwrap_or(786_432u32);
     let lookup_ranks = match option::<String>(args, "--lookup-ranks")? {
@@ -199,8 +218,9 @@ fn registry(w: &LookupWorld) -> Result<ProcessGroups<'_, GROUPS>, String> {
     Ok(groups)
 }
 
-/// Runs one model's probe `calls` times round-robin over `ranks` ranks.
-fn probe(model: &str, ranks: u32, calls: u64) -> Result<Value, String> {
+/// Runs one model's probe `calls` times round-robin over `ranks` ranks, through
+/// `address_word` when `address` is set.
+fn probe(model: &str, ranks: u32, calls: u64, address: bool) -> Result<Value, String> {
     let w = LookupWorld::new(ranks)?;
     let groups = registry(&w)?;
     let mut arena = TableArena::new(&w.words);
@@ -218,6 +238,8 @@ fn probe(model: &str, ranks: u32, calls: u64) -> Result<Value, String> {
     for _ in 0..calls {
         sum = sum.wrapping_add(if model == "baseline" {
             probe_vc_vcrt(black_box(&table), black_box(&comm), rank)
+        } else if address {
+            probe_rankmap_address(black_box(&map), black_box(&groups), rank)
         } else {
             probe_rankmap(black_box(&map), black_box(&groups), rank)
         });
@@ -226,7 +248,8 @@ fn probe(model: &str, ranks: u32, calls: u64) -> Result<Value, String> {
             rank = 0;
         }
     }
-    Ok(json!({ "probe": model, "ranks": ranks, "calls": calls, "checksum": sum }))
+    let via = if address { "address_word" } else { "entry" };
+    Ok(json!({ "probe": model, "via": via, "ranks": ranks, "calls": calls, "checksum": sum }))
 }
 
 /// One timed repetition: `rounds` round-robin sweeps over all ranks. The map and the registry
@@ -435,7 +458,14 @@ mod tests {
         for model in MODELS.iter().chain(&["baseline"]) {
             let out = run(&args(&["--probe", model, "--calls", "100", "--ranks", "32"])).unwrap();
             assert_eq!(out["calls"], 100);
+            // One sweep over all ranks: both ways sum the same addresses.
+            let sweep = ["--probe", model, "--calls", "32", "--ranks", "32", "--via"];
+            let entry = run(&args(&[&sweep[..], &["entry"]].concat())).unwrap();
+            let address = run(&args(&[&sweep[..], &["address_word"]].concat())).unwrap();
+            assert_eq!(address["checksum"], entry["checksum"], "{model}");
+            assert_ne!(address["checksum"], 0, "{model}");
         }
+        assert!(run(&args(&["--probe", "lut", "--via", "nonsense"])).is_err());
         assert!(run(&args(&["--probe", "nonsense"])).is_err());
         assert!(run(&args(&["--ranks", "1"])).is_err());
         assert!(run(&args(&["--lookup-ranks", "16,x"])).is_err());
