@@ -13,13 +13,14 @@ use std::collections::VecDeque;
 
 use commcore::coll::component::{BUILTIN, BUILTIN_NAMES};
 use commcore::coll::{
-    reduce, Buf, CollArgs, CollOp, CollTable, CommInfo, Control, Datatype, Group, NodeLayout, Op,
-    ReduceOp, Region, Root, Schedule, Step,
+    reduce, Buf, CollArgs, CollError, CollOp, CollTable, CommInfo, Component, Control, Datatype,
+    Group, NodeLayout, Op, ReduceOp, Region, Root, Schedule, Step,
 };
 
 use super::comm::Comm;
 use super::engine::{Pattern, Sink};
 use super::error::{CollectiveError, P2pError};
+use super::shm_coll::{self, ShmColl, ShmComponent};
 use super::Runtime;
 
 /// Environment: a control string for collective selection (`coll=^hier`, forcing per
@@ -30,35 +31,96 @@ pub const ENV_COLL: &str = "COMMCORE_COLL";
 /// creation uses its own).
 const SCHEDULE_TAG: i32 = 1 << 21;
 
-/// A communicator's collective table, selected from core's built-in components.
-pub(super) struct BuiltinTable(CollTable<'static>);
+/// Components' names in control strings: core's built-in ones and `shm`.
+const NAMES: [&str; 5] =
+    [BUILTIN_NAMES[0], BUILTIN_NAMES[1], BUILTIN_NAMES[2], BUILTIN_NAMES[3], shm_coll::NAME];
 
-impl std::ops::Deref for BuiltinTable {
-    type Target = CollTable<'static>;
+/// A communicator's collectives: the table selected from core's built-in components and
+/// `shm`, and, when `shm` serves some operations, what runs the calls it does not take.
+pub(super) struct BuiltinTable {
+    /// As selected: says who serves each operation.
+    table: CollTable<'static>,
+    /// Selected without `shm`: the schedules for calls `shm` does not take.
+    without_shm: Option<CollTable<'static>>,
+    /// This member's use of the communicator's area, when `shm` was selected.
+    shm: Option<ShmColl>,
+    /// Operations (bit `op as u32`) that go to `shm` first: it was selected for them and
+    /// the control string forces no algorithm on them.
+    shm_ops: u32,
+}
 
-    fn deref(&self) -> &CollTable<'static> {
-        &self.0
+impl BuiltinTable {
+    fn new(table: CollTable<'static>) -> BuiltinTable {
+        BuiltinTable { table, without_shm: None, shm: None, shm_ops: 0 }
+    }
+
+    /// The schedule of one call that `shm` does not run.
+    pub(super) fn schedule(
+        &self,
+        op: CollOp,
+        args: &CollArgs<'static>,
+    ) -> Result<Schedule<'static>, CollError> {
+        match &self.without_shm {
+            Some(table) if self.table.provider(op) == Some(shm_coll::NAME) => {
+                table.schedule(op, args)
+            }
+            _ => self.table.schedule(op, args),
+        }
+    }
+
+    /// The area, if `shm` serves `op` here.
+    pub(super) fn shm_for(&self, op: CollOp) -> Option<&ShmColl> {
+        self.shm.as_ref().filter(|_| self.shm_ops & (1 << op as u32) != 0)
     }
 }
 
-/// The collective table of a communicator whose members are `world_ranks`.
+fn control(text: &str) -> Result<Control<'_>, CollectiveError> {
+    Control::parse(text, &NAMES).map_err(|_| CollectiveError::BadControl)
+}
+
+fn table(
+    info: &CommInfo<'static>,
+    control: &Control<'_>,
+    shm: &ShmComponent,
+) -> Result<CollTable<'static>, CollectiveError> {
+    let components: [&dyn Component; 5] = [BUILTIN[0], BUILTIN[1], BUILTIN[2], BUILTIN[3], shm];
+    CollTable::select(info, &components, control).map_err(CollectiveError::Coll)
+}
+
+/// The collective table of a communicator whose members are `world_ranks`; `shm` is this
+/// member's use of the shared-memory area the creation granted it, if any.
 pub(super) fn select(
     runtime: &Runtime,
     rank: usize,
     world_ranks: &[usize],
+    shm: Option<ShmColl>,
 ) -> Result<BuiltinTable, CollectiveError> {
     let nodes: Vec<u32> = world_ranks.iter().map(|&w| runtime.fabric.nodes[w]).collect();
     let size = u32::try_from(world_ranks.len()).map_err(|_| CollectiveError::TooLarge)?;
     let mut info = CommInfo::intra(rank as u32, size);
-    if nodes.iter().any(|&n| n != nodes[0]) {
+    let one_node = nodes.iter().all(|&n| n == nodes[0]);
+    if !one_node {
         // The layout lives as long as the process: a few words per rank per communicator.
         let storage = Box::leak(vec![0u32; 4 * nodes.len() + 1].into_boxed_slice());
         let layout = NodeLayout::build(&nodes, storage).map_err(|_| CollectiveError::TooLarge)?;
         info = info.with_layout(layout);
     }
     let text = std::env::var(ENV_COLL).unwrap_or_default();
-    let control = Control::parse(&text, &BUILTIN_NAMES).map_err(|_| CollectiveError::BadControl)?;
-    CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
+    let control = control(&text)?;
+    let shm = shm.filter(|_| one_node);
+    let component = ShmComponent { attached: shm.is_some() };
+    let selected = table(&info, &control, &component)?;
+    let shm_ops = CollOp::ALL
+        .iter()
+        .filter(|&&op| selected.provider(op) == Some(shm_coll::NAME))
+        .filter(|&&op| control.forces().iter().all(|force| force.op != op))
+        .fold(0, |bits, &op| bits | 1 << op as u32);
+    if CollOp::ALL.iter().all(|&op| selected.provider(op) != Some(shm_coll::NAME)) {
+        // Not selected (excluded, or outranked): the area goes back at once.
+        return Ok(BuiltinTable::new(selected));
+    }
+    let without_shm = table(&info, &control, &ShmComponent { attached: false })?;
+    Ok(BuiltinTable { table: selected, without_shm: Some(without_shm), shm, shm_ops })
 }
 
 /// The collective table of an inter-communicator: rank `rank` of a local group of `size`,
@@ -72,8 +134,8 @@ pub(super) fn select_inter(
     let remote_size = u32::try_from(remote_size).map_err(|_| CollectiveError::TooLarge)?;
     let info = CommInfo::inter(rank as u32, size, remote_size);
     let text = std::env::var(ENV_COLL).unwrap_or_default();
-    let control = Control::parse(&text, &BUILTIN_NAMES).map_err(|_| CollectiveError::BadControl)?;
-    CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
+    let control = control(&text)?;
+    table(&info, &control, &ShmComponent { attached: false }).map(BuiltinTable::new)
 }
 
 impl Comm {
@@ -88,13 +150,19 @@ impl Comm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<(), CollectiveError> {
+        if let Some(shm) = self.coll.shm_for(op) {
+            if let Some(done) = shm.run(op, args, send, recv) {
+                return done;
+            }
+        }
         let schedule = self.coll.schedule(op, args).map_err(CollectiveError::Coll)?;
         self.execute(schedule, send, recv)
     }
 
-    /// The component that serves `op` on this communicator.
+    /// The component that serves `op` on this communicator (`shm` may still hand calls
+    /// above `COMMCORE_SHM_MAX` bytes to the schedules of the next one).
     pub fn collective_provider(&self, op: CollOp) -> Option<&'static str> {
-        self.coll.provider(op)
+        self.coll.table.provider(op)
     }
 
     /// Blocks until every rank has entered (`MPI_Barrier`).

@@ -33,6 +33,7 @@ mod group;
 mod init;
 mod intercomm;
 mod request;
+mod shm_coll;
 
 pub use coll::ENV_COLL;
 pub use comm::Comm;
@@ -41,6 +42,7 @@ pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
+pub use shm_coll::{ENV_COLL_SPIN_US, ENV_SHM_MAX};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -99,6 +101,8 @@ pub(crate) struct Runtime {
     cid_algorithm: Algorithm,
     /// Allreduces this process's CID requests have run.
     cid_allreduces: std::sync::atomic::AtomicU64,
+    /// The collective areas this rank owns.
+    areas: shm_coll::pool::AreaPool,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.

@@ -1,10 +1,13 @@
 //! Shared memory between the ranks of a job: the mapped region, its layout, the per-pair
-//! queues, futex waits and single-copy reads from a peer's memory.
+//! queues, the collective areas, futex waits and single-copy reads from a peer's memory.
 //!
 //! Every `unsafe` block of the runtime lives in this module's files ([`region`], [`futex`],
-//! [`cma`]); the rest of the runtime works through their safe, bounds-checked functions.
+//! [`cma`], [`coll_area`]); the rest of the runtime works through their safe, bounds-checked functions.
 
 pub mod cma;
+pub mod coll_area;
+#[cfg(all(test, loom))]
+mod coll_area_loom;
 pub mod futex;
 pub mod layout;
 #[cfg(all(test, loom))]
@@ -12,6 +15,7 @@ mod loom_model;
 pub mod region;
 pub mod ring;
 
+pub use coll_area::CollArea;
 pub use layout::Layout;
 pub use region::Region;
 pub use ring::{CellHeader, CellKind, Ring};
