@@ -121,6 +121,31 @@ fn loom_bcast_root_runs_ahead_without_overwriting_unread_cells() {
     });
 }
 
+#[test]
+fn loom_reduce_contributors_never_overwrite_what_the_root_still_reads() {
+    // The root publishes each call before it reads the others' cells, so only the
+    // `call + 1 - DEPTH` rule (not the reads) keeps a contributor that never reads off
+    // a cell the root is reading.
+    loom::model(|| {
+        let area = Arc::new(Area::new());
+        let contributor = {
+            let area = area.clone();
+            thread::spawn(move || {
+                let mut free_through = 0;
+                for call in 1..=CALLS {
+                    area.contribute(1, call, value(1, call), &mut free_through);
+                }
+            })
+        };
+        let mut free_through = 0;
+        for call in 1..=CALLS {
+            area.contribute(0, call, value(0, call), &mut free_through);
+            assert_eq!(area.read(1, call), value(1, call));
+        }
+        contributor.join().unwrap();
+    });
+}
+
 /// `wait.rs`: a waiter counts itself in the area's sleepers, then sleeps through the
 /// fabric (its own count, fence, check, futex); a publisher stores, fences, and rings
 /// the doorbell when it sees a sleeper. The futex is a mutex and a condition variable.
