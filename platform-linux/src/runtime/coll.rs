@@ -22,6 +22,7 @@ use super::engine::{Pattern, Sink};
 use super::error::{CollectiveError, P2pError};
 use super::shm_coll::{self, ShmColl, ShmComponent};
 use super::Runtime;
+use crate::shm::Ring;
 
 /// Environment: a control string for collective selection (`coll=^hier`, forcing per
 /// operation and size, …), as core's `Control::parse` reads it.
@@ -262,15 +263,17 @@ impl Comm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<(), CollectiveError> {
-        let mut scratch = vec![0u8; schedule.scratch_bytes()];
-        let mut pending: VecDeque<(u64, Region)> = VecDeque::new();
-        let result = self.run_steps(schedule, send, recv, &mut scratch, &mut pending);
+        let mut buffers = ExecBuffers::take();
+        buffers.scratch.clear();
+        buffers.scratch.resize(schedule.scratch_bytes(), 0);
+        let result = self.run_steps(schedule, send, recv, &mut buffers);
         if result.is_err() {
             let mut engine = self.runtime.engine();
-            for (id, _) in pending {
+            for (id, _) in buffers.pending.drain(..) {
                 engine.cancel_recv(&self.runtime.fabric, id);
             }
         }
+        buffers.put_back();
         result
     }
 
@@ -279,36 +282,50 @@ impl Comm {
         schedule: Schedule<'_>,
         send: &[u8],
         recv: &mut [u8],
-        scratch: &mut [u8],
-        pending: &mut VecDeque<(u64, Region)>,
+        buffers: &mut ExecBuffers,
     ) -> Result<(), CollectiveError> {
         let context = self.context + 1;
         let runtime = &self.runtime;
-        let mut temp = Vec::new();
+        let ExecBuffers { scratch, temp, pending } = buffers;
+        // Held across a run of sends and receives, dropped before anything waits.
+        let mut engine = None;
         for step in schedule {
             match step {
                 Step::Send { to, region } => {
                     let dest = self.peer(to.group, to.rank)?;
-                    let data = bytes(send, recv, scratch, region)?.to_vec();
+                    let data = bytes(send, recv, scratch, region)?;
                     // Sends to the remote group go in its context; all receives in ours.
                     let context =
                         if to.group == Group::Remote { self.remote_context + 1 } else { context };
-                    runtime.engine().start_send_owned(
-                        &runtime.fabric,
-                        dest,
-                        context,
-                        SCHEDULE_TAG,
-                        data,
-                    );
+                    let engine = engine.get_or_insert_with(|| runtime.engine());
+                    if data.len() <= Ring::PAYLOAD_BYTES {
+                        // Copied into the ring or the engine's own buffer at once.
+                        engine.start_send(
+                            &runtime.fabric,
+                            dest,
+                            context,
+                            SCHEDULE_TAG,
+                            data,
+                            false,
+                        );
+                    } else {
+                        let data = data.to_vec();
+                        engine.start_send_owned(&runtime.fabric, dest, context, SCHEDULE_TAG, data);
+                    }
                 }
                 Step::Recv { from, region } => {
                     let source = self.peer(from.group, from.rank)?;
                     let pattern =
                         Pattern { context, source: Some(source), tag: Some(SCHEDULE_TAG) };
-                    pending.push_back((runtime.engine().post_recv(pattern), region));
+                    let engine = engine.get_or_insert_with(|| runtime.engine());
+                    pending.push_back((engine.post_recv(pattern), region));
                 }
-                Step::Wait => self.complete(pending, recv, scratch)?,
+                Step::Wait => {
+                    engine = None;
+                    self.complete(pending, recv, scratch)?;
+                }
                 Step::Copy { src, dst } => {
+                    engine = None;
                     self.complete(pending, recv, scratch)?;
                     temp.clear();
                     temp.extend_from_slice(bytes(send, recv, scratch, src)?);
@@ -316,17 +333,19 @@ impl Comm {
                     if out.len() != temp.len() {
                         return Err(CollectiveError::Region(dst));
                     }
-                    out.copy_from_slice(&temp);
+                    out.copy_from_slice(temp);
                 }
                 Step::Reduce { op, dtype, src, dst, src_left } => {
+                    engine = None;
                     self.complete(pending, recv, scratch)?;
                     temp.clear();
                     temp.extend_from_slice(bytes(send, recv, scratch, src)?);
                     let out = bytes_mut(recv, scratch, dst)?;
-                    reduce(&op, dtype, &temp, out, src_left).map_err(CollectiveError::Reduce)?;
+                    reduce(&op, dtype, temp, out, src_left).map_err(CollectiveError::Reduce)?;
                 }
             }
         }
+        drop(engine);
         self.complete(pending, recv, scratch)?;
         // Push what the sends left queued as far as the rings take it now.
         let mut engine = runtime.engine();
@@ -373,6 +392,31 @@ impl Comm {
             (Group::Remote, None) => return Err(CollectiveError::InterNotSupported),
         };
         found.ok_or(CollectiveError::P2p(P2pError::RankOutOfRange { rank, size: self.size }))
+    }
+}
+
+/// A schedule run's working buffers, kept per thread between calls so that a call does not
+/// allocate once they have grown to its size.
+#[derive(Default)]
+struct ExecBuffers {
+    scratch: Vec<u8>,
+    temp: Vec<u8>,
+    pending: VecDeque<(u64, Region)>,
+}
+
+thread_local! {
+    static EXEC_BUFFERS: std::cell::Cell<Option<ExecBuffers>> = const { std::cell::Cell::new(None) };
+}
+
+impl ExecBuffers {
+    /// This thread's buffers (fresh ones if a run on this thread holds them already).
+    fn take() -> ExecBuffers {
+        EXEC_BUFFERS.with(|cell| cell.take()).unwrap_or_default()
+    }
+
+    fn put_back(mut self) {
+        self.pending.clear();
+        EXEC_BUFFERS.with(|cell| cell.set(Some(self)));
     }
 }
 

@@ -28,6 +28,7 @@ fn main() {
         "splits" => splits(comm),
         "threads" => threads(comm),
         "collectives" => collectives(&world),
+        "area-reuse" => area_reuse(comm),
         "die-in-collective" => die_in_collective(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
@@ -588,6 +589,57 @@ fn collectives(world: &World) {
             "collectives: {checked} checked on {n} ranks over {} nodes; allreduce by {provider}",
             world.nodes()
         );
+    }
+}
+
+/// Creates and frees communicators many times more than any rank owns collective areas,
+/// some held at once, each checked with collectives whose results depend on every member
+/// and on the call: an area handed to a new communicator before all members of its last
+/// one left, or not reset, gives wrong sums or hangs. Prints which component served.
+fn area_reuse(world: &Comm) {
+    use commcore::coll::{CollOp, Datatype, ReduceOp};
+    let (me, size) = (world.rank(), world.size());
+    let mut held: Vec<Comm> = Vec::new();
+    let mut providers = std::collections::BTreeSet::new();
+    for round in 0..300u64 {
+        let comm = match round % 3 {
+            0 => world.dup().unwrap(),
+            1 => world.split((me % 2) as i32, -(me as i32)).unwrap().unwrap(),
+            _ => {
+                let group: Vec<usize> = (0..size).filter(|r| r % 3 != 2).collect();
+                match world.create(&group).unwrap() {
+                    Some(comm) => comm,
+                    None => {
+                        assert!(!group.contains(&me));
+                        continue;
+                    }
+                }
+            }
+        };
+        if comm.size() > 1 {
+            // One rank needs no area: its collectives are local copies.
+            providers.insert(comm.collective_provider(CollOp::Allreduce).unwrap_or("none"));
+        }
+        let mut sum = [0u8; 8];
+        let mine = (round * 1000 + comm.rank() as u64).to_le_bytes();
+        comm.allreduce(&mine, &mut sum, Datatype::U64, ReduceOp::Sum).unwrap();
+        let n = comm.size() as u64;
+        assert_eq!(u64::from_le_bytes(sum), round * 1000 * n + n * (n - 1) / 2, "round {round}");
+        let mut buf = if comm.rank() == 0 { round.to_le_bytes() } else { [0u8; 8] };
+        comm.bcast(&mut buf, 0).unwrap();
+        assert_eq!(u64::from_le_bytes(buf), round);
+        comm.barrier().unwrap();
+        // Hold a few for a while, so that areas of several owners are in use at once.
+        held.push(comm);
+        if held.len() > 5 {
+            held.remove((round as usize * 7) % held.len()).free();
+        }
+    }
+    held.clear();
+    world.barrier().unwrap();
+    if me == 0 {
+        let providers: Vec<&str> = providers.into_iter().collect();
+        println!("area reuse: 300 rounds; allreduce by {}", providers.join(","));
     }
 }
 
