@@ -14,12 +14,13 @@ use std::collections::VecDeque;
 use commcore::coll::component::{BUILTIN, BUILTIN_NAMES};
 use commcore::coll::{
     reduce, Buf, CollArgs, CollError, CollOp, CollTable, CommInfo, Component, Control, Datatype,
-    Group, NodeLayout, Op, ReduceOp, Region, Root, Schedule, Step,
+    Group, Op, ReduceOp, Region, Root, Schedule, Step,
 };
 
 use super::comm::Comm;
 use super::engine::{Pattern, Sink};
 use super::error::{CollectiveError, P2pError};
+use super::layout_words::LayoutWords;
 use super::shm_coll::{self, ShmColl, ShmComponent};
 use super::Runtime;
 use crate::shm::Ring;
@@ -48,19 +49,22 @@ pub(super) struct BuiltinTable {
     /// Operations (bit `op as u32`) that go to `shm` first: it was selected for them and
     /// the control string forces no algorithm on them.
     shm_ops: u32,
+    /// The node layout's words, for a communicator over several nodes. Declared after
+    /// the tables that borrow them, so it is dropped after them.
+    _layout_words: Option<LayoutWords>,
 }
 
 impl BuiltinTable {
     fn new(table: CollTable<'static>) -> BuiltinTable {
-        BuiltinTable { table, without_shm: None, shm: None, shm_ops: 0 }
+        BuiltinTable { table, without_shm: None, shm: None, shm_ops: 0, _layout_words: None }
     }
 
     /// The schedule of one call that `shm` does not run.
-    pub(super) fn schedule(
-        &self,
+    pub(super) fn schedule<'s>(
+        &'s self,
         op: CollOp,
         args: &CollArgs<'static>,
-    ) -> Result<Schedule<'static>, CollError> {
+    ) -> Result<Schedule<'s>, CollError> {
         match &self.without_shm {
             Some(table) if self.table.provider(op) == Some(shm_coll::NAME) => {
                 table.schedule(op, args)
@@ -100,10 +104,10 @@ pub(super) fn select(
     let size = u32::try_from(world_ranks.len()).map_err(|_| CollectiveError::TooLarge)?;
     let mut info = CommInfo::intra(rank as u32, size);
     let one_node = nodes.iter().all(|&n| n == nodes[0]);
+    let mut layout_words = None;
     if !one_node {
-        // The layout lives as long as the process: a few words per rank per communicator.
-        let storage = Box::leak(vec![0u32; 4 * nodes.len() + 1].into_boxed_slice());
-        let layout = NodeLayout::build(&nodes, storage).map_err(|_| CollectiveError::TooLarge)?;
+        let (layout, words) = LayoutWords::build(&nodes).map_err(|_| CollectiveError::TooLarge)?;
+        layout_words = Some(words);
         info = info.with_layout(layout);
     }
     let text = std::env::var(ENV_COLL).unwrap_or_default();
@@ -118,10 +122,16 @@ pub(super) fn select(
         .fold(0, |bits, &op| bits | 1 << op as u32);
     if CollOp::ALL.iter().all(|&op| selected.provider(op) != Some(shm_coll::NAME)) {
         // Not selected (excluded, or outranked): the area goes back at once.
-        return Ok(BuiltinTable::new(selected));
+        return Ok(BuiltinTable { _layout_words: layout_words, ..BuiltinTable::new(selected) });
     }
     let without_shm = table(&info, &control, &ShmComponent { attached: false })?;
-    Ok(BuiltinTable { table: selected, without_shm: Some(without_shm), shm, shm_ops })
+    Ok(BuiltinTable {
+        table: selected,
+        without_shm: Some(without_shm),
+        shm,
+        shm_ops,
+        _layout_words: layout_words,
+    })
 }
 
 /// The collective table of an inter-communicator: rank `rank` of a local group of `size`,
@@ -289,6 +299,7 @@ impl Comm {
         let ExecBuffers { scratch, temp, pending } = buffers;
         // Held across a run of sends and receives, dropped before anything waits.
         let mut engine = None;
+        let mut queued_large = false;
         for step in schedule {
             match step {
                 Step::Send { to, region } => {
@@ -309,6 +320,7 @@ impl Comm {
                             false,
                         );
                     } else {
+                        queued_large = true;
                         let data = data.to_vec();
                         engine.start_send_owned(&runtime.fabric, dest, context, SCHEDULE_TAG, data);
                     }
@@ -347,10 +359,20 @@ impl Comm {
         }
         drop(engine);
         self.complete(pending, recv, scratch)?;
-        // Push what the sends left queued as far as the rings take it now.
-        let mut engine = runtime.engine();
-        if engine.has_outbound() {
-            engine.progress(&runtime.fabric, None, None)?;
+        if queued_large {
+            // Return once the rings hold everything: a rank that returned with its long
+            // sends still queued would run ahead by any number of calls, its queue (and
+            // the pages it touches) growing while the receivers catch up.
+            runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, None)?;
+                Ok((!engine.has_outbound()).then_some(()))
+            })?;
+        } else {
+            // Push what the sends left queued as far as the rings take it now.
+            let mut engine = runtime.engine();
+            if engine.has_outbound() {
+                engine.progress(&runtime.fabric, None, None)?;
+            }
         }
         Ok(())
     }

@@ -174,6 +174,9 @@ impl World {
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let oversubscribed = size > cores;
+        if launched && size > 1 {
+            super::affinity::bind(rank, size);
+        }
         // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
         // machine a rank that yields loses its core to other work for a whole time slice);
         // with more ranks than cores it yields after 2 µs so that the peer sharing our core
@@ -217,6 +220,7 @@ impl World {
             cid_algorithm: cid_algorithm()?,
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
+            oversubscribed,
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
         let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));

@@ -23,6 +23,7 @@
 //! Waiting spins briefly, yields, then sleeps on a futex, so more ranks than cores do not
 //! burn the machine.
 
+mod affinity;
 mod coll;
 mod comm;
 mod create;
@@ -32,9 +33,11 @@ mod fabric;
 mod group;
 mod init;
 mod intercomm;
+mod layout_words;
 mod request;
 mod shm_coll;
 
+pub use affinity::ENV_BIND;
 pub use coll::ENV_COLL;
 pub use comm::Comm;
 pub use create::UNDEFINED;
@@ -103,6 +106,8 @@ pub(crate) struct Runtime {
     cid_allreduces: std::sync::atomic::AtomicU64,
     /// The collective areas this rank owns.
     areas: shm_coll::pool::AreaPool,
+    /// More ranks than CPUs (counted before this rank was bound to one).
+    oversubscribed: bool,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.

@@ -28,8 +28,8 @@ pub const MAX_MEMBERS: usize = 64;
 
 const LINE: usize = 64;
 /// Header: members that have left the communicator (u32) on one line, the number of
-/// members sleeping in a wait (u32) on the next.
-const HEADER_BYTES: usize = 2 * LINE;
+/// members sleeping in a wait (u32) on the next, then each member's CPU (u32).
+const HEADER_BYTES: usize = 2 * LINE + (MAX_MEMBERS * 4).next_multiple_of(LINE);
 /// A cell: its call word (u64), then its data.
 const CALL_WORD: usize = 8;
 const CELL_STRIDE: usize = (CALL_WORD + CELL_BYTES).next_multiple_of(LINE);
@@ -76,6 +76,17 @@ impl<'r> CollArea<'r> {
     /// Members sleeping in a wait on this area (so publishers know to ring doorbells).
     pub fn sleepers(&self) -> &'r AtomicU32 {
         self.region.atomic_u32(self.base + LINE)
+    }
+
+    /// Members of the communicator.
+    pub fn members(&self) -> usize {
+        self.members
+    }
+
+    /// The CPU `member` last waited on, plus one (0: not known yet).
+    pub fn cpu(&self, member: usize) -> &'r AtomicU32 {
+        assert!(member < self.members, "member {member} of {}", self.members);
+        self.region.atomic_u32(self.base + 2 * LINE + 4 * member)
     }
 
     fn cell(&self, member: usize, call: u64) -> usize {
@@ -157,9 +168,18 @@ impl<'r> CollArea<'r> {
                 self.call_word(member, call).store(0, Relaxed);
             }
         }
+        for member in 0..self.members {
+            self.cpu(member).store(0, Relaxed);
+        }
         self.sleepers().store(0, Relaxed);
         self.left().store(0, Release);
     }
+}
+
+/// The CPU this thread runs on now, if the kernel says.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu takes no arguments and only reads per-thread kernel state.
+    u32::try_from(unsafe { libc::sched_getcpu() }).ok()
 }
 
 #[cfg(test)]

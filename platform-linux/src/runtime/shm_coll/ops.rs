@@ -70,7 +70,7 @@ impl ShmColl {
 
     fn wait_all(&self, area: &CollArea<'_>, call: u64) {
         let me = self.me;
-        wait_until(&self.runtime, area, || {
+        wait_until(&self.runtime, area, me, || {
             (0..self.size()).all(|m| m == me || area.published(m, call))
         });
     }
@@ -87,7 +87,7 @@ impl ShmColl {
         data: &[u8],
     ) -> Result<(), CollectiveError> {
         let free = &self.free_through;
-        wait_until(&self.runtime, area, || area.cell_free(self.me, call, free));
+        wait_until(&self.runtime, area, self.me, || area.cell_free(self.me, call, free));
         if !area.publish(self.me, call, data, free) {
             return Err(CollectiveError::AreaProtocol);
         }
@@ -131,7 +131,7 @@ impl ShmColl {
             if self.me == root {
                 self.contribute(&area, call, &buf[range])?;
             } else {
-                wait_until(&self.runtime, &area, || area.published(root, call));
+                wait_until(&self.runtime, &area, self.me, || area.published(root, call));
                 Self::read(&area, root, call, 0, &mut buf[range])?;
                 // Done with the root's cell: it may reuse it.
                 area.announce(self.me, call);
