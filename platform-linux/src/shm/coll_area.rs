@@ -19,8 +19,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use super::region::Region;
 
 /// Cells per member: a writer that does not wait for readers (a broadcast's root) may run
-/// this many calls minus one ahead of the slowest of them.
-pub const DEPTH: u64 = 4;
+/// this many calls minus one ahead of the slowest of them, and a long message moves in
+/// that many pieces before its writer waits. 16 rather than 4 made bcast at 8 ranks on 2
+/// cores 3–4 times faster (8 B) and let 64 KiB go through the area faster than messages.
+pub const DEPTH: u64 = 16;
 /// Data bytes of one cell: the largest contribution a member makes in one call.
 pub const CELL_BYTES: usize = 4096;
 /// The most members an area serves; larger communicators use the schedules.

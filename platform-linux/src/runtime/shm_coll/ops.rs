@@ -12,10 +12,12 @@ use crate::runtime::error::CollectiveError;
 use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::CollArea;
 
-/// Environment: the largest message in bytes (per block for alltoall) that `shm` moves
-/// through the area; larger ones take the schedules (default 4096: one cell).
+/// Environment: the largest message in bytes that `shm` moves through the area, in pieces
+/// of a cell; larger ones take the schedules (default 65536). Alltoall goes through the
+/// area only while a member's blocks fit one cell (in pieces it loses to the schedules),
+/// unless the bound is set above the default.
 pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
-const DEFAULT_SHM_MAX: usize = CELL_BYTES;
+const DEFAULT_SHM_MAX: usize = 64 * 1024;
 
 fn shm_max() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
@@ -47,7 +49,11 @@ impl ShmColl {
         recv: &mut [u8],
     ) -> Option<Result<(), CollectiveError>> {
         let bytes = args.message_bytes();
-        if bytes > shm_max() {
+        let limit = match op {
+            CollOp::Alltoall if shm_max() <= DEFAULT_SHM_MAX => CELL_BYTES / self.size(),
+            _ => shm_max(),
+        };
+        if bytes > limit {
             return None;
         }
         let root = match args.root {
