@@ -48,3 +48,13 @@ fn control_strings_exclude_shm_and_several_nodes_keep_hier() {
     let out = run(6, 2, "collectives", &[]);
     assert!(out.contains("allreduce by hier"), "{out}");
 }
+
+#[test]
+fn non_commutative_reductions_combine_in_rank_order() {
+    for procs in [2, 3, 5, 8] {
+        let out = run(procs, 1, "noncommutative", &[]);
+        assert!(out.contains(&format!("checked on {procs} ranks; allreduce by shm")), "{out}");
+        let out = run(procs, 1, "noncommutative", &[("COMMCORE_COLL", "coll=^shm")]);
+        assert!(out.contains("allreduce by tuned"), "{out}");
+    }
+}
