@@ -2,9 +2,10 @@
 //! cell is free, writes it and publishes the call; a member that needs the others' waits
 //! until they have published it and reads their cells.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
-use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, Root};
+use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, OpError, Root};
 
 use super::wait::{wait_until, wake_sleepers};
 use super::ShmColl;
@@ -27,7 +28,7 @@ fn shm_max() -> usize {
 }
 
 /// The byte range of piece `i` of `len` bytes cut into pieces of `piece` bytes.
-fn piece(i: usize, piece: usize, len: usize) -> std::ops::Range<usize> {
+fn piece(i: usize, piece: usize, len: usize) -> Range<usize> {
     (i * piece).min(len)..((i + 1) * piece).min(len)
 }
 
@@ -72,6 +73,14 @@ impl ShmColl {
             CollOp::Alltoall => self.alltoall(send, recv, bytes),
             _ => return None,
         })
+    }
+
+    /// Numbers the area calls that move `len` bytes in pieces of `step`; yields each call
+    /// with its piece's byte range.
+    fn calls_for(&self, len: usize, step: usize) -> impl Iterator<Item = (u64, Range<usize>)> {
+        let calls = pieces(len, step);
+        let first = self.next_calls(calls as u64);
+        (0..calls).map(move |i| (first + i as u64, piece(i, step, len)))
     }
 
     fn wait_all(&self, area: &CollArea<'_>, call: u64) {
@@ -129,11 +138,7 @@ impl ShmColl {
             return Err(CollectiveError::BadBuffers);
         }
         let area = self.area();
-        let calls = pieces(bytes, CELL_BYTES);
-        let first = self.next_calls(calls as u64);
-        for i in 0..calls {
-            let call = first + i as u64;
-            let range = piece(i, CELL_BYTES, bytes);
+        for (call, range) in self.calls_for(bytes, CELL_BYTES) {
             if self.me == root {
                 self.contribute(&area, call, &buf[range])?;
             } else {
@@ -162,18 +167,15 @@ impl ShmColl {
         if send.len() != bytes || (receives && recv.len() != bytes) {
             return Err(CollectiveError::BadBuffers);
         }
-        if !op.supports(dtype) {
-            return Err(CollectiveError::Reduce(commcore::coll::OpError::Length));
+        if let Op::Builtin(builtin) = *op {
+            if !builtin.supports(dtype) {
+                return Err(CollectiveError::Reduce(OpError::Unsupported(builtin, dtype)));
+            }
         }
         let area = self.area();
         let unit = dtype.size().max(1);
-        let step = CELL_BYTES / unit * unit;
-        let calls = pieces(bytes, step);
-        let first = self.next_calls(calls as u64);
         let mut other = [0u8; CELL_BYTES];
-        for i in 0..calls {
-            let call = first + i as u64;
-            let range = piece(i, step, bytes);
+        for (call, range) in self.calls_for(bytes, CELL_BYTES / unit * unit) {
             let mine = &send[range.clone()];
             self.contribute(&area, call, mine)?;
             if !receives {
@@ -204,11 +206,7 @@ impl ShmColl {
             return Err(CollectiveError::BadBuffers);
         }
         let area = self.area();
-        let calls = pieces(block, CELL_BYTES);
-        let first = self.next_calls(calls as u64);
-        for i in 0..calls {
-            let call = first + i as u64;
-            let range = piece(i, CELL_BYTES, block);
+        for (call, range) in self.calls_for(block, CELL_BYTES) {
             self.contribute(&area, call, &send[range.clone()])?;
             self.wait_all(&area, call);
             for member in 0..self.size() {
@@ -231,13 +229,8 @@ impl ShmColl {
             return Err(CollectiveError::BadBuffers);
         }
         let area = self.area();
-        let step = CELL_BYTES / n;
-        let calls = pieces(block, step);
-        let first = self.next_calls(calls as u64);
         let mut cell = [0u8; CELL_BYTES];
-        for i in 0..calls {
-            let call = first + i as u64;
-            let range = piece(i, step, block);
+        for (call, range) in self.calls_for(block, CELL_BYTES / n) {
             let width = range.len();
             for to in 0..n {
                 cell[to * width..(to + 1) * width]
