@@ -58,3 +58,18 @@ fn non_commutative_reductions_combine_in_rank_order() {
         assert!(out.contains("allreduce by tuned"), "{out}");
     }
 }
+
+#[test]
+fn a_long_send_moves_on_while_its_receiver_waits_in_an_area_barrier() {
+    let env = [("COMMCORE_SHM_MAX", "0")];
+    let mut spec = JobSpec::new(4, env!("CARGO_BIN_EXE_runtime_rank"));
+    spec.args = vec!["isend-across-collectives".into()];
+    spec.timeout = Some(Duration::from_secs(30));
+    spec.env.extend(env.iter().map(|&(k, v)| (k.into(), v.into())));
+    // Whether the ranks meet the hazard depends on timing: try a few times.
+    for _ in 0..4 {
+        if let Err(failure) = run_job(&spec) {
+            panic!("isend across collectives failed: {failure}");
+        }
+    }
+}

@@ -30,6 +30,7 @@ fn main() {
         "collectives" => collectives(&world),
         "area-reuse" => area_reuse(comm),
         "noncommutative" => noncommutative(comm),
+        "isend-across-collectives" => isend_across_collectives(comm),
         "die-in-collective" => die_in_collective(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
@@ -694,6 +695,39 @@ fn noncommutative(comm: &Comm) {
         let provider = comm.collective_provider(CollOp::Allreduce).unwrap_or("none");
         println!("noncommutative: checked on {n} ranks; allreduce by {provider}");
     }
+}
+
+/// Rank 0 queues more small sends to the last rank than its ring holds, then every rank
+/// runs a schedule broadcast with long sends (which returns once its sender's queue is in
+/// the rings) and a barrier over the area before the last rank receives: that rank must
+/// keep taking cells while it waits in the barrier, or rank 0 never leaves the broadcast.
+/// Run with long collectives on the schedules.
+fn isend_across_collectives(comm: &Comm) {
+    const MESSAGES: usize = 40;
+    let (me, last) = (comm.rank(), comm.size() - 1);
+    let message = |i: usize| vec![(i % 251) as u8; 8000];
+    let messages: Vec<Vec<u8>> = (0..MESSAGES).map(message).collect();
+    let mut block = vec![7u8; 70_000];
+    if me == 0 {
+        let requests: Vec<_> = messages.iter().map(|m| comm.isend(m, last, 9).unwrap()).collect();
+        comm.bcast(&mut block, 0).unwrap();
+        comm.barrier().unwrap();
+        for request in requests {
+            request.wait().unwrap();
+        }
+    } else {
+        comm.bcast(&mut block, 0).unwrap();
+        comm.barrier().unwrap();
+        if me == last {
+            let mut got = vec![0u8; 8000];
+            for expected in &messages {
+                comm.recv(&mut got, 0, 9).unwrap();
+                assert_eq!(&got, expected);
+            }
+            println!("isend across collectives: delivered");
+        }
+    }
+    assert_eq!(block, vec![7u8; 70_000]);
 }
 
 /// Every rank loops on allreduce; rank 1 is killed in the middle of one.

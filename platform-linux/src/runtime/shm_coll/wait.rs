@@ -92,15 +92,18 @@ fn shares_cpu(area: &CollArea<'_>, me: usize) -> bool {
     cpu != 0 && (0..area.members()).any(|m| m != me && area.cpu(m).load(Relaxed) == cpu)
 }
 
-/// Pushes what point-to-point sends still queue into the rings; whether some remain.
+/// Moves point-to-point traffic on while we wait: pushes what sends still queue into the
+/// rings and takes what peers put in ours (a peer may block until its long sends leave its
+/// queue). Returns whether sends remain queued.
 fn push_queued_sends(runtime: &Runtime) -> bool {
+    let fabric = &runtime.fabric;
     let mut engine = runtime.engine();
-    if !engine.has_outbound() {
+    if !engine.has_outbound() && !fabric.any_inbound() {
         return false;
     }
-    // A failure belongs to the send's own operation, which has returned; the receiver
-    // reports it, and the sends stay queued for the next attempt.
-    let _ = engine.progress(&runtime.fabric, None, None);
+    // A failure belongs to the message's own operation, which reports it when it next
+    // looks; here the traffic only moves.
+    let _ = engine.progress(fabric, None, None);
     engine.has_outbound()
 }
 
