@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Measures commcore against Open MPI and MPICH on this machine, figure by figure.
 #
-#   scripts/compare-peers.sh [--json] [--runs N]
+#   scripts/compare-peers.sh [--json] [--runs N] [--only GROUPS]
+#
+# --only takes a comma-separated list of figure groups to measure, of pt2pt, split, coll2,
+# coll4 and coll8 (the collectives at 2, 4 or 8 processes); default all. A full pass of
+# 5 runs takes about 12 minutes, mostly MPICH's split and collectives at 8 processes.
 #
 # Installs Debian's Open MPI and MPICH (and jq) when missing, builds our C programs under
 # scripts/peers/ with each, then runs commcore and both peers in turn, interleaved (the order
@@ -23,13 +27,22 @@ cd "$(dirname "$0")/.."
 
 json=0
 runs=5
+only=pt2pt,split,coll2,coll4,coll8
 while [ $# -gt 0 ]; do
     case "$1" in
         --json) json=1 ;;
         --runs) runs=${2:?--runs needs a value}; shift ;;
-        *) echo "usage: $0 [--json] [--runs N]" >&2; exit 2 ;;
+        --only) only=${2:?--only needs a list}; shift ;;
+        *) echo "usage: $0 [--json] [--runs N] [--only pt2pt,split,coll2,coll4,coll8]" >&2; exit 2 ;;
     esac
     shift
+done
+wants() { [[ ",$only," == *",$1,"* ]]; }
+for group in ${only//,/ }; do
+    case "$group" in
+        pt2pt | split | coll2 | coll4 | coll8) ;;
+        *) echo "--only: unknown group $group" >&2; exit 2 ;;
+    esac
 done
 case "$runs" in '' | *[!0-9]* | 0) echo "--runs must be a positive count" >&2; exit 2 ;; esac
 
@@ -57,7 +70,8 @@ split_iterations=${SPLIT_ITERATIONS:-200}
 # Collective calls per batch at 8 B (a quarter at 64 KiB) and batches, by process count:
 # at 8 processes on this 2-core machine MPICH's busy polling makes each call take ticks.
 coll_params() { if [ "$1" -ge 8 ]; then echo "20 3"; else echo "200 5"; fi; }
-coll_procs=(2 4 8)
+coll_procs=()
+for p in 2 4 8; do if wants "coll$p"; then coll_procs+=("$p"); fi; done
 openmpi() {
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
         mpirun.openmpi --allow-run-as-root --oversubscribe "$@"
@@ -70,12 +84,14 @@ coll_figures() { # peer-json procs
 }
 
 figures_commcore() {
-    local pt2pt large small coll=() p params
-    pt2pt=$(./target/release/commcore bench pt2pt --json)
-    large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
-        --iterations "$split_iterations" --json)
-    small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
-        --iterations "$split_iterations" --json)
+    local pt2pt='{"figures": []}' large='{}' small='{}' coll=() p params
+    if wants pt2pt; then pt2pt=$(./target/release/commcore bench pt2pt --json); fi
+    if wants split; then
+        large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
+            --iterations "$split_iterations" --json)
+        small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
+            --iterations "$split_iterations" --json)
+    fi
     for p in "${coll_procs[@]}"; do
         read -r -a params <<<"$(coll_params "$p")"
         coll+=("$(coll_figures "$(./target/release/commcore bench coll-procs --procs "$p" \
@@ -86,30 +102,35 @@ figures_commcore() {
          + [$p.figures[] | select(.figure == "pingpong_latency_1MiB")
             | {key: "pingpong_latency_1MiB_two_copy", value: .two_copy}] | from_entries)
         + {split_median_large_comm: $l.median_us, split_p99_over_median_large_comm:
-           ($l.p99_us / $l.median_us), split_median_small_comm: $s.median_us,
-           split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}' |
+           (if $l.median_us then $l.p99_us / $l.median_us else null end),
+           split_median_small_comm: $s.median_us, split_p99_over_median_small_comm:
+           (if $s.median_us then $s.p99_us / $s.median_us else null end)}' |
         jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 
 figures_peer() { # peer launcher-function
-    local peer=$1 pt2pt large small coll=() p params
-    pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1)
-    large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
-    small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    local peer=$1 pt2pt='{}' large='{}' small='{}' coll=() p params
+    if wants pt2pt; then pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1); fi
+    if wants split; then
+        large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
+        small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    fi
     for p in "${coll_procs[@]}"; do
         read -r -a params <<<"$(coll_params "$p")"
         coll+=("$(coll_figures "$($peer -np "$p" "$out/coll-$peer" "${params[@]}" | tail -n 1)" "$p")")
     done
     jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '{
-        pingpong_latency_8B: $p.latency_us["8"],
-        pingpong_latency_64KiB: $p.latency_us["65536"],
-        pingpong_latency_1MiB: $p.latency_us["1048576"],
+        pingpong_latency_8B: $p.latency_us["8"]?,
+        pingpong_latency_64KiB: $p.latency_us["65536"]?,
+        pingpong_latency_1MiB: $p.latency_us["1048576"]?,
         bandwidth_1MiB: $p.bandwidth_mbps,
         message_rate_8B: $p.message_rate_mmsgs,
         split_median_large_comm: $l.median_us,
-        split_p99_over_median_large_comm: ($l.p99_us / $l.median_us),
+        split_p99_over_median_large_comm:
+            (if $l.median_us then $l.p99_us / $l.median_us else null end),
         split_median_small_comm: $s.median_us,
-        split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}' |
+        split_p99_over_median_small_comm:
+            (if $s.median_us then $s.p99_us / $s.median_us else null end)}' |
         jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 mpich() { mpirun.mpich "$@"; }
@@ -164,8 +185,9 @@ report=$(jq -s '
             elif $better == "lower" then $row.commcore / ($peers | min)
             else $row.commcore / ($peers | max) end))
     | . + [{figure: "single_copy_speedup_1MiB", procs: 2,
-            commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy"))
-                       / ($all | med("commcore"; "pingpong_latency_1MiB"))),
+            commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy")) as $two
+                       | ($all | med("commcore"; "pingpong_latency_1MiB")) as $one
+                       | if $two and $one then $two / $one else null end),
             openmpi: null, mpich: null, unit: "x (two-copy / single-copy time)",
             better: "higher", ratio_to_best_peer: null}]
 ' "$results")

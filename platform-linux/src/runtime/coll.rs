@@ -13,14 +13,17 @@ use std::collections::VecDeque;
 
 use commcore::coll::component::{BUILTIN, BUILTIN_NAMES};
 use commcore::coll::{
-    reduce, Buf, CollArgs, CollOp, CollTable, CommInfo, Control, Datatype, Group, NodeLayout, Op,
-    ReduceOp, Region, Root, Schedule, Step,
+    reduce, Buf, CollArgs, CollError, CollOp, CollTable, CommInfo, Component, Control, Datatype,
+    Group, Op, ReduceOp, Region, Root, Schedule, Step,
 };
 
 use super::comm::Comm;
 use super::engine::{Pattern, Sink};
 use super::error::{CollectiveError, P2pError};
+use super::layout_words::LayoutWords;
+use super::shm_coll::{self, ShmColl, ShmComponent};
 use super::Runtime;
+use crate::shm::Ring;
 
 /// Environment: a control string for collective selection (`coll=^hier`, forcing per
 /// operation and size, …), as core's `Control::parse` reads it.
@@ -30,35 +33,105 @@ pub const ENV_COLL: &str = "COMMCORE_COLL";
 /// creation uses its own).
 const SCHEDULE_TAG: i32 = 1 << 21;
 
-/// A communicator's collective table, selected from core's built-in components.
-pub(super) struct BuiltinTable(CollTable<'static>);
+/// Components' names in control strings: core's built-in ones and `shm`.
+const NAMES: [&str; 5] =
+    [BUILTIN_NAMES[0], BUILTIN_NAMES[1], BUILTIN_NAMES[2], BUILTIN_NAMES[3], shm_coll::NAME];
 
-impl std::ops::Deref for BuiltinTable {
-    type Target = CollTable<'static>;
+/// A communicator's collectives: the table selected from core's built-in components and
+/// `shm`, and, when `shm` serves some operations, what runs the calls it does not take.
+pub(super) struct BuiltinTable {
+    /// As selected: says who serves each operation.
+    table: CollTable<'static>,
+    /// Selected without `shm`: the schedules for calls `shm` does not take.
+    without_shm: Option<CollTable<'static>>,
+    /// This member's use of the communicator's area, when `shm` was selected.
+    shm: Option<ShmColl>,
+    /// Operations (bit `op as u32`) that go to `shm` first: it was selected for them and
+    /// the control string forces no algorithm on them.
+    shm_ops: u32,
+    /// The node layout's words, for a communicator over several nodes. Declared after
+    /// the tables that borrow them, so it is dropped after them.
+    _layout_words: Option<LayoutWords>,
+}
 
-    fn deref(&self) -> &CollTable<'static> {
-        &self.0
+impl BuiltinTable {
+    fn new(table: CollTable<'static>) -> BuiltinTable {
+        BuiltinTable { table, without_shm: None, shm: None, shm_ops: 0, _layout_words: None }
+    }
+
+    /// The schedule of one call that `shm` does not run.
+    pub(super) fn schedule<'s>(
+        &'s self,
+        op: CollOp,
+        args: &CollArgs<'static>,
+    ) -> Result<Schedule<'s>, CollError> {
+        match &self.without_shm {
+            Some(table) if self.table.provider(op) == Some(shm_coll::NAME) => {
+                table.schedule(op, args)
+            }
+            _ => self.table.schedule(op, args),
+        }
+    }
+
+    /// The area, if `shm` serves `op` here.
+    pub(super) fn shm_for(&self, op: CollOp) -> Option<&ShmColl> {
+        self.shm.as_ref().filter(|_| self.shm_ops & (1 << op as u32) != 0)
     }
 }
 
-/// The collective table of a communicator whose members are `world_ranks`.
+fn control(text: &str) -> Result<Control<'_>, CollectiveError> {
+    Control::parse(text, &NAMES).map_err(|_| CollectiveError::BadControl)
+}
+
+fn table(
+    info: &CommInfo<'static>,
+    control: &Control<'_>,
+    shm: &ShmComponent,
+) -> Result<CollTable<'static>, CollectiveError> {
+    let components: [&dyn Component; 5] = [BUILTIN[0], BUILTIN[1], BUILTIN[2], BUILTIN[3], shm];
+    CollTable::select(info, &components, control).map_err(CollectiveError::Coll)
+}
+
+/// The collective table of a communicator whose members are `world_ranks`; `shm` is this
+/// member's use of the shared-memory area the creation granted it, if any.
 pub(super) fn select(
     runtime: &Runtime,
     rank: usize,
     world_ranks: &[usize],
+    shm: Option<ShmColl>,
 ) -> Result<BuiltinTable, CollectiveError> {
     let nodes: Vec<u32> = world_ranks.iter().map(|&w| runtime.fabric.nodes[w]).collect();
     let size = u32::try_from(world_ranks.len()).map_err(|_| CollectiveError::TooLarge)?;
     let mut info = CommInfo::intra(rank as u32, size);
-    if nodes.iter().any(|&n| n != nodes[0]) {
-        // The layout lives as long as the process: a few words per rank per communicator.
-        let storage = Box::leak(vec![0u32; 4 * nodes.len() + 1].into_boxed_slice());
-        let layout = NodeLayout::build(&nodes, storage).map_err(|_| CollectiveError::TooLarge)?;
+    let one_node = nodes.iter().all(|&n| n == nodes[0]);
+    let mut layout_words = None;
+    if !one_node {
+        let (layout, words) = LayoutWords::build(&nodes).map_err(|_| CollectiveError::TooLarge)?;
+        layout_words = Some(words);
         info = info.with_layout(layout);
     }
     let text = std::env::var(ENV_COLL).unwrap_or_default();
-    let control = Control::parse(&text, &BUILTIN_NAMES).map_err(|_| CollectiveError::BadControl)?;
-    CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
+    let control = control(&text)?;
+    let shm = shm.filter(|_| one_node);
+    let component = ShmComponent { attached: shm.is_some() };
+    let selected = table(&info, &control, &component)?;
+    let shm_ops = CollOp::ALL
+        .iter()
+        .filter(|&&op| selected.provider(op) == Some(shm_coll::NAME))
+        .filter(|&&op| control.forces().iter().all(|force| force.op != op))
+        .fold(0, |bits, &op| bits | 1 << op as u32);
+    if CollOp::ALL.iter().all(|&op| selected.provider(op) != Some(shm_coll::NAME)) {
+        // Not selected (excluded, or outranked): the area goes back at once.
+        return Ok(BuiltinTable { _layout_words: layout_words, ..BuiltinTable::new(selected) });
+    }
+    let without_shm = table(&info, &control, &ShmComponent { attached: false })?;
+    Ok(BuiltinTable {
+        table: selected,
+        without_shm: Some(without_shm),
+        shm,
+        shm_ops,
+        _layout_words: layout_words,
+    })
 }
 
 /// The collective table of an inter-communicator: rank `rank` of a local group of `size`,
@@ -72,8 +145,8 @@ pub(super) fn select_inter(
     let remote_size = u32::try_from(remote_size).map_err(|_| CollectiveError::TooLarge)?;
     let info = CommInfo::inter(rank as u32, size, remote_size);
     let text = std::env::var(ENV_COLL).unwrap_or_default();
-    let control = Control::parse(&text, &BUILTIN_NAMES).map_err(|_| CollectiveError::BadControl)?;
-    CollTable::select(&info, &BUILTIN, &control).map(BuiltinTable).map_err(CollectiveError::Coll)
+    let control = control(&text)?;
+    table(&info, &control, &ShmComponent { attached: false }).map(BuiltinTable::new)
 }
 
 impl Comm {
@@ -88,13 +161,19 @@ impl Comm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<(), CollectiveError> {
+        if let Some(shm) = self.coll.shm_for(op) {
+            if let Some(done) = shm.run(op, args, send, recv) {
+                return done;
+            }
+        }
         let schedule = self.coll.schedule(op, args).map_err(CollectiveError::Coll)?;
         self.execute(schedule, send, recv)
     }
 
-    /// The component that serves `op` on this communicator.
+    /// The component that serves `op` on this communicator (`shm` may still hand calls
+    /// above `COMMCORE_SHM_MAX` bytes to the schedules of the next one).
     pub fn collective_provider(&self, op: CollOp) -> Option<&'static str> {
-        self.coll.provider(op)
+        self.coll.table.provider(op)
     }
 
     /// Blocks until every rank has entered (`MPI_Barrier`).
@@ -194,15 +273,17 @@ impl Comm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<(), CollectiveError> {
-        let mut scratch = vec![0u8; schedule.scratch_bytes()];
-        let mut pending: VecDeque<(u64, Region)> = VecDeque::new();
-        let result = self.run_steps(schedule, send, recv, &mut scratch, &mut pending);
+        let mut buffers = ExecBuffers::take();
+        buffers.scratch.clear();
+        buffers.scratch.resize(schedule.scratch_bytes(), 0);
+        let result = self.run_steps(schedule, send, recv, &mut buffers);
         if result.is_err() {
             let mut engine = self.runtime.engine();
-            for (id, _) in pending {
+            for (id, _) in buffers.pending.drain(..) {
                 engine.cancel_recv(&self.runtime.fabric, id);
             }
         }
+        buffers.put_back();
         result
     }
 
@@ -211,36 +292,52 @@ impl Comm {
         schedule: Schedule<'_>,
         send: &[u8],
         recv: &mut [u8],
-        scratch: &mut [u8],
-        pending: &mut VecDeque<(u64, Region)>,
+        buffers: &mut ExecBuffers,
     ) -> Result<(), CollectiveError> {
         let context = self.context + 1;
         let runtime = &self.runtime;
-        let mut temp = Vec::new();
+        let ExecBuffers { scratch, temp, pending } = buffers;
+        // Held across a run of sends and receives, dropped before anything waits.
+        let mut engine = None;
+        let mut queued_large = false;
         for step in schedule {
             match step {
                 Step::Send { to, region } => {
                     let dest = self.peer(to.group, to.rank)?;
-                    let data = bytes(send, recv, scratch, region)?.to_vec();
+                    let data = bytes(send, recv, scratch, region)?;
                     // Sends to the remote group go in its context; all receives in ours.
                     let context =
                         if to.group == Group::Remote { self.remote_context + 1 } else { context };
-                    runtime.engine().start_send_owned(
-                        &runtime.fabric,
-                        dest,
-                        context,
-                        SCHEDULE_TAG,
-                        data,
-                    );
+                    let engine = engine.get_or_insert_with(|| runtime.engine());
+                    if data.len() <= Ring::PAYLOAD_BYTES {
+                        // Copied into the ring or the engine's own buffer at once.
+                        engine.start_send(
+                            &runtime.fabric,
+                            dest,
+                            context,
+                            SCHEDULE_TAG,
+                            data,
+                            false,
+                        );
+                    } else {
+                        queued_large = true;
+                        let data = data.to_vec();
+                        engine.start_send_owned(&runtime.fabric, dest, context, SCHEDULE_TAG, data);
+                    }
                 }
                 Step::Recv { from, region } => {
                     let source = self.peer(from.group, from.rank)?;
                     let pattern =
                         Pattern { context, source: Some(source), tag: Some(SCHEDULE_TAG) };
-                    pending.push_back((runtime.engine().post_recv(pattern), region));
+                    let engine = engine.get_or_insert_with(|| runtime.engine());
+                    pending.push_back((engine.post_recv(pattern), region));
                 }
-                Step::Wait => self.complete(pending, recv, scratch)?,
+                Step::Wait => {
+                    engine = None;
+                    self.complete(pending, recv, scratch)?;
+                }
                 Step::Copy { src, dst } => {
+                    engine = None;
                     self.complete(pending, recv, scratch)?;
                     temp.clear();
                     temp.extend_from_slice(bytes(send, recv, scratch, src)?);
@@ -248,22 +345,34 @@ impl Comm {
                     if out.len() != temp.len() {
                         return Err(CollectiveError::Region(dst));
                     }
-                    out.copy_from_slice(&temp);
+                    out.copy_from_slice(temp);
                 }
                 Step::Reduce { op, dtype, src, dst, src_left } => {
+                    engine = None;
                     self.complete(pending, recv, scratch)?;
                     temp.clear();
                     temp.extend_from_slice(bytes(send, recv, scratch, src)?);
                     let out = bytes_mut(recv, scratch, dst)?;
-                    reduce(&op, dtype, &temp, out, src_left).map_err(CollectiveError::Reduce)?;
+                    reduce(&op, dtype, temp, out, src_left).map_err(CollectiveError::Reduce)?;
                 }
             }
         }
+        drop(engine);
         self.complete(pending, recv, scratch)?;
-        // Push what the sends left queued as far as the rings take it now.
-        let mut engine = runtime.engine();
-        if engine.has_outbound() {
-            engine.progress(&runtime.fabric, None, None)?;
+        if queued_large {
+            // Return once the rings hold everything: a rank that returned with its long
+            // sends still queued would run ahead by any number of calls, its queue (and
+            // the pages it touches) growing while the receivers catch up.
+            runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, None)?;
+                Ok((!engine.has_outbound()).then_some(()))
+            })?;
+        } else {
+            // Push what the sends left queued as far as the rings take it now.
+            let mut engine = runtime.engine();
+            if engine.has_outbound() {
+                engine.progress(&runtime.fabric, None, None)?;
+            }
         }
         Ok(())
     }
@@ -305,6 +414,31 @@ impl Comm {
             (Group::Remote, None) => return Err(CollectiveError::InterNotSupported),
         };
         found.ok_or(CollectiveError::P2p(P2pError::RankOutOfRange { rank, size: self.size }))
+    }
+}
+
+/// A schedule run's working buffers, kept per thread between calls so that a call does not
+/// allocate once they have grown to its size.
+#[derive(Default)]
+struct ExecBuffers {
+    scratch: Vec<u8>,
+    temp: Vec<u8>,
+    pending: VecDeque<(u64, Region)>,
+}
+
+thread_local! {
+    static EXEC_BUFFERS: std::cell::Cell<Option<ExecBuffers>> = const { std::cell::Cell::new(None) };
+}
+
+impl ExecBuffers {
+    /// This thread's buffers (fresh ones if a run on this thread holds them already).
+    fn take() -> ExecBuffers {
+        EXEC_BUFFERS.with(|cell| cell.take()).unwrap_or_default()
+    }
+
+    fn put_back(mut self) {
+        self.pending.clear();
+        EXEC_BUFFERS.with(|cell| cell.set(Some(self)));
     }
 }
 

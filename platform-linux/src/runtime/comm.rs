@@ -8,6 +8,7 @@ use commcore::rankmap::{ModelKind, RankMap};
 use super::engine::{Direct, Feed, Pattern, SendStart, Sink};
 use super::error::{CollectiveError, P2pError};
 use super::request::{Request, State, Status};
+use super::shm_coll::{AreaGrant, ShmColl};
 use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
 
 /// The world communicator's context id; the self communicator's is the next. A
@@ -105,7 +106,10 @@ impl Comm {
         map: RankMap<'static>,
     ) -> Result<Comm, CollectiveError> {
         let rank = runtime.fabric.rank;
-        Comm::with(runtime, WORLD_CID, rank, map)
+        let (owner, index) = super::shm_coll::pool::WORLD_AREA;
+        let world: Vec<usize> = (0..map.size() as usize).collect();
+        let shm = ShmColl::attach(runtime.clone(), AreaGrant { owner, index }, rank, &world);
+        Comm::with_area(runtime, WORLD_CID, rank, map, shm)
     }
 
     pub(super) fn own(
@@ -121,10 +125,21 @@ impl Comm {
         rank: usize,
         map: RankMap<'static>,
     ) -> Result<Comm, CollectiveError> {
+        Comm::with_area(runtime, cid, rank, map, None)
+    }
+
+    /// A communicator whose collectives may use the shared-memory area `shm` joined.
+    pub(super) fn with_area(
+        runtime: Arc<Runtime>,
+        cid: u32,
+        rank: usize,
+        map: RankMap<'static>,
+        shm: Option<ShmColl>,
+    ) -> Result<Comm, CollectiveError> {
         let size = map.size() as usize;
         let members = Members::new(runtime.clone(), cid, map);
         let world_ranks: Vec<usize> = (0..size).filter_map(|r| members.to_world(r)).collect();
-        let coll = Arc::new(super::coll::select(&runtime, rank, &world_ranks)?);
+        let coll = Arc::new(super::coll::select(&runtime, rank, &world_ranks, shm)?);
         let context = 2 * cid;
         Ok(Comm {
             runtime,

@@ -6,18 +6,31 @@
 //! allreduce it asks for is an allgather of the words over the parent's collective context
 //! folded with the operation.
 
-use commcore::cid::{CidRequest, Step};
+use commcore::cid::CidRequest;
+use commcore::coll::{CollArgs, CollOp, Datatype};
 use commcore::rankmap;
 
 use super::comm::Comm;
 use super::error::{CommError, P2pError};
+use super::group::{agree_cid, fold_words, to_bytes};
+use super::shm_coll::{AreaGrant, ShmColl};
 use super::Source;
+use crate::shm::coll_area::members_max;
 
 /// `split`'s color for a process that joins no new communicator (`MPI_UNDEFINED`).
 pub const UNDEFINED: i32 = -1;
 
 /// Tag of the allgather on a communicator's collective context (the barrier uses tags from 0).
 const ALLGATHER_TAG: i32 = 1 << 20;
+
+/// A rank's part of a creation's exchange: color, key and offered area (little-endian).
+const ITEM_BYTES: usize = 12;
+/// No area offered.
+const NO_OFFER: u32 = u32::MAX;
+
+/// What a creation agreed for a rank that joins: the context id, the members' ranks in the
+/// parent in their new order, and the communicator's collective area.
+type Created = (u32, Vec<usize>, Option<AreaGrant>);
 
 impl Comm {
     /// Every rank's `mine` (all of one length), concatenated in rank order, on the
@@ -63,40 +76,68 @@ impl Comm {
         Ok(all)
     }
 
+    /// Every rank's `mine` (all of one length), concatenated in rank order: over the
+    /// communicator's shared-memory area when `shm` serves its allgather, else Bruck's
+    /// allgather of messages.
+    fn exchange(&self, mine: &[u8]) -> Result<Vec<u8>, CommError> {
+        if let Some(shm) = self.coll.shm_for(CollOp::Allgather) {
+            let mut all = vec![0u8; mine.len() * self.size];
+            let args = CollArgs::new(mine.len(), Datatype::U8);
+            if let Some(done) = shm.run(CollOp::Allgather, &args, mine, &mut all) {
+                done.map_err(CommError::Collective)?;
+                return Ok(all);
+            }
+        }
+        Ok(self.allgather_bytes(mine)?)
+    }
+
     /// Agrees with every member on a context id free on all of them (collective): runs a
     /// CID request to its end, reducing what it asks over this communicator. Returns the id
     /// and the number of allreduces it took.
     pub fn agree_context_id(&self, tag: u32) -> Result<(u32, u32), CommError> {
+        let mut request = CidRequest::new(self.runtime.cid_algorithm, self.cid, tag);
+        self.agree_with_items(&mut request, &[]).map(|(cid, _)| (cid, request.allreduces()))
+    }
+
+    /// Agrees on a context id (tag 0) and gathers every member's `mine` (all of one length)
+    /// in rank order: `mine` rides in the first allreduce the request asks for, whose words
+    /// travel as an allgather anyway, so a creation costs no exchange of its own.
+    fn agree_with_items(
+        &self,
+        request: &mut CidRequest<{ super::CID_WORDS }>,
+        mine: &[u8],
+    ) -> Result<(u32, Vec<u8>), CommError> {
         if self.inter.is_some() {
             return Err(CommError::NotIntra);
         }
-        let runtime = &self.runtime;
-        let mut request: CidRequest<{ super::CID_WORDS }> =
-            CidRequest::new(runtime.cid_algorithm, self.cid, tag);
-        loop {
-            let (op, mine) = match request.poll(&runtime.cids).map_err(CommError::Cid)? {
-                Step::Done(cid) => {
-                    let allreduces = request.allreduces();
-                    runtime
-                        .cid_allreduces
-                        .fetch_add(u64::from(allreduces), std::sync::atomic::Ordering::Relaxed);
-                    return Ok((cid, allreduces));
+        let mut items: Option<Vec<u8>> = None;
+        let cid = agree_cid(&self.runtime, request, |op, words| {
+            let bytes = to_bytes(words);
+            let carried = if items.is_none() { mine } else { &[] };
+            let item: Vec<u8> = carried.iter().chain(&bytes).copied().collect();
+            let all = self.exchange(&item)?;
+            let mut words_of_all = Vec::with_capacity(bytes.len() * self.size);
+            if item.is_empty() {
+                // Nothing to gather: every contribution is empty.
+            } else if items.is_none() {
+                let mut gathered = Vec::with_capacity(carried.len() * self.size);
+                for contribution in all.chunks_exact(item.len()) {
+                    gathered.extend_from_slice(&contribution[..carried.len()]);
+                    words_of_all.extend_from_slice(&contribution[carried.len()..]);
                 }
-                Step::Wait => {
-                    std::thread::yield_now();
-                    continue;
-                }
-                Step::Allreduce { op, words } => (op, words.to_vec()),
-            };
-            let reduced = match self.allreduce_words(op, &mine) {
-                Ok(reduced) => reduced,
-                Err(error) => {
-                    request.abort(&runtime.cids);
-                    return Err(error.into());
-                }
-            };
-            request.handle_allreduce(&runtime.cids, &reduced).map_err(CommError::Cid)?;
-        }
+                items = Some(gathered);
+            } else {
+                words_of_all = all;
+            }
+            let mut reduced = words.to_vec();
+            fold_words(op, &mut reduced, &words_of_all);
+            Ok(reduced)
+        })?;
+        let items = match items {
+            Some(items) => items,
+            None => self.exchange(mine)?,
+        };
+        Ok((cid, items))
     }
 
     /// Reduces equal-length word vectors over every member with `op`.
@@ -129,7 +170,9 @@ impl Comm {
 
     /// A new communicator with the same members and ranks (`MPI_Comm_dup`; collective).
     pub fn dup(&self) -> Result<Comm, CommError> {
-        let (cid, _) = self.agree_context_id(0)?;
+        let created = self.create_colored(0, self.rank as i32)?;
+        // Every rank joins with its own rank as key: the new order is this one.
+        let (cid, _, area) = created.ok_or(CommError::BadGroup { rank: self.rank })?;
         let map = {
             let mut arena =
                 self.runtime.arena.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -138,7 +181,10 @@ impl Comm {
                 CommError::RankMap(e)
             })?
         };
-        Comm::with(self.runtime.clone(), cid, self.rank, map).map_err(CommError::Collective)
+        let world: Vec<usize> = (0..self.size).filter_map(|r| self.world_rank(r)).collect();
+        let shm = self.attach(area, self.rank, &world);
+        Comm::with_area(self.runtime.clone(), cid, self.rank, map, shm)
+            .map_err(CommError::Collective)
     }
 
     /// Splits the communicator by `color` (`MPI_Comm_split`; collective): the ranks that
@@ -151,27 +197,7 @@ impl Comm {
         if color < 0 && color != UNDEFINED {
             return Err(CommError::InvalidColor(color));
         }
-        let mut mine = [0u8; 8];
-        mine[0..4].copy_from_slice(&color.to_le_bytes());
-        mine[4..8].copy_from_slice(&key.to_le_bytes());
-        let all = self.allgather_bytes(&mine)?;
-        let field = |item: &[u8], at: usize| {
-            i32::from_le_bytes([item[at], item[at + 1], item[at + 2], item[at + 3]])
-        };
-        let (cid, _) = self.agree_context_id(0)?;
-        if color == UNDEFINED {
-            self.release_context_id(cid);
-            return Ok(None);
-        }
-        let mut chosen: Vec<(i32, usize)> = all
-            .chunks_exact(8)
-            .enumerate()
-            .filter(|(_, item)| field(item, 0) == color)
-            .map(|(rank, item)| (field(item, 4), rank))
-            .collect();
-        chosen.sort_unstable();
-        let parents: Vec<usize> = chosen.iter().map(|&(_, rank)| rank).collect();
-        self.child(cid, &parents).inspect_err(|_| self.release_context_id(cid)).map(Some)
+        self.create_by_color(color, key)
     }
 
     /// The communicator of the ranks in `group`, in that order (`MPI_Comm_create`;
@@ -188,12 +214,81 @@ impl Comm {
                 _ => return Err(CommError::BadGroup { rank }),
             }
         }
-        let (cid, _) = self.agree_context_id(0)?;
-        if !seen[self.rank] {
+        // A split in disguise: the group's members share a color, their positions are keys.
+        let position = group.iter().position(|&r| r == self.rank);
+        let color = if position.is_some() { 0 } else { UNDEFINED };
+        self.create_by_color(color, position.unwrap_or(0) as i32)
+    }
+
+    fn create_by_color(&self, color: i32, key: i32) -> Result<Option<Comm>, CommError> {
+        let Some((cid, parents, area)) = self.create_colored(color, key)? else {
+            return Ok(None);
+        };
+        self.child_with_area(cid, &parents, area)
+            .inspect_err(|_| self.release_context_id(cid))
+            .map(Some)
+    }
+
+    /// The collective part of `dup`, `split` and `create`: one exchange of each rank's
+    /// color, key and offered collective area, riding on the context-id agreement. Returns,
+    /// for a rank that joins a communicator, its id, its members' ranks here in order, and
+    /// its area: the first offered by one of its members, if it fits.
+    fn create_colored(&self, color: i32, key: i32) -> Result<Option<Created>, CommError> {
+        let runtime = &self.runtime;
+        let fabric = &runtime.fabric;
+        let joins = color != UNDEFINED;
+        let offer = if joins { runtime.areas.offer(&fabric.region, &fabric.layout) } else { None };
+        let mut mine = [0u8; ITEM_BYTES];
+        mine[0..4].copy_from_slice(&color.to_le_bytes());
+        mine[4..8].copy_from_slice(&key.to_le_bytes());
+        mine[8..12].copy_from_slice(&offer.unwrap_or(NO_OFFER).to_le_bytes());
+        let mut request = CidRequest::new(runtime.cid_algorithm, self.cid, 0);
+        let (cid, all) = match self.agree_with_items(&mut request, &mine) {
+            Ok(agreed) => agreed,
+            Err(error) => {
+                if let Some(index) = offer {
+                    runtime.areas.withdraw(index);
+                }
+                return Err(error);
+            }
+        };
+        if !joins {
             self.release_context_id(cid);
             return Ok(None);
         }
-        self.child(cid, group).inspect_err(|_| self.release_context_id(cid)).map(Some)
+        let field = |item: &[u8], at: usize| {
+            u32::from_le_bytes([item[at], item[at + 1], item[at + 2], item[at + 3]])
+        };
+        let mut chosen: Vec<(i32, usize, u32)> = all
+            .chunks_exact(ITEM_BYTES)
+            .enumerate()
+            .filter(|(_, item)| field(item, 0) as i32 == color)
+            .map(|(rank, item)| (field(item, 4) as i32, rank, field(item, 8)))
+            .collect();
+        chosen.sort_unstable();
+        let parents: Vec<usize> = chosen.iter().map(|&(_, rank, _)| rank).collect();
+        let world: Vec<usize> = parents.iter().filter_map(|&r| self.world_rank(r)).collect();
+        let one_node = world.iter().all(|&w| fabric.nodes[w] == fabric.nodes[world[0]]);
+        let fits = one_node && world.len() > 1 && world.len() <= members_max(fabric.layout.size());
+        let grant =
+            chosen.iter().find(|&&(_, _, offered)| offered != NO_OFFER).filter(|_| fits).and_then(
+                |&(_, rank, index)| {
+                    Some(AreaGrant { owner: self.world_rank(rank)?, index: index as usize })
+                },
+            );
+        if let Some(index) = offer {
+            if grant == Some(AreaGrant { owner: fabric.rank, index: index as usize }) {
+                runtime.areas.hand_out(index, world.len());
+            } else {
+                runtime.areas.withdraw(index);
+            }
+        }
+        Ok(Some((cid, parents, grant)))
+    }
+
+    /// This member's use of area `area` (a communicator of world ranks `world`).
+    fn attach(&self, area: Option<AreaGrant>, rank: usize, world: &[usize]) -> Option<ShmColl> {
+        area.and_then(|grant| ShmColl::attach(self.runtime.clone(), grant, rank, world))
     }
 
     /// Allreduces this process's context-id agreements have run so far.
@@ -210,10 +305,22 @@ impl Comm {
     pub fn free(self) {}
 
     pub(super) fn child(&self, cid: u32, parents: &[usize]) -> Result<Comm, CommError> {
+        self.child_with_area(cid, parents, None)
+    }
+
+    fn child_with_area(
+        &self,
+        cid: u32,
+        parents: &[usize],
+        area: Option<AreaGrant>,
+    ) -> Result<Comm, CommError> {
         let rank = parents
             .iter()
             .position(|&r| r == self.rank)
             .ok_or(CommError::BadGroup { rank: self.rank })?;
+        let world: Vec<usize> = parents.iter().filter_map(|&r| self.world_rank(r)).collect();
+        // First, so that a failure below still counts this member out of the area.
+        let shm = self.attach(area, rank, &world);
         let indirect: Vec<u32> = parents.iter().map(|&r| r as u32).collect();
         let map = {
             let mut arena =
@@ -221,6 +328,6 @@ impl Comm {
             rankmap::create(self.rank_map(), &indirect, &self.runtime.groups, &mut arena)
                 .map_err(CommError::RankMap)?
         };
-        Comm::with(self.runtime.clone(), cid, rank, map).map_err(CommError::Collective)
+        Comm::with_area(self.runtime.clone(), cid, rank, map, shm).map_err(CommError::Collective)
     }
 }

@@ -122,6 +122,8 @@ pub enum CollectiveError {
     BadControl,
     /// The communicator is too large for core's collective layouts.
     TooLarge,
+    /// A member broke the shared-memory collective protocol (a call numbered out of step).
+    AreaProtocol,
 }
 
 impl From<P2pError> for CollectiveError {
@@ -148,6 +150,9 @@ impl fmt::Display for CollectiveError {
             }
             CollectiveError::BadControl => write!(f, "COMMCORE_COLL is not a valid control string"),
             CollectiveError::TooLarge => write!(f, "communicator too large for collective layouts"),
+            CollectiveError::AreaProtocol => {
+                write!(f, "a member broke the shared-memory collective protocol")
+            }
         }
     }
 }

@@ -26,6 +26,9 @@ pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
 /// Environment: microseconds a waiter polls before it starts yielding the CPU (default 200,
 /// or 2 with more ranks than cores); it sleeps after 5 times as long, at least 2 ms.
 pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
+/// Environment: microseconds a waiter yields the CPU between polls before it sleeps
+/// (default 5 times the poll time, at least 2000).
+pub const ENV_YIELD_US: &str = "COMMCORE_YIELD_US";
 
 /// Environment: single copies above this many bytes are split between receiver and sender
 /// (default 131072); `off` turns splitting off.
@@ -171,6 +174,9 @@ impl World {
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let oversubscribed = size > cores;
+        if launched && size > 1 {
+            super::affinity::bind(rank, size);
+        }
         // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
         // machine a rank that yields loses its core to other work for a whole time slice);
         // with more ranks than cores it yields after 2 µs so that the peer sharing our core
@@ -181,7 +187,10 @@ impl World {
             .unwrap_or(if oversubscribed { 2 } else { 200 });
         // Yielding keeps ranks that share a core taking turns quickly, as Open MPI does when
         // oversubscribed; sleeping after a couple of milliseconds keeps a long wait cheap.
-        let yield_us = poll_us.saturating_mul(5).max(2000);
+        let yield_us = std::env::var(ENV_YIELD_US)
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(poll_us.saturating_mul(5).max(2000));
         let spin = Spin {
             poll: Duration::from_micros(poll_us),
             yield_until: Duration::from_micros(yield_us),
@@ -210,6 +219,8 @@ impl World {
             cids: context_ids(threaded)?,
             cid_algorithm: cid_algorithm()?,
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
+            areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
+            oversubscribed,
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
         let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));

@@ -23,6 +23,7 @@
 //! Waiting spins briefly, yields, then sleeps on a futex, so more ranks than cores do not
 //! burn the machine.
 
+mod affinity;
 mod coll;
 mod comm;
 mod create;
@@ -32,8 +33,11 @@ mod fabric;
 mod group;
 mod init;
 mod intercomm;
+mod layout_words;
 mod request;
+mod shm_coll;
 
+pub use affinity::ENV_BIND;
 pub use coll::ENV_COLL;
 pub use comm::Comm;
 pub use create::UNDEFINED;
@@ -41,6 +45,7 @@ pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
+pub use shm_coll::{ENV_COLL_SPIN_US, ENV_SHM_MAX};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -99,6 +104,10 @@ pub(crate) struct Runtime {
     cid_algorithm: Algorithm,
     /// Allreduces this process's CID requests have run.
     cid_allreduces: std::sync::atomic::AtomicU64,
+    /// The collective areas this rank owns.
+    areas: shm_coll::pool::AreaPool,
+    /// More ranks than CPUs (counted before this rank was bound to one).
+    oversubscribed: bool,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.

@@ -1,5 +1,6 @@
 //! Where everything sits in a job's shared region: a header, one slot per rank, then one
-//! single-producer single-consumer ring per ordered pair of ranks (including self).
+//! single-producer single-consumer ring per ordered pair of ranks (including self), then
+//! each rank's pool of collective areas (see [`crate::shm::coll_area`]).
 
 /// Bytes of a cell's header (see [`crate::shm::ring::CellHeader`]).
 pub const CELL_HEADER_BYTES: usize = 64;
@@ -39,7 +40,7 @@ impl Layout {
 
     /// Total bytes of the region.
     pub fn region_bytes(&self) -> usize {
-        self.rings_start() + self.size * self.size * RING_BYTES
+        self.coll_areas_start() + self.size * self.coll_areas_per_rank() * self.coll_area_bytes()
     }
 
     /// Header: the magic value (u64).
@@ -103,6 +104,27 @@ impl Layout {
         self.rings_start() + (from * self.size + to) * RING_BYTES
     }
 
+    fn coll_areas_start(&self) -> usize {
+        self.rings_start() + self.size * self.size * RING_BYTES
+    }
+
+    /// Collective areas each rank owns.
+    pub fn coll_areas_per_rank(&self) -> usize {
+        super::coll_area::areas_per_rank(self.size)
+    }
+
+    /// Bytes of one collective area.
+    pub fn coll_area_bytes(&self) -> usize {
+        super::coll_area::area_bytes(self.size)
+    }
+
+    /// Where collective area `index` of `owner`'s pool starts.
+    pub fn coll_area(&self, owner: usize, index: usize) -> usize {
+        debug_assert!(owner < self.size && index < self.coll_areas_per_rank());
+        self.coll_areas_start()
+            + (owner * self.coll_areas_per_rank() + index) * self.coll_area_bytes()
+    }
+
     /// Within a ring: the writer's tail index (u64).
     pub const RING_TAIL: usize = 0;
     /// Within a ring: the writer's private copy of the head index (u64), next to the tail.
@@ -123,7 +145,13 @@ mod tests {
             let layout = Layout::new(size).unwrap();
             assert!(layout.ring(0, 0) >= layout.doorbell(size - 1) + 4);
             let last = layout.ring(size - 1, size - 1);
-            assert_eq!(last + RING_BYTES, layout.region_bytes());
+            let areas = layout.coll_area(0, 0);
+            assert_eq!(last + RING_BYTES, areas);
+            let (owner, index) = (size - 1, layout.coll_areas_per_rank() - 1);
+            assert_eq!(
+                layout.coll_area(owner, index) + layout.coll_area_bytes(),
+                layout.region_bytes()
+            );
             if size > 1 {
                 assert_eq!(layout.ring(0, 1) - layout.ring(0, 0), RING_BYTES);
             }

@@ -1,10 +1,16 @@
 //! Shared memory between the ranks of a job: the mapped region, its layout, the per-pair
-//! queues, futex waits and single-copy reads from a peer's memory.
+//! queues, the collective areas, futex waits and single-copy reads from a peer's memory.
 //!
-//! Every `unsafe` block of the runtime lives in this module's files ([`region`], [`futex`],
-//! [`cma`]); the rest of the runtime works through their safe, bounds-checked functions.
+//! Every `unsafe` block of the runtime that touches shared memory or the kernel lives in
+//! this module's files ([`region`], [`futex`], [`cma`], [`coll_area`]); the rest of the
+//! runtime works through their safe, bounds-checked functions. Elsewhere, only
+//! `runtime/layout_words.rs` (a node layout's heap words, kept alive for its table) and
+//! `runtime/affinity.rs` (binding ranks to CPUs) use `unsafe`.
 
 pub mod cma;
+pub mod coll_area;
+#[cfg(all(test, loom))]
+mod coll_area_loom;
 pub mod futex;
 pub mod layout;
 #[cfg(all(test, loom))]
@@ -12,6 +18,7 @@ mod loom_model;
 pub mod region;
 pub mod ring;
 
+pub use coll_area::CollArea;
 pub use layout::Layout;
 pub use region::Region;
 pub use ring::{CellHeader, CellKind, Ring};

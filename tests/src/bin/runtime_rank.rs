@@ -28,6 +28,9 @@ fn main() {
         "splits" => splits(comm),
         "threads" => threads(comm),
         "collectives" => collectives(&world),
+        "area-reuse" => area_reuse(comm),
+        "noncommutative" => noncommutative(comm),
+        "isend-across-collectives" => isend_across_collectives(comm),
         "die-in-collective" => die_in_collective(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
@@ -589,6 +592,142 @@ fn collectives(world: &World) {
             world.nodes()
         );
     }
+}
+
+/// Creates and frees communicators many times more than any rank owns collective areas,
+/// some held at once, each checked with collectives whose results depend on every member
+/// and on the call: an area handed to a new communicator before all members of its last
+/// one left, or not reset, gives wrong sums or hangs. Prints which component served.
+fn area_reuse(world: &Comm) {
+    use commcore::coll::{CollOp, Datatype, ReduceOp};
+    let (me, size) = (world.rank(), world.size());
+    let mut held: Vec<Comm> = Vec::new();
+    let mut providers = std::collections::BTreeSet::new();
+    for round in 0..300u64 {
+        let comm = match round % 3 {
+            0 => world.dup().unwrap(),
+            1 => world.split((me % 2) as i32, -(me as i32)).unwrap().unwrap(),
+            _ => {
+                let group: Vec<usize> = (0..size).filter(|r| r % 3 != 2).collect();
+                match world.create(&group).unwrap() {
+                    Some(comm) => comm,
+                    None => {
+                        assert!(!group.contains(&me));
+                        continue;
+                    }
+                }
+            }
+        };
+        if comm.size() > 1 {
+            // One rank needs no area: its collectives are local copies.
+            providers.insert(comm.collective_provider(CollOp::Allreduce).unwrap_or("none"));
+        }
+        let mut sum = [0u8; 8];
+        let mine = (round * 1000 + comm.rank() as u64).to_le_bytes();
+        comm.allreduce(&mine, &mut sum, Datatype::U64, ReduceOp::Sum).unwrap();
+        let n = comm.size() as u64;
+        assert_eq!(u64::from_le_bytes(sum), round * 1000 * n + n * (n - 1) / 2, "round {round}");
+        let mut buf = if comm.rank() == 0 { round.to_le_bytes() } else { [0u8; 8] };
+        comm.bcast(&mut buf, 0).unwrap();
+        assert_eq!(u64::from_le_bytes(buf), round);
+        comm.barrier().unwrap();
+        // Hold a few for a while, so that areas of several owners are in use at once.
+        held.push(comm);
+        if held.len() > 5 {
+            held.remove((round as usize * 7) % held.len()).free();
+        }
+    }
+    held.clear();
+    world.barrier().unwrap();
+    if me == 0 {
+        let providers: Vec<&str> = providers.into_iter().collect();
+        println!("area reuse: 300 rounds; allreduce by {}", providers.join(","));
+    }
+}
+
+/// Affine maps `x -> a x + b` (mod 2^32), one per u64 element (`a` low, `b` high):
+/// composing them is associative but not commutative.
+fn compose(src: &[u8], dst: &mut [u8], _: commcore::coll::Datatype, src_left: bool) {
+    for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
+        let map = |b: &[u8]| {
+            let w = u64::from_le_bytes(b.try_into().unwrap());
+            (w as u32, (w >> 32) as u32)
+        };
+        // `first` applies before `then`; dst = src ∘ dst when src_left, else dst ∘ src.
+        let (first, then) = if src_left { (map(s), map(d)) } else { (map(d), map(s)) };
+        let a = then.0.wrapping_mul(first.0);
+        let b = then.0.wrapping_mul(first.1).wrapping_add(then.1);
+        d.copy_from_slice(&(u64::from(a) | u64::from(b) << 32).to_le_bytes());
+    }
+}
+
+/// Allreduce and reduce with a non-commutative user operation, against the composition in
+/// rank order; 8-byte and 40,000-byte messages.
+fn noncommutative(comm: &Comm) {
+    use commcore::coll::{CollArgs, CollOp, Datatype, Op, UserOp};
+    let (me, n) = (comm.rank(), comm.size());
+    let op = Op::User(UserOp { func: compose, commutative: false });
+    let element = |rank: usize, i: usize| {
+        let (a, b) = (2 * (rank + i) as u32 + 3, (rank * 7 + i) as u32 + 1);
+        (u64::from(a) | u64::from(b) << 32).to_le_bytes()
+    };
+    for count in [1usize, 5000] {
+        let mine: Vec<u8> = (0..count).flat_map(|i| element(me, i)).collect();
+        let mut expected = (0..count).flat_map(|i| element(0, i)).collect::<Vec<u8>>();
+        for rank in 1..n {
+            let next: Vec<u8> = (0..count).flat_map(|i| element(rank, i)).collect();
+            compose(&next, &mut expected, Datatype::U64, false);
+        }
+        let args = CollArgs::new(count, Datatype::U64).with_op(op);
+        let mut out = vec![0u8; mine.len()];
+        comm.collective(CollOp::Allreduce, &args, &mine, &mut out).unwrap();
+        assert_eq!(out, expected, "allreduce of {count} maps in rank order");
+        let root = n - 1;
+        let args = args.with_root(commcore::coll::Root::Rank(root as u32));
+        let mut out = vec![0u8; mine.len()];
+        comm.collective(CollOp::Reduce, &args, &mine, &mut out).unwrap();
+        if me == root {
+            assert_eq!(out, expected, "reduce of {count} maps in rank order");
+        }
+    }
+    comm.barrier().unwrap();
+    if me == 0 {
+        let provider = comm.collective_provider(CollOp::Allreduce).unwrap_or("none");
+        println!("noncommutative: checked on {n} ranks; allreduce by {provider}");
+    }
+}
+
+/// Rank 0 queues more small sends to the last rank than its ring holds, then every rank
+/// runs a schedule broadcast with long sends (which returns once its sender's queue is in
+/// the rings) and a barrier over the area before the last rank receives: that rank must
+/// keep taking cells while it waits in the barrier, or rank 0 never leaves the broadcast.
+/// Run with long collectives on the schedules.
+fn isend_across_collectives(comm: &Comm) {
+    const MESSAGES: usize = 40;
+    let (me, last) = (comm.rank(), comm.size() - 1);
+    let message = |i: usize| vec![(i % 251) as u8; 8000];
+    let messages: Vec<Vec<u8>> = (0..MESSAGES).map(message).collect();
+    let mut block = vec![7u8; 70_000];
+    if me == 0 {
+        let requests: Vec<_> = messages.iter().map(|m| comm.isend(m, last, 9).unwrap()).collect();
+        comm.bcast(&mut block, 0).unwrap();
+        comm.barrier().unwrap();
+        for request in requests {
+            request.wait().unwrap();
+        }
+    } else {
+        comm.bcast(&mut block, 0).unwrap();
+        comm.barrier().unwrap();
+        if me == last {
+            let mut got = vec![0u8; 8000];
+            for expected in &messages {
+                comm.recv(&mut got, 0, 9).unwrap();
+                assert_eq!(&got, expected);
+            }
+            println!("isend across collectives: delivered");
+        }
+    }
+    assert_eq!(block, vec![7u8; 70_000]);
 }
 
 /// Every rank loops on allreduce; rank 1 is killed in the middle of one.

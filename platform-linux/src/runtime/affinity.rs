@@ -1,0 +1,36 @@
+//! Binding each rank to a CPU of its own when there are enough, as Open MPI's launcher does
+//! for small jobs: left unbound, two ranks of a job may end up sharing one core while
+//! another program runs on the other, and every wait between them then costs a poll time
+//! (200 µs) instead of a cache-line transfer.
+
+/// Environment: `none` leaves ranks unbound (default: bound when ranks ≤ allowed CPUs).
+pub const ENV_BIND: &str = "COMMCORE_BIND";
+
+/// Binds this thread (the process's main one, before it starts others) to the `rank`-th
+/// CPU it may run on, when the job's `size` ranks each get one; returns that CPU.
+pub(super) fn bind(rank: usize, size: usize) -> Option<usize> {
+    if std::env::var(ENV_BIND).is_ok_and(|v| v == "none") {
+        return None;
+    }
+    // SAFETY: an all-zero cpu_set_t is an empty set.
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let set_size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `allowed` is a writable cpu_set_t of `set_size` bytes; pid 0 is this thread.
+    if unsafe { libc::sched_getaffinity(0, set_size, &mut allowed) } != 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads the set for indices below CPU_SETSIZE.
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &allowed) })
+        .collect();
+    if size > cpus.len() {
+        return None;
+    }
+    let cpu = cpus[rank];
+    // SAFETY: an all-zero cpu_set_t is an empty set.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (it came from the loop above).
+    unsafe { libc::CPU_SET(cpu, &mut one) };
+    // SAFETY: `one` is a valid cpu_set_t of `set_size` bytes; pid 0 is this thread.
+    (unsafe { libc::sched_setaffinity(0, set_size, &one) } == 0).then_some(cpu)
+}

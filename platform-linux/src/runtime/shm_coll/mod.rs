@@ -1,0 +1,153 @@
+//! The shared-memory collective component (`shm`): for a communicator whose members share
+//! one node, barrier, bcast, reduce, allreduce, allgather and alltoall run over the
+//! communicator's collective area (see [`crate::shm::coll_area`]) instead of schedules of
+//! messages: every member writes its contribution once into its own cell and reads the
+//! others' straight from theirs.
+//!
+//! A call moves its data in one or more area calls of at most a cell per member each;
+//! every member numbers area calls alike because the number a call takes depends only on
+//! its arguments, which MPI requires to match. Reductions fold the contributions in rank
+//! order, so non-commutative operations give the same result as the schedules.
+
+mod ops;
+pub(super) mod pool;
+mod wait;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::Arc;
+
+use commcore::coll::component::{ExternalModule, OpSet};
+use commcore::coll::{
+    CollArgs, CollError, CollOp, CommInfo, CommKind, Component, Module, Schedule,
+};
+
+pub use ops::ENV_SHM_MAX;
+pub use wait::ENV_COLL_SPIN_US;
+
+use super::Runtime;
+use crate::shm::coll_area::members_max;
+use crate::shm::CollArea;
+
+/// The component's name in control strings (`coll=^shm` turns it off).
+pub(super) const NAME: &str = "shm";
+
+/// Above hier's 50 and tuned's 30: on one node, the area beats any schedule of messages.
+const PRIORITY: u8 = 60;
+
+/// The operations the area serves.
+const OPS: OpSet = OpSet::of(&[
+    CollOp::Barrier,
+    CollOp::Bcast,
+    CollOp::Reduce,
+    CollOp::Allreduce,
+    CollOp::Allgather,
+    CollOp::Alltoall,
+]);
+
+/// Where a communicator's area is: its owner's world rank and the index in its pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct AreaGrant {
+    pub(super) owner: usize,
+    pub(super) index: usize,
+}
+
+/// This member's use of its communicator's area; leaves it when dropped.
+pub(super) struct ShmColl {
+    runtime: Arc<Runtime>,
+    base: usize,
+    /// This member's rank in the communicator.
+    me: usize,
+    /// The members' world ranks, in communicator order.
+    world: Vec<usize>,
+    /// The last area call this member made.
+    call: AtomicU64,
+    /// A call every other member is known to have published (see `CollArea::cell_free`).
+    free_through: AtomicU64,
+}
+
+impl ShmColl {
+    /// Joins the area `grant` as rank `me` of a communicator of the world ranks `world`;
+    /// `None` when the area has no room for that many members.
+    pub(super) fn attach(
+        runtime: Arc<Runtime>,
+        grant: AreaGrant,
+        me: usize,
+        world: &[usize],
+    ) -> Option<ShmColl> {
+        let layout = &runtime.fabric.layout;
+        let fits = world.len() > 1
+            && world.len() <= members_max(layout.size())
+            && grant.owner < layout.size()
+            && grant.index < layout.coll_areas_per_rank();
+        if !fits {
+            return None;
+        }
+        let base = layout.coll_area(grant.owner, grant.index);
+        let world = world.to_vec();
+        let (call, free_through) = (AtomicU64::new(0), AtomicU64::new(0));
+        Some(ShmColl { runtime, base, me, world, call, free_through })
+    }
+
+    fn area(&self) -> CollArea<'_> {
+        let fabric = &self.runtime.fabric;
+        CollArea::new(&fabric.region, self.base, self.world.len(), fabric.layout.size())
+            .expect("attach checked the member count")
+    }
+
+    /// Numbers the next `calls` area calls; returns the first.
+    fn next_calls(&self, calls: u64) -> u64 {
+        self.call.fetch_add(calls, Relaxed) + 1
+    }
+
+    fn size(&self) -> usize {
+        self.world.len()
+    }
+}
+
+impl Drop for ShmColl {
+    fn drop(&mut self) {
+        // After this member's last read: the owner may reuse the area once all have left.
+        self.area().left().fetch_add(1, Release);
+    }
+}
+
+/// The `shm` component: answers intra-communicators on one node that have an area.
+pub(super) struct ShmComponent {
+    pub(super) attached: bool,
+}
+
+/// What the table holds for `shm`: the runtime runs these operations itself, so the table
+/// only records that `shm` serves them.
+struct AreaModule;
+
+impl<'a> ExternalModule<'a> for AreaModule {
+    fn ops(&self) -> OpSet {
+        OPS
+    }
+
+    fn schedule(&self, op: CollOp, _: &CollArgs<'a>) -> Result<Schedule<'a>, CollError> {
+        // The runtime never asks: it runs `shm`'s operations over the area, and the rest on
+        // a table selected without `shm`.
+        Err(CollError::NoModule(op))
+    }
+}
+
+static AREA_MODULE: AreaModule = AreaModule;
+
+impl Component for ShmComponent {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn default_priority(&self) -> u8 {
+        PRIORITY
+    }
+
+    fn query<'a>(&self, comm: &CommInfo<'a>) -> Option<Module<'a>> {
+        // The runtime gives a layout only to communicators that span several node labels.
+        let one_node = comm.layout.is_none();
+        (self.attached && comm.kind == CommKind::Intra && one_node)
+            .then_some(Module::External(&AREA_MODULE))
+    }
+}

@@ -1,0 +1,269 @@
+//! The operations over the area. Each area call: a member that contributes waits until its
+//! cell is free, writes it and publishes the call; a member that needs the others' waits
+//! until they have published it and reads their cells.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, OpError, Root};
+
+use super::wait::{wait_until, wake_sleepers};
+use super::ShmColl;
+use crate::runtime::error::CollectiveError;
+use crate::shm::coll_area::CELL_BYTES;
+use crate::shm::CollArea;
+
+/// Environment: the largest message in bytes that `shm` moves through the area, in pieces
+/// of a cell; larger ones take the schedules (default 65536). Alltoall goes through the
+/// area only while a member's blocks fit one cell (in pieces it loses to the schedules),
+/// unless the bound is set above the default.
+pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
+const DEFAULT_SHM_MAX: usize = 64 * 1024;
+
+fn shm_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var(ENV_SHM_MAX).ok().and_then(|t| t.parse().ok()).unwrap_or(DEFAULT_SHM_MAX)
+    })
+}
+
+/// The byte range of piece `i` of `len` bytes cut into pieces of `piece` bytes.
+fn piece(i: usize, piece: usize, len: usize) -> Range<usize> {
+    (i * piece).min(len)..((i + 1) * piece).min(len)
+}
+
+/// Area calls for `len` bytes in pieces of `piece`: at least one, so that every call
+/// synchronises like the schedules do.
+fn pieces(len: usize, piece: usize) -> usize {
+    len.div_ceil(piece.max(1)).max(1)
+}
+
+impl ShmColl {
+    /// Runs `op` over the area, or `None` when this call is not one for the area (too large,
+    /// or an operation it does not serve): the caller then runs the schedule. The choice
+    /// depends only on `op` and `args`, so every member makes the same.
+    pub(in crate::runtime) fn run(
+        &self,
+        op: CollOp,
+        args: &CollArgs<'_>,
+        send: &[u8],
+        recv: &mut [u8],
+    ) -> Option<Result<(), CollectiveError>> {
+        let bytes = args.message_bytes();
+        let limit = match op {
+            CollOp::Alltoall if shm_max() <= DEFAULT_SHM_MAX => CELL_BYTES / self.size(),
+            _ => shm_max(),
+        };
+        if bytes > limit {
+            return None;
+        }
+        let root = match args.root {
+            Root::Rank(root) if (root as usize) < self.size() => Some(root as usize),
+            _ => None,
+        };
+        Some(match op {
+            CollOp::Barrier => {
+                self.barrier();
+                Ok(())
+            }
+            CollOp::Bcast => self.bcast(recv, bytes, root?),
+            CollOp::Allreduce => self.reduce(send, recv, bytes, args.dtype, &args.op, None),
+            CollOp::Reduce => self.reduce(send, recv, bytes, args.dtype, &args.op, Some(root?)),
+            CollOp::Allgather => self.allgather(send, recv, bytes),
+            CollOp::Alltoall => self.alltoall(send, recv, bytes),
+            _ => return None,
+        })
+    }
+
+    /// Numbers the area calls that move `len` bytes in pieces of `step`; yields each call
+    /// with its piece's byte range.
+    fn calls_for(&self, len: usize, step: usize) -> impl Iterator<Item = (u64, Range<usize>)> {
+        let calls = pieces(len, step);
+        let first = self.next_calls(calls as u64);
+        (0..calls).map(move |i| (first + i as u64, piece(i, step, len)))
+    }
+
+    fn wait_all(&self, area: &CollArea<'_>, call: u64) {
+        let me = self.me;
+        wait_until(&self.runtime, area, me, || {
+            (0..self.size()).all(|m| m == me || area.published(m, call))
+        });
+    }
+
+    fn wake(&self, area: &CollArea<'_>) {
+        wake_sleepers(&self.runtime, area, &self.world);
+    }
+
+    /// Writes `data` as this member's contribution to area call `call`.
+    fn contribute(
+        &self,
+        area: &CollArea<'_>,
+        call: u64,
+        data: &[u8],
+    ) -> Result<(), CollectiveError> {
+        let free = &self.free_through;
+        wait_until(&self.runtime, area, self.me, || area.cell_free(self.me, call, free));
+        if !area.publish(self.me, call, data, free) {
+            return Err(CollectiveError::AreaProtocol);
+        }
+        self.wake(area);
+        Ok(())
+    }
+
+    fn read(
+        area: &CollArea<'_>,
+        member: usize,
+        call: u64,
+        at: usize,
+        out: &mut [u8],
+    ) -> Result<(), CollectiveError> {
+        if area.read(member, call, at, out) {
+            Ok(())
+        } else {
+            Err(CollectiveError::AreaProtocol)
+        }
+    }
+
+    /// Blocks until every member has entered.
+    pub(in crate::runtime) fn barrier(&self) {
+        let area = self.area();
+        let call = self.next_calls(1);
+        area.announce(self.me, call);
+        self.wake(&area);
+        self.wait_all(&area, call);
+    }
+
+    fn bcast(&self, buf: &mut [u8], bytes: usize, root: usize) -> Result<(), CollectiveError> {
+        if buf.len() != bytes {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let area = self.area();
+        for (call, range) in self.calls_for(bytes, CELL_BYTES) {
+            if self.me == root {
+                self.contribute(&area, call, &buf[range])?;
+            } else {
+                wait_until(&self.runtime, &area, self.me, || area.published(root, call));
+                Self::read(&area, root, call, 0, &mut buf[range])?;
+                // Done with the root's cell: it may reuse it.
+                area.announce(self.me, call);
+                self.wake(&area);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reduces every member's `send` in rank order into `recv`, on every member or on
+    /// `root` alone.
+    fn reduce(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        bytes: usize,
+        dtype: Datatype,
+        op: &Op,
+        root: Option<usize>,
+    ) -> Result<(), CollectiveError> {
+        let receives = root.map_or(true, |root| root == self.me);
+        if send.len() != bytes || (receives && recv.len() != bytes) {
+            return Err(CollectiveError::BadBuffers);
+        }
+        if let Op::Builtin(builtin) = *op {
+            if !builtin.supports(dtype) {
+                return Err(CollectiveError::Reduce(OpError::Unsupported(builtin, dtype)));
+            }
+        }
+        let area = self.area();
+        let unit = dtype.size().max(1);
+        let mut other = [0u8; CELL_BYTES];
+        for (call, range) in self.calls_for(bytes, CELL_BYTES / unit * unit) {
+            let mine = &send[range.clone()];
+            self.contribute(&area, call, mine)?;
+            if !receives {
+                continue;
+            }
+            self.wait_all(&area, call);
+            let out = &mut recv[range];
+            let theirs = &mut other[..out.len()];
+            for member in 0..self.size() {
+                let contribution = if member == self.me {
+                    mine
+                } else {
+                    Self::read(&area, member, call, 0, theirs)?;
+                    &*theirs
+                };
+                if member == 0 {
+                    out.copy_from_slice(contribution);
+                } else {
+                    reduce(op, dtype, contribution, out, false).map_err(CollectiveError::Reduce)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn allgather(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<(), CollectiveError> {
+        if send.len() != block || recv.len() != block * self.size() {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let area = self.area();
+        for (call, range) in self.calls_for(block, CELL_BYTES) {
+            self.contribute(&area, call, &send[range.clone()])?;
+            self.wait_all(&area, call);
+            for member in 0..self.size() {
+                let out = &mut recv[member * block + range.start..member * block + range.end];
+                if member == self.me {
+                    out.copy_from_slice(&send[range.clone()]);
+                } else {
+                    Self::read(&area, member, call, 0, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Each area call carries the same piece of every block: a member's cell holds its
+    /// pieces for member 0, 1, … in order, and member `j` reads the `j`-th.
+    fn alltoall(&self, send: &[u8], recv: &mut [u8], block: usize) -> Result<(), CollectiveError> {
+        let n = self.size();
+        if send.len() != block * n || recv.len() != block * n {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let area = self.area();
+        let mut cell = [0u8; CELL_BYTES];
+        for (call, range) in self.calls_for(block, CELL_BYTES / n) {
+            let width = range.len();
+            for to in 0..n {
+                cell[to * width..(to + 1) * width]
+                    .copy_from_slice(&send[to * block + range.start..to * block + range.end]);
+            }
+            self.contribute(&area, call, &cell[..n * width])?;
+            self.wait_all(&area, call);
+            for from in 0..n {
+                let at = from * block + range.start..from * block + range.end;
+                if from == self.me {
+                    recv[at.clone()]
+                        .copy_from_slice(&send[self.me * block + range.start..][..width]);
+                } else {
+                    Self::read(&area, from, call, self.me * width, &mut recv[at])?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_every_byte_once() {
+        for (len, step) in [(0, 8), (1, 8), (8, 8), (9, 8), (4096 * 16, 4096), (70_000, 4096)] {
+            let calls = pieces(len, step);
+            assert!(calls >= 1);
+            let covered: usize = (0..calls).map(|i| piece(i, step, len).len()).sum();
+            assert_eq!(covered, len, "{len} in pieces of {step}");
+            assert_eq!(piece(calls - 1, step, len).end, len);
+        }
+    }
+}

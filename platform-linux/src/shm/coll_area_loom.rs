@@ -1,0 +1,212 @@
+//! loom models of the collective area's protocol (`coll_area.rs`, `runtime/shm_coll/`),
+//! restated with loom's atomics as `loom_model.rs` does for the rings: cells reused after
+//! `DEPTH` calls once every reader has published a later call (each cell's own call
+//! word), and the sleeper count that
+//! tells a publisher to ring doorbells. A change to either must be mirrored here.
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use loom::sync::atomic::{fence, AtomicU32, AtomicU64};
+use loom::sync::{Arc, Condvar, Mutex};
+use loom::thread;
+
+/// Fewer cells than the real area, so that reuse happens within a short model.
+const DEPTH: u64 = 2;
+const MEMBERS: usize = 2;
+const CALLS: u64 = 3;
+
+/// Two members' cells: each a call word and its data.
+struct Area {
+    calls: [[AtomicU64; DEPTH as usize]; MEMBERS],
+    cells: [[UnsafeCell<u64>; DEPTH as usize]; MEMBERS],
+}
+
+impl Area {
+    fn new() -> Area {
+        Area {
+            calls: [[AtomicU64::new(0), AtomicU64::new(0)], [AtomicU64::new(0), AtomicU64::new(0)]],
+            cells: [
+                [UnsafeCell::new(0), UnsafeCell::new(0)],
+                [UnsafeCell::new(0), UnsafeCell::new(0)],
+            ],
+        }
+    }
+
+    fn call_word(&self, member: usize, call: u64) -> &AtomicU64 {
+        &self.calls[member][(call % DEPTH) as usize]
+    }
+
+    /// `CollArea::cell_free`, with the writer's memory of what everyone published.
+    fn cell_free(&self, me: usize, call: u64, free_through: &mut u64) -> bool {
+        let needed = (call + 1).saturating_sub(DEPTH);
+        if needed <= *free_through {
+            return true;
+        }
+        let mut through = u64::MAX;
+        for m in (0..MEMBERS).filter(|&m| m != me) {
+            through = through.min(self.call_word(m, needed).load(Acquire));
+            if through < needed {
+                return false;
+            }
+        }
+        *free_through = (*free_through).max(through.min(call));
+        true
+    }
+
+    /// `contribute`: wait for the cell, write it, publish.
+    fn contribute(&self, me: usize, call: u64, value: u64, free_through: &mut u64) {
+        while !self.cell_free(me, call, free_through) {
+            thread::yield_now();
+        }
+        // SAFETY: the protocol gives the cell to its member once readers moved on; loom
+        // reports any read that overlaps this write.
+        self.cells[me][(call % DEPTH) as usize].with_mut(|cell| unsafe { *cell = value });
+        self.call_word(me, call).store(call, Release);
+    }
+
+    /// A reader's wait for `member`'s call, then its read.
+    fn read(&self, member: usize, call: u64) -> u64 {
+        while self.call_word(member, call).load(Acquire) < call {
+            thread::yield_now();
+        }
+        // SAFETY: published (acquire above); the writer waits for our later call.
+        self.cells[member][(call % DEPTH) as usize].with(|cell| unsafe { *cell })
+    }
+}
+
+fn value(member: usize, call: u64) -> u64 {
+    call * 10 + member as u64
+}
+
+#[test]
+fn loom_allgather_reads_every_contribution_of_its_own_call() {
+    loom::model(|| {
+        let area = Arc::new(Area::new());
+        let run = |area: Arc<Area>, me: usize| {
+            let mut free_through = 0;
+            for call in 1..=CALLS {
+                area.contribute(me, call, value(me, call), &mut free_through);
+                let other = 1 - me;
+                assert_eq!(area.read(other, call), value(other, call));
+            }
+        };
+        let peer = {
+            let area = area.clone();
+            thread::spawn(move || run(area, 1))
+        };
+        run(area, 0);
+        peer.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_bcast_root_runs_ahead_without_overwriting_unread_cells() {
+    loom::model(|| {
+        let area = Arc::new(Area::new());
+        let root = {
+            let area = area.clone();
+            thread::spawn(move || {
+                let mut free_through = 0;
+                for call in 1..=CALLS {
+                    area.contribute(0, call, value(0, call), &mut free_through);
+                }
+            })
+        };
+        for call in 1..=CALLS {
+            assert_eq!(area.read(0, call), value(0, call));
+            // The reader's "done": the root may reuse the cell.
+            area.call_word(1, call).store(call, Release);
+        }
+        root.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_reduce_contributors_never_overwrite_what_the_root_still_reads() {
+    // The root publishes each call before it reads the others' cells, so only the
+    // `call + 1 - DEPTH` rule (not the reads) keeps a contributor that never reads off
+    // a cell the root is reading.
+    loom::model(|| {
+        let area = Arc::new(Area::new());
+        let contributor = {
+            let area = area.clone();
+            thread::spawn(move || {
+                let mut free_through = 0;
+                for call in 1..=CALLS {
+                    area.contribute(1, call, value(1, call), &mut free_through);
+                }
+            })
+        };
+        let mut free_through = 0;
+        for call in 1..=CALLS {
+            area.contribute(0, call, value(0, call), &mut free_through);
+            assert_eq!(area.read(1, call), value(1, call));
+        }
+        contributor.join().unwrap();
+    });
+}
+
+/// `wait.rs`: a waiter counts itself in the area's sleepers, then sleeps through the
+/// fabric (its own count, fence, check, futex); a publisher stores, fences, and rings
+/// the doorbell when it sees a sleeper. The futex is a mutex and a condition variable.
+struct Sleepers {
+    published: AtomicU64,
+    area_sleepers: AtomicU32,
+    rank_sleeping: AtomicU32,
+    bell: AtomicU32,
+    futex: Mutex<()>,
+    wakeup: Condvar,
+}
+
+impl Sleepers {
+    fn wait_for_publish(&self) {
+        while self.published.load(Acquire) == 0 {
+            self.area_sleepers.fetch_add(1, Relaxed);
+            let seen = self.bell.load(Acquire);
+            self.rank_sleeping.fetch_add(1, Relaxed);
+            fence(SeqCst);
+            if self.published.load(Acquire) == 0 {
+                let guard = self.futex.lock().unwrap();
+                if self.bell.load(Relaxed) == seen {
+                    drop(self.wakeup.wait(guard).unwrap());
+                }
+            }
+            self.rank_sleeping.fetch_sub(1, Relaxed);
+            self.area_sleepers.fetch_sub(1, Relaxed);
+        }
+    }
+
+    fn publish(&self) {
+        self.published.store(1, Release);
+        fence(SeqCst);
+        if self.area_sleepers.load(Relaxed) != 0 {
+            // `Fabric::notify`.
+            fence(SeqCst);
+            if self.rank_sleeping.load(Relaxed) != 0 {
+                self.bell.fetch_add(1, Release);
+                let _guard = self.futex.lock().unwrap();
+                self.wakeup.notify_all();
+            }
+        }
+    }
+}
+
+#[test]
+fn loom_a_publish_always_wakes_a_sleeping_member() {
+    loom::model(|| {
+        let state = Arc::new(Sleepers {
+            published: AtomicU64::new(0),
+            area_sleepers: AtomicU32::new(0),
+            rank_sleeping: AtomicU32::new(0),
+            bell: AtomicU32::new(0),
+            futex: Mutex::new(()),
+            wakeup: Condvar::new(),
+        });
+        let publisher = {
+            let state = state.clone();
+            thread::spawn(move || state.publish())
+        };
+        state.wait_for_publish();
+        publisher.join().unwrap();
+    });
+}

@@ -1,0 +1,75 @@
+//! The shared-memory collective component on real processes: selected on one node, left
+//! out by control strings and on several nodes, and its areas reused across many
+//! communicators. Every job runs under the launcher's timeout.
+
+use std::time::Duration;
+
+use commcore_linux::launch::{run_job, JobSpec};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn run(procs: usize, nodes: usize, scenario: &str, env: &[(&str, &str)]) -> String {
+    let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_rank"));
+    spec.args = vec![scenario.into()];
+    spec.timeout = Some(TIMEOUT);
+    spec.nodes = nodes;
+    spec.capture_rank0_stdout = true;
+    spec.env.extend(env.iter().map(|&(k, v)| (k.into(), v.into())));
+    match run_job(&spec) {
+        Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
+        Err(failure) => panic!("{scenario} on {procs} ranks, {nodes} nodes failed: {failure}"),
+    }
+}
+
+#[test]
+fn areas_are_reused_across_hundreds_of_communicators() {
+    for procs in [2, 3, 8] {
+        let out = run(procs, 1, "area-reuse", &[]);
+        assert!(out.contains("area reuse: 300 rounds; allreduce by shm\n"), "{out}");
+    }
+}
+
+#[test]
+fn every_collective_through_the_areas_and_chunked_through_them() {
+    // 4096 sends the 70,000-byte calls to the schedules, 1,000,000 takes them through the
+    // area in pieces (alltoall too); both must give the same results.
+    for procs in [2, 3, 5, 8] {
+        for bound in ["4096", "1000000"] {
+            let out = run(procs, 1, "collectives", &[("COMMCORE_SHM_MAX", bound)]);
+            assert!(out.contains("allreduce by shm"), "{out}");
+        }
+    }
+}
+
+#[test]
+fn control_strings_exclude_shm_and_several_nodes_keep_hier() {
+    let out = run(4, 1, "area-reuse", &[("COMMCORE_COLL", "coll=^shm")]);
+    assert!(out.contains("allreduce by tuned\n"), "{out}");
+    let out = run(6, 2, "collectives", &[]);
+    assert!(out.contains("allreduce by hier"), "{out}");
+}
+
+#[test]
+fn non_commutative_reductions_combine_in_rank_order() {
+    for procs in [2, 3, 5, 8] {
+        let out = run(procs, 1, "noncommutative", &[]);
+        assert!(out.contains(&format!("checked on {procs} ranks; allreduce by shm")), "{out}");
+        let out = run(procs, 1, "noncommutative", &[("COMMCORE_COLL", "coll=^shm")]);
+        assert!(out.contains("allreduce by tuned"), "{out}");
+    }
+}
+
+#[test]
+fn a_long_send_moves_on_while_its_receiver_waits_in_an_area_barrier() {
+    let env = [("COMMCORE_SHM_MAX", "0")];
+    let mut spec = JobSpec::new(4, env!("CARGO_BIN_EXE_runtime_rank"));
+    spec.args = vec!["isend-across-collectives".into()];
+    spec.timeout = Some(Duration::from_secs(30));
+    spec.env.extend(env.iter().map(|&(k, v)| (k.into(), v.into())));
+    // Whether the ranks meet the hazard depends on timing: try a few times.
+    for _ in 0..4 {
+        if let Err(failure) = run_job(&spec) {
+            panic!("isend across collectives failed: {failure}");
+        }
+    }
+}
