@@ -82,13 +82,16 @@ pub struct Folded<'a, H> {
     shape: Shape,
     len: usize,
     stash_len: usize,
+    /// Every CID sits alone in its home cell with its plain handle: a lookup is one load,
+    /// as in a flat array (dense CIDs, as lowest hands them out). No use counts, no stash.
+    home_only: bool,
 }
 
 impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
     /// A store over `arena`, which it clears.
     pub fn new(arena: &'a mut [FoldedSlot<H>]) -> Self {
         arena.fill(FoldedSlot::empty());
-        Self { arena, shape: Shape::NONE, len: 0, stash_len: 0 }
+        Self { arena, shape: Shape::NONE, len: 0, stash_len: 0, home_only: false }
     }
 
     /// Live CIDs in the stash: each costs its lookups a mispredicted branch and a search.
@@ -97,7 +100,8 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
     }
 
     fn stash_range(&self) -> core::ops::Range<usize> {
-        let start = uses_end(self.shape.cells);
+        let cells = self.shape.cells;
+        let start = if self.home_only { cells } else { uses_end(cells) };
         start..start + self.stash_len
     }
 
@@ -125,6 +129,13 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
     fn place_directly(&mut self, cid: Cid, value: H) -> bool {
         let Shape { cells, .. } = self.shape;
         let (home, alternate) = self.shape.cells_of(cid);
+        if self.home_only {
+            let free = home < cells && self.arena[home].key == EMPTY;
+            if free {
+                self.arena[home] = FoldedSlot { key: cid, value };
+            }
+            return free;
+        }
         if cells == 0 || alternate >= cells || home == alternate {
             return false;
         }
@@ -169,6 +180,9 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
         let fits = |shape: &Shape| 2 * shape.cells + 2 * n <= packed;
         let mut shapes = Shapes::new(n, highest);
         shapes.retain(fits);
+        if shapes.len() > 0 && self.place_home_only(n, kept) {
+            return Ok(());
+        }
         let goal = (n / STASH_GOAL_PER).max(usize::from(n >= 32));
         // Stashes mostly shrink as tables grow: search for the smallest table within the
         // goal, and scan for the smallest stash only when none is.
@@ -216,7 +230,41 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
             stashed = self.peel(shape, n, n).unwrap_or(stashed);
         }
         self.assign(shape, n, stashed);
+        // Leave nothing of a larger old layout behind.
+        let end = self.stash_range().end;
+        self.arena[end..kept.max(end)].fill(FoldedSlot::empty());
         Ok(())
+    }
+
+    /// Lays the packed entries out home-only when a home range of one or two cells a CID
+    /// gives each its own cell; `kept` is where the old layout ended.
+    fn place_home_only(&mut self, n: usize, kept: usize) -> bool {
+        let packed = self.arena.len() - n;
+        let bits = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
+        for home_bits in bits.max(MIN_HOME_BITS)..=bits.max(MIN_HOME_BITS) + 1 {
+            let cells = 1usize << home_bits;
+            if cells > packed {
+                break;
+            }
+            self.arena[..cells].fill(FoldedSlot::empty());
+            let mask = cells - 1;
+            let alone = (packed..packed + n).all(|i| {
+                let entry = self.arena[i];
+                let home = entry.key as usize & mask;
+                let free = self.arena[home].key == EMPTY;
+                self.arena[home] = entry;
+                free
+            });
+            if alone {
+                self.arena[cells..kept.max(cells)].fill(FoldedSlot::empty());
+                self.arena[packed..].fill(FoldedSlot::empty());
+                self.shape = Shape { cells, mask, shift: 0, offset: 0 };
+                self.stash_len = 0;
+                self.home_only = true;
+                return true;
+            }
+        }
+        false
     }
 
     /// Peels the CID graph of the packed entries under `shape` into the scratch: returns
@@ -338,6 +386,7 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
         self.arena.copy_within(order + peeled..order + n, stash);
         self.shape = shape;
         self.stash_len = stashed;
+        self.home_only = false;
         for i in 0..n {
             let entry = self.arena[packed + i];
             let (home, alternate) = shape.cells_of(entry.key);
@@ -426,7 +475,9 @@ impl<H: Copy + Default + BitXor<Output = H>> CidStore<H> for Folded<'_, H> {
         let value = self.get(cid)?;
         let Shape { cells, .. } = self.shape;
         let (home, alternate) = self.shape.cells_of(cid);
-        if let Some(at) = self.find_stash(cid) {
+        if self.home_only {
+            self.arena[home] = FoldedSlot::empty();
+        } else if let Some(at) = self.find_stash(cid) {
             let last = self.stash_range().end - 1;
             self.arena[at] = self.arena[last];
             self.arena[last] = FoldedSlot::empty();
@@ -449,10 +500,12 @@ impl<H: Copy + Default + BitXor<Output = H>> CidStore<H> for Folded<'_, H> {
     #[inline]
     fn get(&self, cid: Cid) -> Option<H> {
         let Shape { cells, mask, shift, offset } = self.shape;
+        let home = self.arena[..cells].get(cid as usize & mask)?;
+        if self.home_only {
+            return (home.key == cid && cid != EMPTY).then_some(home.value);
+        }
         // The alternate range as its own slice, so that its offset is not added per lookup.
-        let (table, alternates) = (&self.arena[..cells], self.arena.get(offset..cells)?);
-        let home = table.get(cid as usize & mask)?;
-        let alternate = alternates.get((cid >> shift) as usize)?;
+        let alternate = self.arena.get(offset..cells)?.get((cid >> shift) as usize)?;
         // The key check is a predicted branch: the value does not wait for it.
         if (home.key ^ cid).min(alternate.key ^ cid) == 0 && cid != EMPTY {
             return Some(home.value ^ alternate.value);
