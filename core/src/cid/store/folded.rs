@@ -15,7 +15,7 @@ const REFINE: usize = 8;
 const MIN_HOME_BITS: u32 = 2;
 /// A rebuild takes the smallest table whose stash holds at most one CID in this many
 /// (one from 32 CIDs, none below), else the one with the smallest stash.
-const STASH_GOAL_PER: usize = 64;
+const STASH_GOAL_PER: usize = 48;
 
 /// One cell of a [`Folded`] arena.
 #[derive(Clone, Copy, Debug)]
@@ -71,6 +71,9 @@ impl Shape {
 /// the smallest table whose stash stays small, so its size follows the live
 /// communicators, not the highest CID (the alternate range leaves room above the highest
 /// CID, so the increasing CIDs of the highest-CID algorithm mostly take the O(1) path).
+///
+/// When every live CID has a home cell of its own (dense CIDs, as lowest hands them
+/// out), the store switches to a home-only layout: plain handles, one load.
 ///
 /// Arena layout: `[table: cells][uses: cells / 4][stash]`, the rest is scratch for
 /// rebuilds (which need `2 × cells + 3 × len` cells). `uses` holds one byte a cell in the
@@ -490,7 +493,7 @@ impl<H: Copy + Default + BitXor<Output = H>> CidStore<H> for Folded<'_, H> {
             self.add_use(alternate, -1);
         }
         self.len -= 1;
-        if self.len * 5 < cells * 2 && cells > 1 << (MIN_HOME_BITS + 1) {
+        if self.len * 9 < cells * 4 && cells > 1 << (MIN_HOME_BITS + 1) {
             // Shrinking needs no more room than the table had; on `Full` it stays.
             let _ = self.rebuild(None);
         }
