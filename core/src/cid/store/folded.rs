@@ -1,20 +1,23 @@
-//! A flat array folded onto the live communicators: CID modulo a power of two.
+//! A table folded onto the live communicators: each CID's handle is the XOR of two cells,
+//! one picked by its low bits and one by its high bits.
 
 use core::mem::size_of;
+use core::ops::BitXor;
 
 use super::{CidStore, StoreError};
 use crate::cid::Cid;
 
-/// The key of a never-used slot.
+/// The key of a cell that owns no CID (and the one CID the store refuses).
 const EMPTY: Cid = Cid::MAX;
-/// The key of an overflow slot whose communicator was removed (searches walk past it).
-const TOMBSTONE: Cid = Cid::MAX - 1;
-/// The smallest home table.
-const MIN_SIZE: usize = 4;
-/// The smallest overflow table.
-const MIN_OVERFLOW: usize = 2;
+/// Smaller tables a rebuild still tries below the one its search settles on.
+const REFINE: usize = 8;
+/// The smallest home range: `2^MIN_HOME_BITS` cells.
+const MIN_HOME_BITS: u32 = 2;
+/// A rebuild takes the smallest table whose stash holds at most one CID in this many
+/// (one from 32 CIDs, none below), else the one with the smallest stash.
+const STASH_GOAL_PER: usize = 48;
 
-/// One slot of a [`Folded`] table.
+/// One cell of a [`Folded`] arena.
 #[derive(Clone, Copy, Debug)]
 pub struct FoldedSlot<H> {
     key: Cid,
@@ -22,255 +25,495 @@ pub struct FoldedSlot<H> {
 }
 
 impl<H: Copy + Default> FoldedSlot<H> {
-    /// An empty slot, to fill the caller's arena with.
+    /// An empty cell, to fill the caller's arena with.
     pub fn empty() -> Self {
         Self { key: EMPTY, value: H::default() }
     }
 }
 
-/// CID `c` lives in slot `c mod size` of a power-of-two *home* table whenever that slot is
-/// free; CIDs allocated near one another (as every algorithm hands them out) land in
-/// distinct slots, so a lookup is one load and one compare, as in a flat array. A CID
-/// whose home slot holds another goes to a small *overflow* table, searched by double
-/// hashing and kept at most 7/8 full; when a home slot frees, an overflow CID of that
-/// home moves back into it. The home table follows the number of live communicators (it
-/// doubles when they outnumber its slots and halves when they fill less than half of it),
-/// not the highest CID. CIDs handed out densely (lowest) stay at home; CIDs spread wide
-/// (highest after many frees) collide like random keys, and a lookup of one in the
-/// overflow costs a mispredicted branch and a short search.
+/// The end of the use counts of a table of `cells` cells.
+fn uses_end(cells: usize) -> usize {
+    cells + cells.div_ceil(4)
+}
+
+/// Where a CID's two cells are: `home = cid & mask`, `alternate = offset + (cid >> shift)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shape {
+    /// Cells in the table.
+    cells: usize,
+    mask: usize,
+    shift: u32,
+    offset: usize,
+}
+
+impl Shape {
+    const NONE: Shape = Shape { cells: 0, mask: 0, shift: 0, offset: 0 };
+
+    #[inline]
+    fn cells_of(self, cid: Cid) -> (usize, usize) {
+        (cid as usize & self.mask, ((cid >> self.shift) as usize).wrapping_add(self.offset))
+    }
+}
+
+/// CID `c` maps to `table[home(c)].value ^ table[alternate(c)].value`, where `home` takes
+/// the low bits (`c & mask`) and `alternate` the high bits (`offset + (c >> shift)`): two
+/// loads that do not depend on each other and one XOR, with no branch that depends on
+/// where the CID sits: a flat array's load plus a shift and an XOR on the dependent path.
+/// Spread CIDs (highest after many frees) collide in their low bits like random keys; a
+/// home-only table then sends a fifth of its lookups down a mispredicted second probe,
+/// this one sends none. Handles must XOR (integer handles or indices).
 ///
-/// Both tables sit at the start of the caller's arena; the rest holds the entries while a
-/// rebuild moves them.
+/// Each CID *owns* one of its two cells, which holds its key, so a lookup checks the key
+/// off the critical path. The CID–cell graph (a CID is an edge between its two cells) is
+/// kept a forest: a rebuild peels it leaf by leaf and assigns values in reverse, the few
+/// CIDs on cycles go to a small stash searched after the table. An insert whose home or
+/// alternate cell no CID uses is placed in O(1); otherwise the store rebuilds, choosing
+/// the smallest table whose stash stays small, so its size follows the live
+/// communicators, not the highest CID (the alternate range leaves room above the highest
+/// CID, so the increasing CIDs of the highest-CID algorithm mostly take the O(1) path).
+///
+/// When every live CID has a home cell of its own (dense CIDs, as lowest hands them
+/// out), the store switches to a home-only layout: plain handles, one load.
+///
+/// Arena layout: `[table: cells][uses: cells / 4][stash]`, the rest is scratch for
+/// rebuilds (which need `2 × cells + 3 × len` cells). `uses` holds one byte a cell in the
+/// keys of its slots: how many CIDs have an end at the cell, sticky once it reaches 255
+/// (a cell counted as used is only ever kept, never wrongly reused).
 #[derive(Debug)]
 pub struct Folded<'a, H> {
     arena: &'a mut [FoldedSlot<H>],
-    /// Home table: `arena[..=mask]`.
-    mask: usize,
-    /// Overflow table: `arena[mask + 1..][..=overflow_mask]`.
-    overflow_mask: usize,
+    shape: Shape,
     len: usize,
-    overflow_len: usize,
-    tombstones: usize,
+    stash_len: usize,
+    /// Every CID sits alone in its home cell with its plain handle: a lookup is one load,
+    /// as in a flat array (dense CIDs, as lowest hands them out). No use counts, no stash.
+    home_only: bool,
 }
 
-impl<'a, H: Copy + Default> Folded<'a, H> {
-    /// A store over `arena`, which it clears (nothing fits in fewer than 16 slots).
+impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
+    /// A store over `arena`, which it clears.
     pub fn new(arena: &'a mut [FoldedSlot<H>]) -> Self {
         arena.fill(FoldedSlot::empty());
-        let mask = if arena.len() >= 4 * MIN_SIZE { MIN_SIZE - 1 } else { 0 };
-        Self {
-            arena,
-            mask,
-            overflow_mask: MIN_OVERFLOW - 1,
-            len: 0,
-            overflow_len: 0,
-            tombstones: 0,
-        }
+        Self { arena, shape: Shape::NONE, len: 0, stash_len: 0, home_only: false }
     }
 
-    fn size(&self) -> usize {
-        self.mask + 1
-    }
-
-    fn overflow_size(&self) -> usize {
-        self.overflow_mask + 1
-    }
-
-    fn usable(&self) -> bool {
-        self.arena.len() >= 4 * MIN_SIZE
-    }
-
-    /// Live CIDs in the overflow table: each costs its lookups a second search.
+    /// Live CIDs in the stash: each costs its lookups a mispredicted branch and a search.
     pub fn displaced(&self) -> usize {
-        self.overflow_len
+        self.stash_len
     }
 
-    /// Start and odd step of the overflow search for `cid`.
-    #[inline]
-    fn overflow_probe(&self, cid: Cid) -> (usize, usize) {
-        let h = cid.wrapping_mul(0x9E37_79B9);
-        (
-            (h >> 16) as usize & self.overflow_mask,
-            (h.rotate_left(7) as usize | 1) & self.overflow_mask,
-        )
+    fn stash_range(&self) -> core::ops::Range<usize> {
+        let cells = self.shape.cells;
+        let start = if self.home_only { cells } else { uses_end(cells) };
+        start..start + self.stash_len
     }
 
-    /// The arena index of `cid` in the overflow table.
-    fn find_overflow(&self, cid: Cid) -> Option<usize> {
-        if cid >= TOMBSTONE || self.overflow_len == 0 {
-            return None;
+    /// How many CIDs have an end at `cell` (255: at least that many).
+    fn uses(&self, cell: usize) -> u8 {
+        let (slot, byte) = (self.shape.cells + cell / 4, cell % 4 * 8);
+        (self.arena[slot].key >> byte) as u8
+    }
+
+    /// Adds `delta` (±1) to the uses of `cell`, except once they reached 255.
+    fn add_use(&mut self, cell: usize, delta: i8) {
+        let uses = self.uses(cell);
+        if uses != u8::MAX {
+            let (slot, byte) = (self.shape.cells + cell / 4, cell % 4 * 8);
+            let key = &mut self.arena[slot].key;
+            *key = (*key & !(0xFF << byte)) | Cid::from(uses.wrapping_add_signed(delta)) << byte;
         }
-        let base = self.size();
-        let (mut i, step) = self.overflow_probe(cid);
-        loop {
-            match self.arena[base + i].key {
-                key if key == cid => return Some(base + i),
-                EMPTY => return None,
-                _ => i = (i + step) & self.overflow_mask,
+    }
+
+    fn find_stash(&self, cid: Cid) -> Option<usize> {
+        self.stash_range().find(|&i| self.arena[i].key == cid)
+    }
+
+    /// Places `cid` in O(1) when one of its cells is unused.
+    fn place_directly(&mut self, cid: Cid, value: H) -> bool {
+        let Shape { cells, .. } = self.shape;
+        let (home, alternate) = self.shape.cells_of(cid);
+        if self.home_only {
+            let free = home < cells && self.arena[home].key == EMPTY;
+            if free {
+                self.arena[home] = FoldedSlot { key: cid, value };
             }
+            return free;
         }
-    }
-
-    /// Puts `cid` at home, or in the overflow table (which must have room).
-    fn place(&mut self, cid: Cid, value: H) {
-        let home = cid as usize & self.mask;
-        if self.arena[home].key == EMPTY {
-            self.arena[home] = FoldedSlot { key: cid, value };
-            return;
+        if cells == 0 || alternate >= cells || home == alternate {
+            return false;
         }
-        let base = self.size();
-        let (mut i, step) = self.overflow_probe(cid);
-        while !matches!(self.arena[base + i].key, EMPTY | TOMBSTONE) {
-            i = (i + step) & self.overflow_mask;
-        }
-        if self.arena[base + i].key == TOMBSTONE {
-            self.tombstones -= 1;
-        }
-        self.arena[base + i] = FoldedSlot { key: cid, value };
-        self.overflow_len += 1;
-    }
-
-    /// Rebuilds both tables with a home table of `size` slots and room in the overflow
-    /// table for `extra` more CIDs: the live entries are packed at the end of the arena,
-    /// the tables cleared and the entries placed again, home first. When the arena is too
-    /// small the old sizes are kept (the entries fitted in them) and the answer is `Full`.
-    fn rebuild(&mut self, size: usize, extra: usize) -> Result<(), StoreError> {
-        let end = self.arena.len();
-        let used = self.size() + self.overflow_size();
-        let mut packed = end;
-        for i in (0..used).rev() {
-            let slot = self.arena[i];
-            if slot.key < TOMBSTONE {
-                packed -= 1;
-                self.arena[packed] = slot;
-            }
-        }
-        // Count the entries that will not find their home, marking homes in the cleared
-        // home table as they are claimed.
-        let clear = used.max(size).min(packed);
-        self.arena[..clear].fill(FoldedSlot::empty());
-        let mut homeless = 0;
-        for i in packed..end {
-            let home = self.arena[i].key as usize & (size - 1);
-            if home < packed && self.arena[home].key == EMPTY {
-                self.arena[home].key = TOMBSTONE;
-            } else {
-                homeless += 1;
-            }
-        }
-        let mut overflow = MIN_OVERFLOW;
-        while (homeless + extra + 1) * 8 > overflow * 7 {
-            overflow *= 2;
-        }
-        let fits = size + overflow <= packed;
-        if fits {
-            self.mask = size - 1;
-            self.overflow_mask = overflow - 1;
-        }
-        let tables = (self.size() + self.overflow_size()).min(packed);
-        self.arena[..clear.max(tables)].fill(FoldedSlot::empty());
-        self.overflow_len = 0;
-        self.tombstones = 0;
-        for i in packed..end {
-            let slot = self.arena[i];
-            self.arena[i] = FoldedSlot::empty();
-            self.place(slot.key, slot.value);
-        }
-        if fits {
-            Ok(())
+        let (own, other) = if self.uses(home) == 0 {
+            (home, alternate)
+        } else if self.uses(alternate) == 0 {
+            (alternate, home)
         } else {
-            Err(StoreError::Full)
-        }
+            return false;
+        };
+        self.arena[own] = FoldedSlot { key: cid, value: value ^ self.arena[other].value };
+        self.add_use(home, 1);
+        self.add_use(alternate, 1);
+        true
     }
 
-    /// The smallest home table with a slot for each of `len` CIDs.
-    fn home_size_for(len: usize) -> usize {
-        let mut size = MIN_SIZE;
-        while len > size {
-            size *= 2;
+    /// Rebuilds the table for the live CIDs and `extra`. Returns `Full`, having changed
+    /// nothing, when the arena cannot hold the scratch of any shape.
+    fn rebuild(&mut self, extra: Option<(Cid, H)>) -> Result<(), StoreError> {
+        let n = self.len + usize::from(extra.is_some());
+        let end = self.arena.len();
+        let kept = self.stash_range().end;
+        if kept + n > end {
+            return Err(StoreError::Full);
         }
-        size
+        // Pack the live entries at the end of the arena.
+        let packed = end - n;
+        let mut at = packed;
+        for i in (0..self.shape.cells).chain(self.stash_range()) {
+            let key = self.arena[i].key;
+            if key != EMPTY {
+                // Table cells hold XOR-encoded values; decode them.
+                let value = self.get(key).unwrap_or(self.arena[i].value);
+                self.arena[at] = FoldedSlot { key, value };
+                at += 1;
+            }
+        }
+        if let Some((key, value)) = extra {
+            self.arena[at] = FoldedSlot { key, value };
+        }
+        let highest = self.arena[packed..].iter().map(|s| s.key).max().unwrap_or(0);
+        let fits = |shape: &Shape| 2 * shape.cells + 2 * n <= packed;
+        let mut shapes = Shapes::new(n, highest);
+        shapes.retain(fits);
+        if shapes.len() > 0 && self.place_home_only(n, kept) {
+            return Ok(());
+        }
+        let goal = (n / STASH_GOAL_PER).max(usize::from(n >= 32));
+        // Stashes mostly shrink as tables grow: search for the smallest table within the
+        // goal, and scan for the smallest stash only when none is.
+        let (mut low, mut high) = (0, shapes.len());
+        let mut last = None;
+        let mut best = None;
+        while low < high {
+            let middle = (low + high) / 2;
+            let shape = shapes.list[middle];
+            last = Some(shape);
+            match self.peel(shape, n, goal) {
+                Some(stashed) => {
+                    best = Some((stashed, shape));
+                    high = middle;
+                }
+                None => low = middle + 1,
+            }
+        }
+        // The stash does not fall evenly with the table size: try a few smaller tables.
+        for &shape in shapes.list[low.saturating_sub(REFINE)..low].iter().rev() {
+            last = Some(shape);
+            if let Some(stashed) = self.peel(shape, n, goal) {
+                best = Some((stashed, shape));
+            }
+        }
+        if best.is_none() {
+            for &shape in &shapes.list[..shapes.len()] {
+                last = Some(shape);
+                // Only a smaller stash than the best so far is worth finishing.
+                let limit = best.map_or(n, |(s, _)| s - 1);
+                if let Some(stashed) = self.peel(shape, n, limit) {
+                    best = Some((stashed, shape));
+                    if stashed == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        let Some((mut stashed, shape)) = best else {
+            // Nothing but the packed copy was written.
+            self.arena[packed..].fill(FoldedSlot::empty());
+            return Err(StoreError::Full);
+        };
+        if last != Some(shape) {
+            stashed = self.peel(shape, n, n).unwrap_or(stashed);
+        }
+        self.assign(shape, n, stashed);
+        // Leave nothing of a larger old layout behind.
+        let end = self.stash_range().end;
+        self.arena[end..kept.max(end)].fill(FoldedSlot::empty());
+        Ok(())
+    }
+
+    /// Lays the packed entries out home-only when a home range of one or two cells a CID
+    /// gives each its own cell; `kept` is where the old layout ended.
+    fn place_home_only(&mut self, n: usize, kept: usize) -> bool {
+        let packed = self.arena.len() - n;
+        let bits = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
+        for home_bits in bits.max(MIN_HOME_BITS)..=bits.max(MIN_HOME_BITS) + 1 {
+            let cells = 1usize << home_bits;
+            if cells > packed {
+                break;
+            }
+            self.arena[..cells].fill(FoldedSlot::empty());
+            let mask = cells - 1;
+            let alone = (packed..packed + n).all(|i| {
+                let entry = self.arena[i];
+                let home = entry.key as usize & mask;
+                let free = self.arena[home].key == EMPTY;
+                self.arena[home] = entry;
+                free
+            });
+            if alone {
+                self.arena[cells..kept.max(cells)].fill(FoldedSlot::empty());
+                self.arena[packed..].fill(FoldedSlot::empty());
+                self.shape = Shape { cells, mask, shift: 0, offset: 0 };
+                self.stash_len = 0;
+                self.home_only = true;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Peels the CID graph of the packed entries under `shape` into the scratch: returns
+    /// how many CIDs it had to stash, or `None` when a CID's alternate cell falls outside
+    /// the table or the stash would exceed `limit`. Scratch: `table.key` holds the XOR of
+    /// `1 + index` of the entries with an end there, the next `cells` keys their count;
+    /// the peel order grows from the start of the region after those, stashed indices
+    /// from its end.
+    fn peel(&mut self, shape: Shape, n: usize, limit: usize) -> Option<usize> {
+        let cells = shape.cells;
+        let packed = self.arena.len() - n;
+        let order = 2 * cells;
+        self.arena[..order + n].fill(FoldedSlot { key: 0, value: H::default() });
+        let (mut peeled, mut stashed) = (0, 0);
+        for i in 0..n {
+            let (home, alternate) = shape.cells_of(self.arena[packed + i].key);
+            if alternate >= cells {
+                return None;
+            }
+            if home == alternate {
+                stashed += 1;
+                if stashed > limit {
+                    return None;
+                }
+                self.arena[order + n - stashed].key = i as Cid;
+                continue;
+            }
+            for cell in [home, alternate] {
+                self.arena[cell].key ^= i as Cid + 1;
+                self.arena[cells + cell].key += 1;
+            }
+        }
+        for start in 0..cells {
+            peeled = self.peel_from(shape, packed, start, peeled);
+        }
+        // What is left lies on cycles: stash one CID at a time and peel what it frees.
+        for i in 0..n {
+            if peeled + stashed == n {
+                break;
+            }
+            let (home, alternate) = shape.cells_of(self.arena[packed + i].key);
+            let alive = |arena: &[FoldedSlot<H>], c: usize| {
+                arena[cells + c].key > 0 || arena[c].key != i as Cid + 1
+            };
+            if home == alternate || !alive(self.arena, home) || !alive(self.arena, alternate) {
+                continue;
+            }
+            stashed += 1;
+            if stashed > limit {
+                return None;
+            }
+            self.arena[order + n - stashed].key = i as Cid;
+            for cell in [home, alternate] {
+                self.arena[cell].key ^= i as Cid + 1;
+                self.arena[cells + cell].key -= 1;
+            }
+            for cell in [home, alternate] {
+                peeled = self.peel_from(shape, packed, cell, peeled);
+            }
+        }
+        Some(stashed)
+    }
+
+    /// Peels the chain of single-use cells that starts at `cell`; returns the new count of
+    /// peeled entries.
+    fn peel_from(
+        &mut self,
+        shape: Shape,
+        packed: usize,
+        mut cell: usize,
+        mut peeled: usize,
+    ) -> usize {
+        let cells = shape.cells;
+        while self.arena[cells + cell].key == 1 {
+            let index = (self.arena[cell].key - 1) as usize;
+            self.arena[2 * cells + peeled].key = cell as Cid;
+            peeled += 1;
+            self.arena[cells + cell].key = 0;
+            let (home, alternate) = shape.cells_of(self.arena[packed + index].key);
+            let other = if home == cell { alternate } else { home };
+            self.arena[other].key ^= index as Cid + 1;
+            self.arena[cells + other].key -= 1;
+            cell = other;
+        }
+        peeled
+    }
+
+    /// Turns a successful peel into the table: values in reverse peel order, then owners,
+    /// uses and the stash; clears the scratch.
+    fn assign(&mut self, shape: Shape, n: usize, stashed: usize) {
+        let cells = shape.cells;
+        let end = self.arena.len();
+        let packed = end - n;
+        let order = 2 * cells;
+        let peeled = n - stashed;
+        // A cell that owns an entry keeps `1 + index` in its key until assigned; the
+        // others hold 0 and a default value.
+        for step in (0..peeled).rev() {
+            let own = self.arena[order + step].key as usize;
+            let entry = self.arena[packed + (self.arena[own].key - 1) as usize];
+            let (home, alternate) = shape.cells_of(entry.key);
+            let other = if home == own { alternate } else { home };
+            self.arena[cells + own].key = 1;
+            self.arena[own] = FoldedSlot { key: entry.key, value: entry.value };
+            self.arena[own].value = entry.value ^ self.arena[other].value;
+        }
+        for cell in 0..cells {
+            if self.arena[cells + cell].key == 0 {
+                self.arena[cell].key = EMPTY;
+            }
+            self.arena[cells + cell].key = 0;
+        }
+        // Stashed indices sit at the end of the order region: replace each by its entry,
+        // then move them behind the use counts.
+        for at in order + peeled..order + n {
+            self.arena[at] = self.arena[packed + self.arena[at].key as usize];
+        }
+        let stash = uses_end(cells);
+        self.arena.copy_within(order + peeled..order + n, stash);
+        self.shape = shape;
+        self.stash_len = stashed;
+        self.home_only = false;
+        for i in 0..n {
+            let entry = self.arena[packed + i];
+            let (home, alternate) = shape.cells_of(entry.key);
+            let on_table = home != alternate
+                && (self.arena[home].key == entry.key || self.arena[alternate].key == entry.key);
+            if on_table {
+                self.add_use(home, 1);
+                self.add_use(alternate, 1);
+            }
+        }
+        self.arena[stash + stashed..order + n].fill(FoldedSlot::empty());
+        self.arena[packed..].fill(FoldedSlot::empty());
     }
 }
 
-impl<H: Copy + Default> CidStore<H> for Folded<'_, H> {
-    fn insert(&mut self, cid: Cid, handle: H) -> Result<(), StoreError> {
-        if cid >= TOMBSTONE {
-            return Err(StoreError::OutOfRange);
+/// The shapes a rebuild tries for `n` CIDs up to `highest`, smallest table first: home
+/// ranges around `n`, alternate ranges of `highest` (with room above it) shifted to about
+/// the same size, placed after, across or inside the home range.
+struct Shapes {
+    list: [Shape; 192],
+    len: usize,
+}
+
+impl Shapes {
+    fn new(n: usize, highest: Cid) -> Self {
+        let mut shapes = Shapes { list: [Shape::NONE; 192], len: 0 };
+        let room = highest.saturating_add(highest / 16).saturating_add(4);
+        let bits = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
+        for home_bits in bits.saturating_sub(1).max(MIN_HOME_BITS)..=bits.max(MIN_HOME_BITS) + 1 {
+            let home = 1usize << home_bits;
+            for shift in 0..Cid::BITS {
+                let alternate = (room >> shift) as usize + 1;
+                if alternate > 2 * home || (alternate < home / 8 && shift + 1 < Cid::BITS) {
+                    continue;
+                }
+                for eighth in 0..=8 {
+                    let offset = home - (alternate * eighth / 8).min(home);
+                    let cells = home.max(offset + alternate);
+                    shapes.push(Shape { cells, mask: home - 1, shift, offset });
+                }
+            }
         }
-        if !self.usable() {
-            return Err(StoreError::Full);
+        shapes.list[..shapes.len].sort_unstable_by_key(|s| s.cells);
+        shapes
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Shape) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            if keep(&self.list[i]) {
+                self.list[kept] = self.list[i];
+                kept += 1;
+            }
+        }
+        self.len = kept;
+    }
+
+    fn push(&mut self, shape: Shape) {
+        if self.len < self.list.len() && !self.list[..self.len].contains(&shape) {
+            self.list[self.len] = shape;
+            self.len += 1;
+        }
+    }
+}
+
+impl<H: Copy + Default + BitXor<Output = H>> CidStore<H> for Folded<'_, H> {
+    fn insert(&mut self, cid: Cid, handle: H) -> Result<(), StoreError> {
+        if cid == EMPTY {
+            return Err(StoreError::OutOfRange);
         }
         if self.get(cid).is_some() {
             return Err(StoreError::Occupied);
         }
-        let home_full = self.len + 1 > self.size();
-        let homeless = self.arena[cid as usize & self.mask].key != EMPTY;
-        let overflow_full =
-            homeless && (self.overflow_len + self.tombstones + 1) * 8 > self.overflow_size() * 7;
-        if home_full || overflow_full {
-            let size = Self::home_size_for(self.len + 1).max(self.size());
-            self.rebuild(size, 1)?;
+        if !self.place_directly(cid, handle) {
+            self.rebuild(Some((cid, handle)))?;
         }
-        if self.arena[cid as usize & self.mask].key != EMPTY
-            && (self.overflow_len + self.tombstones + 1) * 8 > self.overflow_size() * 7
-        {
-            // The rebuilt tables placed the CID's home differently; grow the overflow.
-            self.rebuild(self.size(), 1)?;
-        }
-        // Keep the tables and the live CIDs within the arena, so the next rebuild can pack
-        // the CIDs behind the tables.
-        if self.size() + self.overflow_size() + self.len + 1 > self.arena.len() {
-            return Err(StoreError::Full);
-        }
-        self.place(cid, handle);
         self.len += 1;
         Ok(())
     }
 
     fn remove(&mut self, cid: Cid) -> Option<H> {
-        if cid >= TOMBSTONE || !self.usable() {
-            return None;
-        }
-        let home = cid as usize & self.mask;
-        let value;
-        if self.arena[home].key == cid {
-            value = self.arena[home].value;
+        let value = self.get(cid)?;
+        let Shape { cells, .. } = self.shape;
+        let (home, alternate) = self.shape.cells_of(cid);
+        if self.home_only {
             self.arena[home] = FoldedSlot::empty();
-            // An overflow CID of this home moves back into it.
-            if self.overflow_len > 0 {
-                let base = self.size();
-                if let Some(i) = (base..base + self.overflow_size()).find(|&i| {
-                    self.arena[i].key < TOMBSTONE && self.arena[i].key as usize & self.mask == home
-                }) {
-                    self.arena[home] = self.arena[i];
-                    self.arena[i] = FoldedSlot { key: TOMBSTONE, value: H::default() };
-                    self.overflow_len -= 1;
-                    self.tombstones += 1;
-                }
-            }
+        } else if let Some(at) = self.find_stash(cid) {
+            let last = self.stash_range().end - 1;
+            self.arena[at] = self.arena[last];
+            self.arena[last] = FoldedSlot::empty();
+            self.stash_len -= 1;
         } else {
-            let at = self.find_overflow(cid)?;
-            value = self.arena[at].value;
-            self.arena[at] = FoldedSlot { key: TOMBSTONE, value: H::default() };
-            self.overflow_len -= 1;
-            self.tombstones += 1;
+            // The owner's value stays: other CIDs may read it.
+            let owner = if self.arena[home].key == cid { home } else { alternate };
+            self.arena[owner].key = EMPTY;
+            self.add_use(home, -1);
+            self.add_use(alternate, -1);
         }
         self.len -= 1;
-        if self.size() > MIN_SIZE && self.len * 2 < self.size() {
-            // Shrinking never needs more room than the tables had.
-            let _ = self.rebuild(self.size() / 2, 0);
+        if self.len * 9 < cells * 4 && cells > 1 << (MIN_HOME_BITS + 1) {
+            // Shrinking needs no more room than the table had; on `Full` it stays.
+            let _ = self.rebuild(None);
         }
         Some(value)
     }
 
     #[inline]
     fn get(&self, cid: Cid) -> Option<H> {
-        let slot = self.arena.get(cid as usize & self.mask)?;
-        if slot.key == cid && cid < TOMBSTONE {
-            return Some(slot.value);
+        let Shape { cells, mask, shift, offset } = self.shape;
+        let home = self.arena[..cells].get(cid as usize & mask)?;
+        if self.home_only {
+            return (home.key == cid && cid != EMPTY).then_some(home.value);
         }
-        self.find_overflow(cid).map(|at| self.arena[at].value)
+        // The alternate range as its own slice, so that its offset is not added per lookup.
+        let alternate = self.arena.get(offset..cells)?.get((cid >> shift) as usize)?;
+        // The key check is a predicted branch: the value does not wait for it.
+        if (home.key ^ cid).min(alternate.key ^ cid) == 0 && cid != EMPTY {
+            return Some(home.value ^ alternate.value);
+        }
+        self.find_stash(cid).map(|at| self.arena[at].value)
     }
 
     fn len(&self) -> usize {
@@ -278,14 +521,10 @@ impl<H: Copy + Default> CidStore<H> for Folded<'_, H> {
     }
 
     fn cells(&self) -> usize {
-        if self.usable() {
-            self.size() + self.overflow_size()
-        } else {
-            0
-        }
+        self.shape.cells + self.stash_len
     }
 
     fn bytes(&self) -> usize {
-        self.cells() * size_of::<FoldedSlot<H>>()
+        self.stash_range().end * size_of::<FoldedSlot<H>>()
     }
 }

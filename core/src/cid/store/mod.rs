@@ -5,7 +5,7 @@
 //! | [`Flat`] | one load | every CID up to the highest ever used |
 //! | [`Radix`] | four loads (8-bit levels) | 256-CID chunks, freed when empty |
 //! | [`RbTree`] | up to 2 log n loads | one node per live communicator |
-//! | [`Folded`] | one load, a second on a collision | a power-of-two table kept 3/8..7/8 full |
+//! | [`Folded`] | one load (dense CIDs), else two independent loads and an XOR | about two cells a live CID, and a use-count byte a cell |
 //!
 //! All take their memory from the caller (a slice or node pools) and return
 //! [`StoreError::Full`] when it runs out.

@@ -7,26 +7,28 @@ use crate::cid::Cid;
 
 /// Index 0 of the pool is the shared leaf (nil) of the textbook formulation.
 const NIL: u32 = 0;
+/// Child sides: the fix-ups are written once for a side and run mirrored for the other.
+const LEFT: usize = 0;
+const RIGHT: usize = 1;
 
 /// One tree node; the caller's pool is a slice of these.
 #[derive(Clone, Copy, Debug)]
 pub struct RbNode<H> {
     key: Cid,
     value: Option<H>,
-    left: u32,
-    right: u32,
+    /// Left and right children, indexed by [`LEFT`] and [`RIGHT`].
+    child: [u32; 2],
     parent: u32,
     red: bool,
 }
 
 impl<H: Copy> RbNode<H> {
     /// An unused node, to fill a pool with.
-    pub const EMPTY: Self =
-        Self { key: 0, value: None, left: NIL, right: NIL, parent: NIL, red: false };
+    pub const EMPTY: Self = Self { key: 0, value: None, child: [NIL; 2], parent: NIL, red: false };
 }
 
 /// A red-black tree keyed by CID. Node 0 of the pool is the nil sentinel, so a pool of
-/// `n` nodes holds `n - 1` communicators. Freed nodes are chained through `right`.
+/// `n` nodes holds `n - 1` communicators. Freed nodes are chained through their right child.
 #[derive(Debug)]
 pub struct RbTree<'a, H> {
     nodes: &'a mut [RbNode<H>],
@@ -52,7 +54,7 @@ impl<'a, H: Copy> RbTree<'a, H> {
                 0
             } else {
                 let n = &nodes[at as usize];
-                1 + depth(nodes, n.left).max(depth(nodes, n.right))
+                1 + depth(nodes, n.child[LEFT]).max(depth(nodes, n.child[RIGHT]))
             }
         }
         depth(self.nodes, self.root)
@@ -65,7 +67,7 @@ impl<'a, H: Copy> RbTree<'a, H> {
             if cid == node.key {
                 return at;
             }
-            at = if cid < node.key { node.left } else { node.right };
+            at = if cid < node.key { node.child[LEFT] } else { node.child[RIGHT] };
         }
         NIL
     }
@@ -73,7 +75,7 @@ impl<'a, H: Copy> RbTree<'a, H> {
     fn alloc(&mut self) -> Option<u32> {
         if self.free != NIL {
             let at = self.free;
-            self.free = self.nodes[at as usize].right;
+            self.free = self.nodes[at as usize].child[RIGHT];
             Some(at)
         } else if (self.fresh as usize) < self.nodes.len() && self.fresh < u32::MAX {
             self.fresh += 1;
@@ -91,86 +93,59 @@ impl<'a, H: Copy> RbTree<'a, H> {
         &mut self.nodes[at as usize]
     }
 
-    fn rotate_left(&mut self, x: u32) {
-        let y = self.n(x).right;
-        let y_left = self.n(y).left;
-        self.n(x).right = y_left;
-        if y_left != NIL {
-            self.n(y_left).parent = x;
+    /// Rotates at `x` towards `side`: its child on the other side takes its place and
+    /// `x` becomes that child's `side` child.
+    fn rotate(&mut self, x: u32, side: usize) {
+        let other = 1 - side;
+        let y = self.n(x).child[other];
+        let inner = self.n(y).child[side];
+        self.n(x).child[other] = inner;
+        if inner != NIL {
+            self.n(inner).parent = x;
         }
         let xp = self.n(x).parent;
         self.n(y).parent = xp;
         if xp == NIL {
             self.root = y;
-        } else if x == self.n(xp).left {
-            self.n(xp).left = y;
         } else {
-            self.n(xp).right = y;
+            let at = self.side_of(x, xp);
+            self.n(xp).child[at] = y;
         }
-        self.n(y).left = x;
+        self.n(y).child[side] = x;
         self.n(x).parent = y;
     }
 
-    fn rotate_right(&mut self, x: u32) {
-        let y = self.n(x).left;
-        let y_right = self.n(y).right;
-        self.n(x).left = y_right;
-        if y_right != NIL {
-            self.n(y_right).parent = x;
-        }
-        let xp = self.n(x).parent;
-        self.n(y).parent = xp;
-        if xp == NIL {
-            self.root = y;
-        } else if x == self.n(xp).right {
-            self.n(xp).right = y;
+    /// Which child of `parent` the node `at` is.
+    fn side_of(&self, at: u32, parent: u32) -> usize {
+        if at == self.nodes[parent as usize].child[LEFT] {
+            LEFT
         } else {
-            self.n(xp).left = y;
+            RIGHT
         }
-        self.n(y).right = x;
-        self.n(x).parent = y;
     }
 
     fn insert_fixup(&mut self, mut z: u32) {
         while self.n(self.up(z)).red {
             let p = self.n(z).parent;
             let g = self.n(p).parent;
-            if p == self.n(g).left {
-                let uncle = self.n(g).right;
-                if self.n(uncle).red {
-                    self.n(p).red = false;
-                    self.n(uncle).red = false;
-                    self.n(g).red = true;
-                    z = g;
-                } else {
-                    if z == self.n(p).right {
-                        z = p;
-                        self.rotate_left(z);
-                    }
-                    let p = self.n(z).parent;
-                    let g = self.n(p).parent;
-                    self.n(p).red = false;
-                    self.n(g).red = true;
-                    self.rotate_right(g);
-                }
+            let side = self.side_of(p, g);
+            let other = 1 - side;
+            let uncle = self.n(g).child[other];
+            if self.n(uncle).red {
+                self.n(p).red = false;
+                self.n(uncle).red = false;
+                self.n(g).red = true;
+                z = g;
             } else {
-                let uncle = self.n(g).left;
-                if self.n(uncle).red {
-                    self.n(p).red = false;
-                    self.n(uncle).red = false;
-                    self.n(g).red = true;
-                    z = g;
-                } else {
-                    if z == self.n(p).left {
-                        z = p;
-                        self.rotate_right(z);
-                    }
-                    let p = self.n(z).parent;
-                    let g = self.n(p).parent;
-                    self.n(p).red = false;
-                    self.n(g).red = true;
-                    self.rotate_left(g);
+                if z == self.n(p).child[other] {
+                    z = p;
+                    self.rotate(z, side);
                 }
+                let p = self.n(z).parent;
+                let g = self.n(p).parent;
+                self.n(p).red = false;
+                self.n(g).red = true;
+                self.rotate(g, other);
             }
         }
         let root = self.root;
@@ -181,18 +156,18 @@ impl<'a, H: Copy> RbTree<'a, H> {
         let up = self.n(u).parent;
         if up == NIL {
             self.root = v;
-        } else if u == self.n(up).left {
-            self.n(up).left = v;
+        } else if u == self.n(up).child[LEFT] {
+            self.n(up).child[LEFT] = v;
         } else {
-            self.n(up).right = v;
+            self.n(up).child[RIGHT] = v;
         }
         // The sentinel's parent is written on purpose: the fix-up walks up from it.
         self.n(v).parent = up;
     }
 
     fn minimum(&mut self, mut at: u32) -> u32 {
-        while self.n(at).left != NIL {
-            at = self.n(at).left;
+        while self.n(at).child[LEFT] != NIL {
+            at = self.n(at).child[LEFT];
         }
         at
     }
@@ -201,27 +176,27 @@ impl<'a, H: Copy> RbTree<'a, H> {
         let mut y = z;
         let mut y_was_red = self.n(y).red;
         let x;
-        if self.n(z).left == NIL {
-            x = self.n(z).right;
+        if self.n(z).child[LEFT] == NIL {
+            x = self.n(z).child[RIGHT];
             self.transplant(z, x);
-        } else if self.n(z).right == NIL {
-            x = self.n(z).left;
+        } else if self.n(z).child[RIGHT] == NIL {
+            x = self.n(z).child[LEFT];
             self.transplant(z, x);
         } else {
-            y = self.minimum(self.nodes[z as usize].right);
+            y = self.minimum(self.nodes[z as usize].child[RIGHT]);
             y_was_red = self.n(y).red;
-            x = self.n(y).right;
+            x = self.n(y).child[RIGHT];
             if self.n(y).parent == z {
                 self.n(x).parent = y;
             } else {
                 self.transplant(y, x);
-                let zr = self.n(z).right;
-                self.n(y).right = zr;
+                let zr = self.n(z).child[RIGHT];
+                self.n(y).child[RIGHT] = zr;
                 self.n(zr).parent = y;
             }
             self.transplant(z, y);
-            let zl = self.n(z).left;
-            self.n(y).left = zl;
+            let zl = self.n(z).child[LEFT];
+            self.n(y).child[LEFT] = zl;
             self.n(zl).parent = y;
             self.n(y).red = self.n(z).red;
         }
@@ -236,60 +211,33 @@ impl<'a, H: Copy> RbTree<'a, H> {
     fn delete_fixup(&mut self, mut x: u32) {
         while x != self.root && !self.n(x).red {
             let p = self.n(x).parent;
-            if x == self.n(p).left {
-                let mut w = self.n(p).right;
-                if self.n(w).red {
-                    self.n(w).red = false;
-                    self.n(p).red = true;
-                    self.rotate_left(p);
-                    w = self.n(self.up(x)).right;
-                }
-                let (wl, wr) = (self.n(w).left, self.n(w).right);
-                if !self.n(wl).red && !self.n(wr).red {
-                    self.n(w).red = true;
-                    x = self.n(x).parent;
-                } else {
-                    if !self.n(wr).red {
-                        self.n(wl).red = false;
-                        self.n(w).red = true;
-                        self.rotate_right(w);
-                        w = self.n(self.up(x)).right;
-                    }
-                    let p = self.n(x).parent;
-                    self.n(w).red = self.n(p).red;
-                    self.n(p).red = false;
-                    let wr = self.n(w).right;
-                    self.n(wr).red = false;
-                    self.rotate_left(p);
-                    x = self.root;
-                }
+            let side = self.side_of(x, p);
+            let other = 1 - side;
+            let mut w = self.n(p).child[other];
+            if self.n(w).red {
+                self.n(w).red = false;
+                self.n(p).red = true;
+                self.rotate(p, side);
+                w = self.n(self.up(x)).child[other];
+            }
+            let [near, far] = [self.n(w).child[side], self.n(w).child[other]];
+            if !self.n(near).red && !self.n(far).red {
+                self.n(w).red = true;
+                x = self.n(x).parent;
             } else {
-                let mut w = self.n(p).left;
-                if self.n(w).red {
-                    self.n(w).red = false;
-                    self.n(p).red = true;
-                    self.rotate_right(p);
-                    w = self.n(self.up(x)).left;
-                }
-                let (wl, wr) = (self.n(w).left, self.n(w).right);
-                if !self.n(wl).red && !self.n(wr).red {
+                if !self.n(far).red {
+                    self.n(near).red = false;
                     self.n(w).red = true;
-                    x = self.n(x).parent;
-                } else {
-                    if !self.n(wl).red {
-                        self.n(wr).red = false;
-                        self.n(w).red = true;
-                        self.rotate_left(w);
-                        w = self.n(self.up(x)).left;
-                    }
-                    let p = self.n(x).parent;
-                    self.n(w).red = self.n(p).red;
-                    self.n(p).red = false;
-                    let wl = self.n(w).left;
-                    self.n(wl).red = false;
-                    self.rotate_right(p);
-                    x = self.root;
+                    self.rotate(w, other);
+                    w = self.n(self.up(x)).child[other];
                 }
+                let p = self.n(x).parent;
+                self.n(w).red = self.n(p).red;
+                self.n(p).red = false;
+                let far = self.n(w).child[other];
+                self.n(far).red = false;
+                self.rotate(p, side);
+                x = self.root;
             }
         }
         self.n(x).red = false;
@@ -305,15 +253,18 @@ impl<'a, H: Copy> RbTree<'a, H> {
             let n = &nodes[at as usize];
             assert!(lo.map_or(true, |l| n.key > l) && hi.map_or(true, |h| n.key < h), "order");
             if n.red {
-                assert!(!nodes[n.left as usize].red && !nodes[n.right as usize].red, "red-red");
+                assert!(
+                    !nodes[n.child[LEFT] as usize].red && !nodes[n.child[RIGHT] as usize].red,
+                    "red-red"
+                );
             }
-            for child in [n.left, n.right] {
+            for child in [n.child[LEFT], n.child[RIGHT]] {
                 if child != NIL {
                     assert_eq!(nodes[child as usize].parent, at, "parent link");
                 }
             }
-            let l = walk(nodes, n.left, lo, Some(n.key));
-            let r = walk(nodes, n.right, Some(n.key), hi);
+            let l = walk(nodes, n.child[LEFT], lo, Some(n.key));
+            let r = walk(nodes, n.child[RIGHT], Some(n.key), hi);
             assert_eq!(l, r, "black height");
             l + usize::from(!n.red)
         }
@@ -335,17 +286,16 @@ impl<H: Copy> CidStore<H> for RbTree<'_, H> {
             if cid == key {
                 return Err(StoreError::Occupied);
             }
-            at = if cid < key { self.n(at).left } else { self.n(at).right };
+            at = if cid < key { self.n(at).child[LEFT] } else { self.n(at).child[RIGHT] };
         }
         let z = self.alloc().ok_or(StoreError::Full)?;
-        *self.n(z) =
-            RbNode { key: cid, value: Some(handle), left: NIL, right: NIL, parent, red: true };
+        *self.n(z) = RbNode { key: cid, value: Some(handle), child: [NIL; 2], parent, red: true };
         if parent == NIL {
             self.root = z;
         } else if cid < self.n(parent).key {
-            self.n(parent).left = z;
+            self.n(parent).child[LEFT] = z;
         } else {
-            self.n(parent).right = z;
+            self.n(parent).child[RIGHT] = z;
         }
         self.insert_fixup(z);
         self.len += 1;
@@ -363,7 +313,7 @@ impl<H: Copy> CidStore<H> for RbTree<'_, H> {
         let handle = self.n(z).value.take();
         self.delete(z);
         let free = self.free;
-        *self.n(z) = RbNode { right: free, ..RbNode::EMPTY };
+        *self.n(z) = RbNode { child: [NIL, free], ..RbNode::EMPTY };
         self.free = z;
         self.len -= 1;
         handle
