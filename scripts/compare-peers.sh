@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures commcore against Open MPI and MPICH on this machine, figure by figure.
 #
-#   scripts/compare-peers.sh [--json] [--runs N]
+#   scripts/compare-peers.sh [--json] [--runs N] [--only GROUPS]
 #
 # Installs Debian's Open MPI and MPICH (and jq) when missing, builds our C programs under
 # scripts/peers/ with each, then runs commcore and both peers in turn, interleaved (the order
@@ -14,6 +14,8 @@
 # (`commcore bench coll-procs`, scripts/peers/coll.c). For latencies lower is better; for bandwidth and
 # message rate higher is better. With --json it prints one JSON list of
 # {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}.
+# --only takes a comma-separated subset of pt2pt,split,coll (default all three) and runs
+# only those figures: `--only pt2pt` takes about a minute for 5 runs instead of ~12.
 #
 # Peer settings, measured on this machine: Open MPI needs --allow-run-as-root --oversubscribe,
 # and pml=ob1 with btl=self,vader,tcp skips a ~200 ms libfabric probe per process. MPICH 4.0.2
@@ -23,15 +25,21 @@ cd "$(dirname "$0")/.."
 
 json=0
 runs=5
+only=pt2pt,split,coll
 while [ $# -gt 0 ]; do
     case "$1" in
         --json) json=1 ;;
         --runs) runs=${2:?--runs needs a value}; shift ;;
-        *) echo "usage: $0 [--json] [--runs N]" >&2; exit 2 ;;
+        --only) only=${2:?--only needs a value}; shift ;;
+        *) echo "usage: $0 [--json] [--runs N] [--only pt2pt,split,coll]" >&2; exit 2 ;;
     esac
     shift
 done
 case "$runs" in '' | *[!0-9]* | 0) echo "--runs must be a positive count" >&2; exit 2 ;; esac
+for group in ${only//,/ }; do
+    case "$group" in pt2pt | split | coll) ;; *) echo "--only: unknown group $group" >&2; exit 2 ;; esac
+done
+wanted() { [[ ",$only," == *",$1,"* ]]; }
 
 log() { echo "compare-peers: $*" >&2; }
 
@@ -58,10 +66,14 @@ split_iterations=${SPLIT_ITERATIONS:-200}
 # at 8 processes on this 2-core machine MPICH's busy polling makes each call take ticks.
 coll_params() { if [ "$1" -ge 8 ]; then echo "20 3"; else echo "200 5"; fi; }
 coll_procs=(2 4 8)
+wanted coll || coll_procs=()
 openmpi() {
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
         mpirun.openmpi --allow-run-as-root --oversubscribe "$@"
 }
+
+# p99 / median of a split run, null when split figures were not wanted.
+ratio='def ratio: if . == null then null else .p99_us / .median_us end; '
 
 # Each prints one JSON object of figures by name for one run; collective figures are
 # named FIGURE@PROCS.
@@ -70,46 +82,52 @@ coll_figures() { # peer-json procs
 }
 
 figures_commcore() {
-    local pt2pt large small coll=() p params
-    pt2pt=$(./target/release/commcore bench pt2pt --json)
-    large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
-        --iterations "$split_iterations" --json)
-    small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
-        --iterations "$split_iterations" --json)
+    local pt2pt='{"figures": []}' large=null small=null coll=() p params
+    if wanted pt2pt; then pt2pt=$(./target/release/commcore bench pt2pt --json); fi
+    if wanted split; then
+        large=$(./target/release/commcore bench split --procs 8 --scenario large_comm \
+            --iterations "$split_iterations" --json)
+        small=$(./target/release/commcore bench split --procs 8 --scenario small_comm \
+            --iterations "$split_iterations" --json)
+    fi
+    coll=('{}')
     for p in "${coll_procs[@]}"; do
         read -r -a params <<<"$(coll_params "$p")"
         coll+=("$(coll_figures "$(./target/release/commcore bench coll-procs --procs "$p" \
             --iterations "${params[0]}" --batches "${params[1]}" --json)" "$p")")
     done
-    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '
+    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" "$ratio"'
         ([$p.figures[] | {key: .figure, value: .single_copy}]
          + [$p.figures[] | select(.figure == "pingpong_latency_1MiB")
             | {key: "pingpong_latency_1MiB_two_copy", value: .two_copy}] | from_entries)
         + {split_median_large_comm: $l.median_us, split_p99_over_median_large_comm:
-           ($l.p99_us / $l.median_us), split_median_small_comm: $s.median_us,
-           split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}' |
+           ($l | ratio), split_median_small_comm: $s.median_us,
+           split_p99_over_median_small_comm: ($s | ratio)}' |
         jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 
 figures_peer() { # peer launcher-function
-    local peer=$1 pt2pt large small coll=() p params
-    pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1)
-    large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
-    small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    local peer=$1 pt2pt=null large=null small=null coll=() p params
+    if wanted pt2pt; then pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1); fi
+    if wanted split; then
+        large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
+        small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+    fi
+    coll=('{}')
     for p in "${coll_procs[@]}"; do
         read -r -a params <<<"$(coll_params "$p")"
         coll+=("$(coll_figures "$($peer -np "$p" "$out/coll-$peer" "${params[@]}" | tail -n 1)" "$p")")
     done
-    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '{
+    jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" "$ratio"'{
         pingpong_latency_8B: $p.latency_us["8"],
         pingpong_latency_64KiB: $p.latency_us["65536"],
         pingpong_latency_1MiB: $p.latency_us["1048576"],
         bandwidth_1MiB: $p.bandwidth_mbps,
         message_rate_8B: $p.message_rate_mmsgs,
         split_median_large_comm: $l.median_us,
-        split_p99_over_median_large_comm: ($l.p99_us / $l.median_us),
+        split_p99_over_median_large_comm: ($l | ratio),
         split_median_small_comm: $s.median_us,
-        split_p99_over_median_small_comm: ($s.p99_us / $s.median_us)}' |
+        split_p99_over_median_small_comm: ($s | ratio)}' |
         jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 mpich() { mpirun.mpich "$@"; }
@@ -163,9 +181,11 @@ report=$(jq -s '
             if ($peers | length) == 0 or $row.commcore == null then null
             elif $better == "lower" then $row.commcore / ($peers | min)
             else $row.commcore / ($peers | max) end))
+    | map(select([.commcore, .openmpi, .mpich] != [null, null, null]))
     | . + [{figure: "single_copy_speedup_1MiB", procs: 2,
-            commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy"))
-                       / ($all | med("commcore"; "pingpong_latency_1MiB"))),
+            commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy")) as $two
+                       | ($all | med("commcore"; "pingpong_latency_1MiB")) as $one
+                       | if $two == null or $one == null then null else $two / $one end),
             openmpi: null, mpich: null, unit: "x (two-copy / single-copy time)",
             better: "higher", ratio_to_best_peer: null}]
 ' "$results")
