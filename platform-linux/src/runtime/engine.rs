@@ -277,7 +277,7 @@ impl Engine {
             }
             let len = header.total_len as usize;
             let n = len.min(buf.len());
-            ring.read_payload(&mut buf[..n]);
+            ring.read_payload(&header, &mut buf[..n]);
             ring.pop();
             fabric.notify(source);
             if len > buf.len() {
@@ -652,7 +652,7 @@ impl Engine {
                     };
                     self.arrive(id, arrival);
                     if header.kind == CellKind::Message {
-                        self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
+                        self.deliver(id, &ring, &header, sink.as_deref_mut());
                         if self.arrivals.get(&id).is_some_and(|a| !a.complete()) {
                             self.inbound[source] = Some(id);
                         }
@@ -660,7 +660,7 @@ impl Engine {
                 }
                 CellKind::Fragment => {
                     let id = self.inbound[source].ok_or(corrupt)?;
-                    self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
+                    self.deliver(id, &ring, &header, sink.as_deref_mut());
                     if self.arrivals.get(&id).map_or(true, Arrival::complete) {
                         self.inbound[source] = None;
                     }
@@ -727,9 +727,15 @@ impl Engine {
         self.arrivals.insert(id, arrival);
     }
 
-    fn deliver(&mut self, id: u64, ring: &Ring<'_>, n: usize, sink: Option<&mut Sink<'_>>) {
+    fn deliver(
+        &mut self,
+        id: u64,
+        ring: &Ring<'_>,
+        header: &CellHeader,
+        sink: Option<&mut Sink<'_>>,
+    ) {
         let Some(arrival) = self.arrivals.get_mut(&id) else { return };
-        let n = n.min(arrival.len);
+        let n = (header.fragment_len as usize).min(arrival.len);
         let recv = arrival.recv;
         let Body::Copied { pending, in_sink, received } = &mut arrival.body else { return };
         match sink {
@@ -738,14 +744,14 @@ impl Engine {
             {
                 let start = (*received).min(sink.buf.len());
                 let end = (*received + n).min(sink.buf.len());
-                ring.read_payload(&mut sink.buf[start..end]);
+                ring.read_payload(header, &mut sink.buf[start..end]);
                 *in_sink += n;
             }
             _ => {
                 if !arrival.discard {
                     let old = pending.len();
                     pending.resize(old + n, 0);
-                    ring.read_payload(&mut pending[old..]);
+                    ring.read_payload(header, &mut pending[old..]);
                 }
             }
         }

@@ -122,7 +122,9 @@ impl Runtime {
         mut step: impl FnMut(&mut Engine, &Fabric) -> Result<Option<T>, P2pError>,
     ) -> Result<T, P2pError> {
         let fabric = &self.fabric;
-        let mut start = Instant::now();
+        // Read the clock only once the first step has missed: most small operations finish
+        // at once.
+        let mut start = None;
         loop {
             let blocked = {
                 let mut engine = self.engine();
@@ -133,7 +135,7 @@ impl Runtime {
             };
             let ready =
                 || fabric.any_inbound() || blocked.iter().any(|&d| fabric.outbox(d).has_room());
-            let waited = start.elapsed();
+            let waited = start.get_or_insert_with(Instant::now).elapsed();
             if waited < self.spin.poll {
                 for _ in 0..POLLS_PER_STEP {
                     if ready() {
@@ -147,7 +149,7 @@ impl Runtime {
                 std::thread::yield_now();
             } else {
                 fabric.sleep(ready);
-                start = Instant::now();
+                start = Some(Instant::now());
             }
         }
     }

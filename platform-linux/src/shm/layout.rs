@@ -1,12 +1,12 @@
 //! Where everything sits in a job's shared region: a header, one slot per rank, then one
 //! single-producer single-consumer ring per ordered pair of ranks (including self).
 
-/// Bytes of a cell's header (see [`crate::shm::ring::CellHeader`]).
-pub const CELL_HEADER_BYTES: usize = 64;
 /// Bytes of one ring cell, header included.
 pub const CELL_BYTES: usize = 8192;
-/// Cells per ring.
-pub const RING_DEPTH: usize = 16;
+/// Cells per ring: a window of 64 small sends (the message-rate pattern) goes straight into
+/// the ring without queueing in the engine. The memory file is sparse: a ring of small
+/// messages touches one page per cell.
+pub const RING_DEPTH: usize = 64;
 /// The most ranks a job may have (rings grow with the square of it; the memory file is
 /// sparse, so only rings in use take memory).
 pub const MAX_RANKS: usize = 256;
