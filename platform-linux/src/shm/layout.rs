@@ -66,6 +66,10 @@ impl Layout {
     pub fn probed(&self) -> usize {
         24
     }
+    /// Header: ranks that could not register for process-wide barriers (u32).
+    pub fn barrier_failures(&self) -> usize {
+        28
+    }
 
     fn slot(&self, rank: usize) -> usize {
         debug_assert!(rank < self.size);
