@@ -21,7 +21,8 @@
 //! reported by [`World::single_copy`]; otherwise it streams through the ring in cell-sized
 //! pieces that the receiver copies out while the sender writes more (pipelined two-copy).
 //! Waiting spins briefly, yields, then sleeps on a futex, so more ranks than cores do not
-//! burn the machine.
+//! burn the machine. A rank about to sleep runs a process-wide barrier (`membarrier`), so
+//! that senders check for sleepers without a fence of their own (see `fabric.rs`).
 
 mod coll;
 mod comm;
