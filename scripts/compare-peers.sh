@@ -181,13 +181,13 @@ report=$(jq -s '
             if ($peers | length) == 0 or $row.commcore == null then null
             elif $better == "lower" then $row.commcore / ($peers | min)
             else $row.commcore / ($peers | max) end))
-    | map(select([.commcore, .openmpi, .mpich] != [null, null, null]))
     | . + [{figure: "single_copy_speedup_1MiB", procs: 2,
             commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy")) as $two
                        | ($all | med("commcore"; "pingpong_latency_1MiB")) as $one
                        | if $two == null or $one == null then null else $two / $one end),
             openmpi: null, mpich: null, unit: "x (two-copy / single-copy time)",
             better: "higher", ratio_to_best_peer: null}]
+    | map(select([.commcore, .openmpi, .mpich] != [null, null, null]))
 ' "$results")
 
 if [ "$json" = 1 ]; then
