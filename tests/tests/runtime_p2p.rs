@@ -21,6 +21,12 @@ fn two_copy(mut spec: JobSpec) -> JobSpec {
     spec
 }
 
+/// The fallback wake-up protocol, in which wakers fence too (no process-wide barrier).
+fn symmetric_wake(mut spec: JobSpec) -> JobSpec {
+    spec.env.push(("COMMCORE_WAKE_FENCE".into(), "symmetric".into()));
+    spec
+}
+
 fn run_ok(spec: &JobSpec) -> String {
     match run_job(spec) {
         Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
@@ -73,6 +79,7 @@ fn nonblocking_sends_and_receives_complete_with_test_and_wait() {
 #[test]
 fn eight_ranks_exchange_long_and_short_messages_all_at_once() {
     run_ok(&job(8, "exchange"));
+    run_ok(&symmetric_wake(job(8, "exchange")));
     let mut spec = two_copy(job(5, "exchange"));
     spec.nodes = 2;
     run_ok(&spec);
@@ -126,6 +133,7 @@ fn every_collective_on_one_to_eight_ranks_flat_and_hierarchical() {
 fn waiting_ranks_sleep_instead_of_spinning() {
     // Eight ranks on this two-core machine: seven wait a second for the eighth.
     run_ok(&job(8, "idle"));
+    run_ok(&symmetric_wake(job(8, "idle")));
 }
 
 #[test]

@@ -277,7 +277,7 @@ impl Engine {
             }
             let len = header.total_len as usize;
             let n = len.min(buf.len());
-            ring.read_payload(&mut buf[..n]);
+            ring.read_payload(&header, &mut buf[..n]);
             ring.pop();
             fabric.notify(source);
             if len > buf.len() {
@@ -641,7 +641,7 @@ impl Engine {
                         Body::Remote { address: header.address, sender_id: header.id, split: None }
                     };
                     let id = self.fresh_id();
-                    let arrival = Arrival {
+                    let mut arrival = Arrival {
                         context: header.context,
                         source,
                         tag: header.tag,
@@ -650,18 +650,19 @@ impl Engine {
                         recv: None,
                         discard: false,
                     };
-                    self.arrive(id, arrival);
+                    // Matched and filled before it is stored: one map insert per message.
+                    self.arrive(id, &mut arrival);
                     if header.kind == CellKind::Message {
-                        self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
-                        if self.arrivals.get(&id).is_some_and(|a| !a.complete()) {
+                        take_payload(&mut arrival, &ring, &header, sink.as_deref_mut());
+                        if !arrival.complete() {
                             self.inbound[source] = Some(id);
                         }
                     }
+                    self.arrivals.insert(id, arrival);
                 }
                 CellKind::Fragment => {
                     let id = self.inbound[source].ok_or(corrupt)?;
-                    self.deliver(id, &ring, header.fragment_len as usize, sink.as_deref_mut());
-                    if self.arrivals.get(&id).map_or(true, Arrival::complete) {
+                    if self.deliver(id, &ring, &header, sink.as_deref_mut()) {
                         self.inbound[source] = None;
                     }
                 }
@@ -714,8 +715,10 @@ impl Engine {
         Ok(())
     }
 
-    fn arrive(&mut self, id: u64, mut arrival: Arrival) {
-        let found = self.posted.iter().position(|(_, p)| p.accepts(&arrival));
+    /// Matches arrival `id` with the oldest posted receive that accepts it, or queues it as
+    /// unexpected; the caller stores it in `arrivals`.
+    fn arrive(&mut self, id: u64, arrival: &mut Arrival) {
+        let found = self.posted.iter().position(|(_, p)| p.accepts(arrival));
         match found.and_then(|i| self.posted.remove(i)) {
             Some((recv, _)) => {
                 self.news = true;
@@ -724,37 +727,25 @@ impl Engine {
             }
             None => self.unexpected.push_back(id),
         }
-        self.arrivals.insert(id, arrival);
     }
 
-    fn deliver(&mut self, id: u64, ring: &Ring<'_>, n: usize, sink: Option<&mut Sink<'_>>) {
-        let Some(arrival) = self.arrivals.get_mut(&id) else { return };
-        let n = n.min(arrival.len);
-        let recv = arrival.recv;
-        let Body::Copied { pending, in_sink, received } = &mut arrival.body else { return };
-        match sink {
-            Some(sink)
-                if Some(sink.recv) == recv && pending.is_empty() && *in_sink == *received =>
-            {
-                let start = (*received).min(sink.buf.len());
-                let end = (*received + n).min(sink.buf.len());
-                ring.read_payload(&mut sink.buf[start..end]);
-                *in_sink += n;
-            }
-            _ => {
-                if !arrival.discard {
-                    let old = pending.len();
-                    pending.resize(old + n, 0);
-                    ring.read_payload(&mut pending[old..]);
-                }
-            }
-        }
-        *received += n;
-        if arrival.discard && *received >= arrival.len {
+    /// Adds a fragment to arrival `id`; whether the message is now whole (or was dropped).
+    fn deliver(
+        &mut self,
+        id: u64,
+        ring: &Ring<'_>,
+        header: &CellHeader,
+        sink: Option<&mut Sink<'_>>,
+    ) -> bool {
+        let Some(arrival) = self.arrivals.get_mut(&id) else { return true };
+        take_payload(arrival, ring, header, sink);
+        let complete = arrival.complete();
+        if arrival.discard && complete {
             if let Some(arrival) = self.arrivals.remove(&id) {
                 self.recycle_arrival(arrival);
             }
         }
+        complete
     }
 
     fn push_out(&mut self, fabric: &Fabric, dest: usize, feed: Option<&Feed<'_>>) {
@@ -807,6 +798,36 @@ impl Engine {
             fabric.notify(dest);
         }
     }
+}
+
+/// Copies the payload of the ring's oldest cell into `arrival`: straight into `sink` when it
+/// is the arrival's receive and nothing is held back, else into the pending bytes (unless
+/// the receive was cancelled).
+fn take_payload(
+    arrival: &mut Arrival,
+    ring: &Ring<'_>,
+    header: &CellHeader,
+    sink: Option<&mut Sink<'_>>,
+) {
+    let n = (header.fragment_len as usize).min(arrival.len);
+    let recv = arrival.recv;
+    let Body::Copied { pending, in_sink, received } = &mut arrival.body else { return };
+    match sink {
+        Some(sink) if Some(sink.recv) == recv && pending.is_empty() && *in_sink == *received => {
+            let start = (*received).min(sink.buf.len());
+            let end = (*received + n).min(sink.buf.len());
+            ring.read_payload(header, &mut sink.buf[start..end]);
+            *in_sink += n;
+        }
+        _ => {
+            if !arrival.discard {
+                let old = pending.len();
+                pending.resize(old + n, 0);
+                ring.read_payload(header, &mut pending[old..]);
+            }
+        }
+    }
+    *received += n;
 }
 
 fn finished_cell(sender_id: u64) -> CellHeader {

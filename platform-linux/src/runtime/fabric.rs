@@ -2,10 +2,10 @@
 //! peers' process ids and nodes, and the doorbells that let a rank sleep instead of spin.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
-use std::sync::atomic::{fence, AtomicU32};
+use std::sync::atomic::{compiler_fence, fence, AtomicU32};
 use std::time::Duration;
 
-use crate::shm::{futex, Layout, Region, Ring};
+use crate::shm::{futex, membarrier, Layout, Region, Ring};
 
 /// How long one futex sleep lasts at most before the waiter looks again on its own.
 const SLEEP_SLICE: Duration = Duration::from_millis(50);
@@ -18,6 +18,20 @@ pub(crate) struct Fabric {
     pub(crate) pids: Vec<u32>,
     pub(crate) nodes: Vec<u32>,
     pub(crate) node_count: usize,
+    pub(crate) wake: WakeFence,
+}
+
+/// How a waker and a sleeper order their ring update and sleeping flag (Dekker's pattern:
+/// each stores, then loads the other's word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WakeFence {
+    /// Both sides fence. Every push pays a full fence, which waits for the cell's cache line
+    /// to reach this core.
+    Symmetric,
+    /// The sleeper, which is about to block for a long time anyway, runs a process-wide
+    /// barrier ([`membarrier::global`]) that stands in for the waker's fence; wakers only
+    /// keep the compiler from reordering. Needs every process of the job registered.
+    Asymmetric,
 }
 
 impl Fabric {
@@ -45,10 +59,14 @@ impl Fabric {
     }
 
     /// Wakes `rank` if it sleeps: call after giving it a cell or freeing room in its ring.
-    /// The SeqCst fence pairs with the one in [`Fabric::sleep`]: either the sleeper sees our
-    /// ring update before it sleeps, or we see its sleeping flag and ring the bell.
+    /// Our fence (or, with [`WakeFence::Asymmetric`], the sleeper's process-wide barrier)
+    /// pairs with the one in [`Fabric::sleep`]: either the sleeper sees our ring update
+    /// before it sleeps, or we see its sleeping flag and ring the bell.
     pub(crate) fn notify(&self, rank: usize) {
-        fence(SeqCst);
+        match self.wake {
+            WakeFence::Symmetric => fence(SeqCst),
+            WakeFence::Asymmetric => compiler_fence(SeqCst),
+        }
         if self.sleeping(rank).load(Relaxed) != 0 {
             self.doorbell(rank).fetch_add(1, Release);
             futex::wake_all(self.doorbell(rank));
@@ -62,6 +80,11 @@ impl Fabric {
         // A count, not a flag: several threads of this process may sleep at once.
         self.sleeping(self.rank).fetch_add(1, Relaxed);
         fence(SeqCst);
+        if self.wake == WakeFence::Asymmetric {
+            // Every waker now either has its ring update visible to `ready` below, or runs
+            // its check of our flag after this barrier and sees it.
+            membarrier::global();
+        }
         if !ready() {
             futex::wait(bell, seen, SLEEP_SLICE);
         }

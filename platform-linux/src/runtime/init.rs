@@ -13,10 +13,10 @@ use commcore::rankmap::{RankMap, TableArena};
 
 use super::engine::Engine;
 use super::error::InitError;
-use super::fabric::Fabric;
+use super::fabric::{Fabric, WakeFence};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
-use crate::shm::{cma, futex, Layout, Region, Ring};
+use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
 
 /// Environment: `0` or `off` turns single-copy transfers off.
 pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
@@ -33,6 +33,11 @@ pub const ENV_YIELD_US: &str = "COMMCORE_YIELD_US";
 /// Environment: single copies above this many bytes are split between receiver and sender
 /// (default 131072); `off` turns splitting off.
 pub const ENV_SPLIT_COPY_ABOVE: &str = "COMMCORE_SPLIT_COPY_ABOVE";
+
+/// Environment: `symmetric` makes every wake-up check fence on the waker's side too, instead
+/// of sleepers running a process-wide barrier (`membarrier`), which is the default when the
+/// kernel offers it on every rank.
+pub const ENV_WAKE_FENCE: &str = "COMMCORE_WAKE_FENCE";
 
 const DEFAULT_SINGLE_COPY_ABOVE: usize = 128 * 1024;
 const DEFAULT_SPLIT_COPY_ABOVE: usize = 128 * 1024;
@@ -159,8 +164,17 @@ impl World {
         if !works {
             region.atomic_u32(layout.probe_failures()).fetch_add(1, AcqRel);
         }
+        let fence_wanted = !matches!(std::env::var(ENV_WAKE_FENCE).as_deref(), Ok("symmetric"));
+        if !(fence_wanted && membarrier::register()) {
+            region.atomic_u32(layout.barrier_failures()).fetch_add(1, AcqRel);
+        }
         arrive_and_wait(region.atomic_u32(layout.probed()), size);
         let failures = region.atomic_u32(layout.probe_failures()).load(Acquire);
+        // One rank without the barrier makes the whole job fence on both sides.
+        let wake = match region.atomic_u32(layout.barrier_failures()).load(Acquire) {
+            0 => WakeFence::Asymmetric,
+            _ => WakeFence::Symmetric,
+        };
         let above = std::env::var(ENV_SINGLE_COPY_ABOVE)
             .ok()
             .and_then(|t| t.parse().ok())
@@ -203,7 +217,7 @@ impl World {
             None => Some(DEFAULT_SPLIT_COPY_ABOVE),
         };
         let av = world_address_vector(&layout, &pids, &nodes)?;
-        let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count };
+        let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count, wake };
         let mut groups = ProcessGroups::new();
         groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
         let words: &'static [AtomicU32] =

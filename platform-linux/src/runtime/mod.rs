@@ -21,7 +21,8 @@
 //! reported by [`World::single_copy`]; otherwise it streams through the ring in cell-sized
 //! pieces that the receiver copies out while the sender writes more (pipelined two-copy).
 //! Waiting spins briefly, yields, then sleeps on a futex, so more ranks than cores do not
-//! burn the machine.
+//! burn the machine. A rank about to sleep runs a process-wide barrier (`membarrier`), so
+//! that senders check for sleepers without a fence of their own (see `fabric.rs`).
 
 mod affinity;
 mod coll;
@@ -131,7 +132,9 @@ impl Runtime {
         mut step: impl FnMut(&mut Engine, &Fabric) -> Result<Option<T>, P2pError>,
     ) -> Result<T, P2pError> {
         let fabric = &self.fabric;
-        let mut start = Instant::now();
+        // Read the clock only once the first step has missed: most small operations finish
+        // at once.
+        let mut start = None;
         loop {
             let blocked = {
                 let mut engine = self.engine();
@@ -142,7 +145,7 @@ impl Runtime {
             };
             let ready =
                 || fabric.any_inbound() || blocked.iter().any(|&d| fabric.outbox(d).has_room());
-            let waited = start.elapsed();
+            let waited = start.get_or_insert_with(Instant::now).elapsed();
             if waited < self.spin.poll {
                 for _ in 0..POLLS_PER_STEP {
                     if ready() {
@@ -156,7 +159,7 @@ impl Runtime {
                 std::thread::yield_now();
             } else {
                 fabric.sleep(ready);
-                start = Instant::now();
+                start = Some(Instant::now());
             }
         }
     }

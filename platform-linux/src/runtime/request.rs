@@ -75,7 +75,7 @@ impl<'a> Request<'a> {
     }
 
     fn poll(&mut self, block: bool) -> Option<Result<Status, P2pError>> {
-        let runtime = self.runtime.clone();
+        let runtime = &*self.runtime;
         let result = match &mut self.state {
             State::Done(result) => return Some(*result),
             State::Send { id, status, .. } => {

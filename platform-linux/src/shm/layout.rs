@@ -2,12 +2,12 @@
 //! single-producer single-consumer ring per ordered pair of ranks (including self), then
 //! each rank's pool of collective areas (see [`crate::shm::coll_area`]).
 
-/// Bytes of a cell's header (see [`crate::shm::ring::CellHeader`]).
-pub const CELL_HEADER_BYTES: usize = 64;
 /// Bytes of one ring cell, header included.
 pub const CELL_BYTES: usize = 8192;
-/// Cells per ring.
-pub const RING_DEPTH: usize = 16;
+/// Cells per ring: a window of 64 small sends (the message-rate pattern) goes straight into
+/// the ring without queueing in the engine. The memory file is sparse: a ring of small
+/// messages touches one page per cell.
+pub const RING_DEPTH: usize = 64;
 /// The most ranks a job may have (rings grow with the square of it; the memory file is
 /// sparse, so only rings in use take memory).
 pub const MAX_RANKS: usize = 256;
@@ -66,6 +66,10 @@ impl Layout {
     /// Header: ranks that have finished probing (u32, futex word).
     pub fn probed(&self) -> usize {
         24
+    }
+    /// Header: ranks that could not register for process-wide barriers (u32).
+    pub fn barrier_failures(&self) -> usize {
+        28
     }
 
     fn slot(&self, rank: usize) -> usize {

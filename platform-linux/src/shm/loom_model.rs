@@ -100,6 +100,12 @@ fn loom_ring_delivers_every_cell_once_in_order_without_races() {
 /// `fabric.rs`: the doorbell word, the sleeping count and a futex (modelled by a mutex and
 /// a condition variable: the value check and the sleep are atomic with respect to a wake,
 /// as the kernel makes them), guarding one message flag.
+///
+/// This is the symmetric protocol (`WakeFence::Symmetric`, both sides fence). The default
+/// asymmetric one replaces the waker's fence by the sleeper's `membarrier`, which runs a
+/// fence on the waker's CPU on the sleeper's behalf; loom cannot run an action in another
+/// thread, so that variant is argued in `fabric.rs` and exercised by the multi-process
+/// tests with more ranks than cores, not modelled here.
 struct Doorbell {
     bell: AtomicU32,
     sleeping: AtomicU32,

@@ -6,14 +6,38 @@
 //! word of the cell at `head` (acquire) and never reads `tail`, so an idle reader spins on
 //! one cache line that only the next message touches. The writer keeps a private copy of
 //! `head` next to `tail` and reads the reader's line only when the ring looks full.
+//!
+//! A cell's first cache line holds the sequence word, the header and, for a payload of at
+//! most [`INLINE_BYTES`], the payload too: a small message costs the reader one line
+//! transfer. Longer payloads start on the next line, so that bulk copies stay aligned.
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
-use super::layout::{Layout, CELL_BYTES, CELL_HEADER_BYTES, RING_DEPTH};
+use super::layout::{Layout, CELL_BYTES, RING_DEPTH};
 use super::region::Region;
 
 /// Bytes of the sequence word that starts every cell.
 const SEQUENCE_BYTES: usize = 8;
+/// Where a payload of at most [`INLINE_BYTES`] starts: right after the header.
+const INLINE_OFFSET: usize = SEQUENCE_BYTES + CellHeader::ENCODED;
+/// The longest payload that shares the cell's first cache line with the header.
+pub const INLINE_BYTES: usize = CACHE_LINE - INLINE_OFFSET;
+/// Where a longer payload starts: the cell's second cache line.
+const BULK_OFFSET: usize = CACHE_LINE;
+const CACHE_LINE: usize = 64;
+
+// A bulk payload fits its cell, and an inline one ends with the first line.
+const _: () = assert!(BULK_OFFSET + Ring::PAYLOAD_BYTES <= CELL_BYTES);
+const _: () = assert!(INLINE_OFFSET < CACHE_LINE);
+
+/// Where in a cell a payload of `len` bytes starts.
+fn payload_offset(len: usize) -> usize {
+    if len <= INLINE_BYTES {
+        INLINE_OFFSET
+    } else {
+        BULK_OFFSET
+    }
+}
 
 /// What a cell carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +138,7 @@ pub struct Ring<'r> {
 
 impl<'r> Ring<'r> {
     /// Payload bytes one cell holds.
-    pub const PAYLOAD_BYTES: usize = CELL_BYTES - CELL_HEADER_BYTES;
+    pub const PAYLOAD_BYTES: usize = CELL_BYTES - BULK_OFFSET;
 
     /// The ring from `from` to `to` in `region` laid out by `layout`.
     pub fn new(region: &'r Region, layout: &Layout, from: usize, to: usize) -> Ring<'r> {
@@ -166,8 +190,16 @@ impl<'r> Ring<'r> {
         // load of head saw the reader release it), so the reader does not touch it until the
         // release store of its sequence word below publishes it; only we write it.
         unsafe {
-            self.region.copy_in(cell + SEQUENCE_BYTES, &header.encode());
-            self.region.copy_in(cell + CELL_HEADER_BYTES, payload);
+            if payload.len() <= INLINE_BYTES {
+                // Header and payload in one write of the first line.
+                let mut line = [0u8; CACHE_LINE - SEQUENCE_BYTES];
+                line[..CellHeader::ENCODED].copy_from_slice(&header.encode());
+                line[CellHeader::ENCODED..][..payload.len()].copy_from_slice(payload);
+                self.region.copy_in(cell + SEQUENCE_BYTES, &line);
+            } else {
+                self.region.copy_in(cell + SEQUENCE_BYTES, &header.encode());
+                self.region.copy_in(cell + BULK_OFFSET, payload);
+            }
         }
         self.sequence(tail).store(tail.wrapping_add(1), Release);
         self.tail().store(tail.wrapping_add(1), Relaxed);
@@ -193,13 +225,15 @@ impl<'r> Ring<'r> {
         CellHeader::decode(&bytes).map(Some).ok_or(CorruptCell)
     }
 
-    /// Reader: copies the oldest cell's payload (its first `dst.len()` bytes) into `dst`.
-    /// Call only after [`Ring::peek`] returned a header, with `dst.len() <= fragment_len`.
-    pub fn read_payload(&self, dst: &mut [u8]) {
-        debug_assert!(dst.len() <= Self::PAYLOAD_BYTES);
+    /// Reader: copies the first `dst.len()` bytes of the oldest cell's payload into `dst`.
+    /// Call only after [`Ring::peek`] returned `header`, with `dst.len() <=
+    /// header.fragment_len`.
+    pub fn read_payload(&self, header: &CellHeader, dst: &mut [u8]) {
+        debug_assert!(dst.len() <= header.fragment_len as usize);
         let head = self.head().load(Relaxed);
+        let offset = payload_offset(header.fragment_len as usize);
         // SAFETY: as in peek: the cell is published and owned by us until pop.
-        unsafe { self.region.copy_out(self.cell(head) + CELL_HEADER_BYTES, dst) };
+        unsafe { self.region.copy_out(self.cell(head) + offset, dst) };
     }
 
     /// Reader: releases the oldest cell to the writer.
@@ -245,11 +279,28 @@ mod tests {
                 let got = ring.peek().unwrap().unwrap();
                 assert_eq!(got, header(round * 100 + i, 3));
                 let mut payload = [0u8; 3];
-                ring.read_payload(&mut payload);
+                ring.read_payload(&got, &mut payload);
                 assert_eq!(payload, [i as u8; 3]);
                 ring.pop();
             }
             assert_eq!(ring.peek(), Ok(None));
+        }
+    }
+
+    #[test]
+    fn inline_and_bulk_payloads_round_trip_at_every_length_boundary() {
+        let layout = Layout::new(1).unwrap();
+        let region = Region::create(layout.region_bytes()).unwrap();
+        let ring = Ring::new(&region, &layout, 0, 0);
+        for len in [0, 1, INLINE_BYTES, INLINE_BYTES + 1, Ring::PAYLOAD_BYTES] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            assert!(ring.try_push(&header(len as u32, len), &payload));
+            let got = ring.peek().unwrap().unwrap();
+            assert_eq!(got, header(len as u32, len));
+            let mut out = vec![0u8; len];
+            ring.read_payload(&got, &mut out);
+            assert_eq!(out, payload, "payload of {len} bytes");
+            ring.pop();
         }
     }
 
