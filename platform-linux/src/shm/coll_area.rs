@@ -29,9 +29,12 @@ pub const CELL_BYTES: usize = 4096;
 pub const MAX_MEMBERS: usize = 64;
 
 const LINE: usize = 64;
-/// Header: members that have left the communicator (u32) on one line, the number of
-/// members sleeping in a wait (u32) on the next, then each member's CPU (u32).
+/// Header: members that have left the communicator (u32) and the last call any of them
+/// made (u64) on one line, the number of members sleeping in a wait (u32) on the next, then
+/// each member's CPU (u32).
 const HEADER_BYTES: usize = 2 * LINE + (MAX_MEMBERS * 4).next_multiple_of(LINE);
+/// Offset of the last-call word in the header.
+const LAST_CALL: usize = 8;
 /// A cell: its call word (u64), then its data.
 const CALL_WORD: usize = 8;
 const CELL_STRIDE: usize = (CALL_WORD + CELL_BYTES).next_multiple_of(LINE);
@@ -73,6 +76,12 @@ impl<'r> CollArea<'r> {
     /// Members that have left the communicator since the area was handed out.
     pub fn left(&self) -> &'r AtomicU32 {
         self.region.atomic_u32(self.base)
+    }
+
+    /// Records, as a member leaves, the last call it made, so that [`CollArea::reset`]
+    /// clears only the cells the communicator used. Call before adding to [`Self::left`].
+    pub fn note_last_call(&self, call: u64) {
+        self.region.atomic_u64(self.base + LAST_CALL).fetch_max(call, Relaxed);
     }
 
     /// Members sleeping in a wait on this area (so publishers know to ring doorbells).
@@ -163,16 +172,20 @@ impl<'r> CollArea<'r> {
     }
 
     /// Makes the area new for its next communicator: nobody left, every member at call 0.
-    /// Only its owner calls this, while no member of an earlier communicator uses it.
+    /// Only its owner calls this, while no member of an earlier communicator uses it (all
+    /// of them left, the last call they made noted). It clears only the cells the earlier
+    /// communicator used: a fresh cell's pages stay untouched, so a new communicator does
+    /// not pay page faults for cells nobody uses.
     pub fn reset(&self) {
+        let last_call = self.region.atomic_u64(self.base + LAST_CALL);
+        let used = last_call.load(Acquire).min(DEPTH);
         for member in 0..self.members {
-            for call in 0..DEPTH {
+            for call in 1..=used {
                 self.call_word(member, call).store(0, Relaxed);
             }
-        }
-        for member in 0..self.members {
             self.cpu(member).store(0, Relaxed);
         }
+        last_call.store(0, Relaxed);
         self.sleepers().store(0, Relaxed);
         self.left().store(0, Release);
     }
@@ -214,6 +227,32 @@ mod tests {
         assert_eq!(&out[..2], b"re");
         assert!(!area.publish(1, 2, &[0u8; CELL_BYTES + 1], &free[1]), "too long for a cell");
         assert!(!area.read(0, 1, CELL_BYTES - 1, &mut out), "outside the cell");
+    }
+
+    #[test]
+    fn reset_clears_every_call_the_last_communicator_made() {
+        let layout = Layout::new(2).unwrap();
+        let region = Region::create(layout.region_bytes()).unwrap();
+        let area = CollArea::new(&region, layout.coll_area(1, 0), 2, 2).unwrap();
+        let free = [AtomicU64::new(0), AtomicU64::new(0)];
+        let calls = DEPTH + 3;
+        for call in 1..=calls {
+            for (member, free) in free.iter().enumerate() {
+                assert!(area.publish(member, call, b"x", free));
+            }
+        }
+        for member in 0..2 {
+            area.note_last_call(calls);
+            area.left().fetch_add(1, Release);
+            assert!(area.published(member, calls));
+        }
+        area.reset();
+        assert_eq!(area.left().load(Relaxed), 0);
+        for call in 1..=DEPTH {
+            assert!(!area.published(0, call) && !area.published(1, call), "call {call} left");
+        }
+        let fresh = [AtomicU64::new(0), AtomicU64::new(0)];
+        assert!(area.publish(1, 1, b"y", &fresh[1]), "the next communicator starts at call 1");
     }
 
     #[test]

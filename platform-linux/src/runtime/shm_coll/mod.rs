@@ -108,7 +108,9 @@ impl ShmColl {
 impl Drop for ShmColl {
     fn drop(&mut self) {
         // After this member's last read: the owner may reuse the area once all have left.
-        self.area().left().fetch_add(1, Release);
+        let area = self.area();
+        area.note_last_call(self.call.load(Relaxed));
+        area.left().fetch_add(1, Release);
     }
 }
 

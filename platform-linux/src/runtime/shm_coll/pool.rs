@@ -6,6 +6,7 @@
 //! members have left it (its `left` count reaches `members`); it is reset before it is
 //! offered again, so the next communicator starts from call 0.
 
+use std::sync::atomic::Ordering::Acquire;
 use std::sync::{Mutex, PoisonError};
 
 use crate::shm::coll_area::members_max;
@@ -35,9 +36,14 @@ impl AreaPool {
         AreaPool { owner, states: Mutex::new(states) }
     }
 
-    fn area<'r>(&self, region: &'r Region, layout: &Layout, index: usize) -> CollArea<'r> {
-        // Every slot the area has, whichever communicator used it last.
-        let members = members_max(layout.size());
+    /// Area `index` as a communicator of `members` ranks saw it.
+    fn area<'r>(
+        &self,
+        region: &'r Region,
+        layout: &Layout,
+        index: usize,
+        members: usize,
+    ) -> CollArea<'r> {
         CollArea::new(region, layout.coll_area(self.owner, index), members, layout.size())
             .expect("an area has members_max slots")
     }
@@ -46,17 +52,19 @@ impl AreaPool {
     /// progress, resets it, and returns its index; `None` when every area is in use.
     pub(in crate::runtime) fn offer(&self, region: &Region, layout: &Layout) -> Option<u32> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        let index = states.iter().enumerate().position(|(index, state)| match *state {
-            State::Free => true,
-            State::Offered => false,
+        let (index, used_by) = states.iter().enumerate().find_map(|(index, state)| match *state {
+            State::Free => Some((index, 0)),
+            State::Offered => None,
             State::Handed { members } => {
-                let left = self.area(region, layout, index).left();
-                left.load(std::sync::atomic::Ordering::Acquire) >= members
+                let members = (members as usize).min(members_max(layout.size()));
+                let left = self.area(region, layout, index, members).left();
+                (left.load(Acquire) as usize >= members).then_some((index, members))
             }
         })?;
         states[index] = State::Offered;
         drop(states);
-        self.area(region, layout, index).reset();
+        // Only the slots its last communicator had: the others were never written.
+        self.area(region, layout, index, used_by).reset();
         Some(index as u32)
     }
 
@@ -88,8 +96,8 @@ impl AreaPool {
                 State::Free => false,
                 State::Offered => true,
                 State::Handed { members } => {
-                    self.area(region, layout, i).left().load(std::sync::atomic::Ordering::Acquire)
-                        < members
+                    let area = self.area(region, layout, i, members as usize);
+                    area.left().load(Acquire) < members
                 }
             })
             .count()
@@ -117,7 +125,7 @@ mod tests {
         pool.hand_out(offered[1], 3);
         pool.withdraw(offered[1]); // no effect: it is handed out, not offered
         assert_eq!(pool.busy(&region, &layout), all);
-        let left = pool.area(&region, &layout, offered[1] as usize).left();
+        let left = pool.area(&region, &layout, offered[1] as usize, 3).left();
         left.fetch_add(2, Relaxed);
         assert!(pool.offer(&region, &layout).is_none(), "one member is still in it");
         left.fetch_add(1, Relaxed);
