@@ -52,15 +52,16 @@ impl AreaPool {
     /// progress, resets it, and returns its index; `None` when every area is in use.
     pub(in crate::runtime) fn offer(&self, region: &Region, layout: &Layout) -> Option<u32> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        let (index, used_by) = states.iter().enumerate().find_map(|(index, state)| match *state {
-            State::Free => Some((index, 0)),
-            State::Offered => None,
-            State::Handed { members } => {
-                let members = (members as usize).min(members_max(layout.size()));
-                let left = self.area(region, layout, index, members).left();
-                (left.load(Acquire) as usize >= members).then_some((index, members))
-            }
-        })?;
+        let (index, used_by) =
+            states.iter().enumerate().find_map(|(index, state)| match *state {
+                State::Free => Some((index, 0)),
+                State::Offered => None,
+                State::Handed { members } => {
+                    let members = (members as usize).min(members_max(layout.size()));
+                    let left = self.area(region, layout, index, members).left();
+                    (left.load(Acquire) as usize >= members).then_some((index, members))
+                }
+            })?;
         states[index] = State::Offered;
         drop(states);
         // Only the slots its last communicator had: the others were never written.
