@@ -3,4 +3,5 @@
 //! Layer: **tests**. Reference models that the integration tests in `tests/` compare
 //! commcore against, composed by hand in the plainest way.
 
+pub mod jobs;
 pub mod reference;

@@ -5,20 +5,15 @@
 use std::time::Duration;
 
 use commcore_linux::launch::{run_job, JobSpec};
+use commcore_tests::jobs::{self, run_ok};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn run(procs: usize, nodes: usize, scenario: &str, env: &[(&str, &str)]) -> String {
-    let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_rank"));
-    spec.args = vec![scenario.into()];
-    spec.timeout = Some(TIMEOUT);
+    let mut spec = jobs::job(env!("CARGO_BIN_EXE_runtime_rank"), procs, &[scenario], TIMEOUT);
     spec.nodes = nodes;
-    spec.capture_rank0_stdout = true;
     spec.env.extend(env.iter().map(|&(k, v)| (k.into(), v.into())));
-    match run_job(&spec) {
-        Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
-        Err(failure) => panic!("{scenario} on {procs} ranks, {nodes} nodes failed: {failure}"),
-    }
+    run_ok(&spec)
 }
 
 #[test]

@@ -5,23 +5,13 @@
 
 use std::time::Duration;
 
-use commcore_linux::launch::{run_job, JobSpec};
+use commcore_linux::launch::JobSpec;
+use commcore_tests::jobs::{self, run_ok};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn job(procs: usize, args: &[&str]) -> JobSpec {
-    let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_intercomm_rank"));
-    spec.args = args.iter().map(Into::into).collect();
-    spec.timeout = Some(TIMEOUT);
-    spec.capture_rank0_stdout = true;
-    spec
-}
-
-fn run_ok(spec: &JobSpec) -> String {
-    match run_job(spec) {
-        Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
-        Err(failure) => panic!("{:?} with {} ranks failed: {failure}", spec.args, spec.procs),
-    }
+    jobs::job(env!("CARGO_BIN_EXE_runtime_intercomm_rank"), procs, args, TIMEOUT)
 }
 
 #[test]

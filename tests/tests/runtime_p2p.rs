@@ -6,14 +6,12 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use commcore_linux::launch::{run_job, Ending, JobError, JobSpec, Placement};
+use commcore_tests::jobs::{self, run_ok};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn job(procs: usize, scenario: &str) -> JobSpec {
-    let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_rank"));
-    spec.args = vec![scenario.into()];
-    spec.timeout = Some(TIMEOUT);
-    spec
+    jobs::job(env!("CARGO_BIN_EXE_runtime_rank"), procs, &[scenario], TIMEOUT)
 }
 
 fn two_copy(mut spec: JobSpec) -> JobSpec {
@@ -25,13 +23,6 @@ fn two_copy(mut spec: JobSpec) -> JobSpec {
 fn symmetric_wake(mut spec: JobSpec) -> JobSpec {
     spec.env.push(("COMMCORE_WAKE_FENCE".into(), "symmetric".into()));
     spec
-}
-
-fn run_ok(spec: &JobSpec) -> String {
-    match run_job(spec) {
-        Ok(output) => String::from_utf8_lossy(&output.rank0_stdout).into_owned(),
-        Err(failure) => panic!("{:?} with {} ranks failed: {failure}", spec.args, spec.procs),
-    }
 }
 
 #[test]
