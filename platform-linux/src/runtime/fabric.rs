@@ -63,13 +63,19 @@ impl Fabric {
     /// pairs with the one in [`Fabric::sleep`]: either the sleeper sees our ring update
     /// before it sleeps, or we see its sleeping flag and ring the bell.
     pub(crate) fn notify(&self, rank: usize) {
-        match self.wake {
-            WakeFence::Symmetric => fence(SeqCst),
-            WakeFence::Asymmetric => compiler_fence(SeqCst),
-        }
+        self.waker_fence();
         if self.sleeping(rank).load(Relaxed) != 0 {
             self.doorbell(rank).fetch_add(1, Release);
             futex::wake_all(self.doorbell(rank));
+        }
+    }
+
+    /// What a waker runs between publishing and reading a sleeper count, the pair of the
+    /// sleeper's fence (or process-wide barrier) in [`Fabric::sleep`].
+    pub(crate) fn waker_fence(&self) {
+        match self.wake {
+            WakeFence::Symmetric => fence(SeqCst),
+            WakeFence::Asymmetric => compiler_fence(SeqCst),
         }
     }
 

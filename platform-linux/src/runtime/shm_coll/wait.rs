@@ -13,8 +13,7 @@
 //! share a core even when there are as many cores as ranks, and then polling only delays
 //! the rank it waits for (by the whole poll time, 200 µs, per wait).
 
-use std::sync::atomic::fence;
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -71,8 +70,9 @@ pub(super) fn wait_until(
         } else if sending || waited < runtime.spin.yield_until {
             std::thread::yield_now();
         } else {
-            // Publishers look at the area's sleeper count after their SeqCst fence; the
-            // fabric's sleep fences after our increment, so one of us sees the other.
+            // Publishers read the area's sleeper count after `Fabric::waker_fence`; the
+            // fabric's sleep fences (or barriers) after our increment, so one of us sees
+            // the other.
             area.sleepers().fetch_add(1, Relaxed);
             runtime.fabric.sleep(&ready);
             area.sleepers().fetch_sub(1, Relaxed);
@@ -110,7 +110,8 @@ fn push_queued_sends(runtime: &Runtime) -> bool {
 /// Call after publishing: wakes the members (world ranks `world`) if any of them sleeps in
 /// a wait on `area`.
 pub(super) fn wake_sleepers(runtime: &Runtime, area: &CollArea<'_>, world: &[usize]) {
-    fence(SeqCst);
+    // Sleepers count themselves in the area before `Fabric::sleep`'s fence or barrier.
+    runtime.fabric.waker_fence();
     if area.sleepers().load(Relaxed) != 0 {
         for &rank in world {
             if rank != runtime.fabric.rank {
