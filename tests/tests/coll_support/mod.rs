@@ -378,8 +378,6 @@ pub fn check_with(
     let schedules = schedules?;
     let stats = run(Topology::Intra { size: pu }, schedules, &mut bufs, nodes)
         .map_err(|e| format!("run: {e}"))?;
-    // Operations whose result on every rank depends on every rank must order every rank's
-    // start before every rank's end (for a barrier, that is all it does).
     let waits_for_all = matches!(
         op,
         CollOp::Barrier
@@ -391,22 +389,47 @@ pub fn check_with(
             | CollOp::ReduceScatter
             | CollOp::ReduceScatterBlock
     );
-    if waits_for_all && stats.min_causal != pu {
+    check_outcome(&stats, waits_for_all, &bufs, &expected)?;
+    Ok(stats)
+}
+
+/// Checks a finished run: when `waits_for_all` (the result on every rank depends on every
+/// rank, so every rank's start must come before every rank's end: all a barrier does), that
+/// every rank heard of every other; then every rank's receive buffer against `expected`.
+pub fn check_outcome(
+    stats: &Stats,
+    waits_for_all: bool,
+    bufs: &[RankBufs],
+    expected: &[Option<Vec<u8>>],
+) -> Result<(), String> {
+    if waits_for_all && stats.min_causal != bufs.len() {
         return Err(format!("a rank finished having heard of only {} ranks", stats.min_causal));
     }
-    for r in 0..pu {
-        if let Some(want) = &expected[r] {
-            if &bufs[r].recv != want {
-                let at = bufs[r].recv.iter().zip(want).position(|(a, b)| a != b);
-                return Err(format!(
-                    "rank {r} differs at byte {at:?} (len {} vs {})",
-                    bufs[r].recv.len(),
-                    want.len()
-                ));
-            }
+    for (r, (buf, want)) in bufs.iter().zip(expected).enumerate() {
+        let Some(want) = want else { continue };
+        if &buf.recv != want {
+            let at = buf.recv.iter().zip(want).position(|(a, b)| a != b);
+            return Err(format!(
+                "rank {r} differs at byte {at:?} (len {} vs {})",
+                buf.recv.len(),
+                want.len()
+            ));
         }
     }
-    Ok(stats)
+    Ok(())
+}
+
+/// Ends a matrix test: at least `at_least` cases ran and none failed (the first 20 failures
+/// are shown).
+pub fn assert_cases(checked: usize, at_least: usize, failures: &[String]) {
+    eprintln!("{checked} cases checked");
+    assert!(checked > at_least, "only {checked} cases ran");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
 }
 
 /// The flat algorithms of `op`.
