@@ -146,25 +146,25 @@ impl Halving {
 
     /// Recursive halving step `k`: send the half the partner keeps, reduce the kept half.
     pub(crate) fn halving(&self, k: u32, index: u32) -> Emit {
-        let Some(nr) = self.fold.new_rank(self.ctx.rank) else { return Emit::End };
-        let partner = self.fold.old_rank(nr ^ (1 << k));
-        let (ka, kb) = self.kept(nr, k);
-        let (ga, gb) = self.kept(nr ^ (1 << k), k);
-        let (ko, kl) = self.span(ka, kb);
-        let (go, gl) = self.span(ga, gb);
+        let Some((partner, (ko, kl), (go, gl))) = self.halves(k) else { return Emit::End };
         self.exchange_reduce(partner, self.acc(go, gl), ko, kl, index)
     }
 
     /// Recursive doubling step `k` (run from high `k` to low) of the allgather that undoes
     /// the halving.
     pub(crate) fn doubling_halves(&self, k: u32, index: u32) -> Emit {
-        let Some(nr) = self.fold.new_rank(self.ctx.rank) else { return Emit::End };
+        let Some((partner, (ko, kl), (go, gl))) = self.halves(k) else { return Emit::End };
+        pick([Some(send(partner, self.acc(ko, kl))), Some(recv(partner, self.acc(go, gl)))], index)
+    }
+
+    /// At step `k` of halving or doubling: the partner, and the byte spans (offset, length)
+    /// this rank keeps and the partner keeps; `None` for a rank folded out of the power of two.
+    fn halves(&self, k: u32) -> Option<(u32, (usize, usize), (usize, usize))> {
+        let nr = self.fold.new_rank(self.ctx.rank)?;
         let partner = self.fold.old_rank(nr ^ (1 << k));
         let (ka, kb) = self.kept(nr, k);
         let (ga, gb) = self.kept(nr ^ (1 << k), k);
-        let (ko, kl) = self.span(ka, kb);
-        let (go, gl) = self.span(ga, gb);
-        pick([Some(send(partner, self.acc(ko, kl))), Some(recv(partner, self.acc(go, gl)))], index)
+        Some((partner, self.span(ka, kb), self.span(ga, gb)))
     }
 
     /// The single block new rank `nr` holds after all halving steps.
