@@ -33,6 +33,7 @@ pub const CELL_BYTES: usize = 1024;
 pub const MAX_MEMBERS: usize = 64;
 
 const LINE: usize = 64;
+const PAGE: usize = 4096;
 /// Header: members that have left the communicator (u32) and the last call any of them
 /// made (u64) on one line, the number of members sleeping in a wait (u32) on the next, then
 /// each member's CPU (u32).
@@ -173,6 +174,17 @@ impl<'r> CollArea<'r> {
         // only after this process publishes a later call, which it does after this read.
         unsafe { self.region.copy_out(self.cell(member, call) + CALL_WORD + at, out) };
         true
+    }
+
+    /// Maps every page of the area into this process now (a read of one word a page), so
+    /// that its first calls do not each take page faults: a barrier walks a new cell, often
+    /// on a new page, every call until it has used all [`DEPTH`] of them.
+    pub fn prefault(&self) {
+        let end = self.base + HEADER_BYTES + self.members * SLOT_BYTES;
+        // The last word too: the area need not start on a page boundary.
+        for word in (self.base..end).step_by(PAGE).chain([end - 8]) {
+            self.region.atomic_u64(word).load(Relaxed);
+        }
     }
 
     /// Makes the area new for its next communicator: nobody left, every member at call 0.

@@ -88,6 +88,15 @@ impl ShmColl {
             return None;
         }
         let base = layout.coll_area(grant.owner, grant.index);
+        if (grant.owner, grant.index) == pool::WORLD_AREA {
+            // The world's area lives as long as the job; a communicator that may live
+            // briefly maps its pages as it uses them.
+            if let Some(area) =
+                CollArea::new(&runtime.fabric.region, base, world.len(), layout.size())
+            {
+                area.prefault();
+            }
+        }
         let world = world.to_vec();
         let (call, free_through) = (AtomicU64::new(0), AtomicU64::new(0));
         let scratch = Mutex::new(Vec::new());
