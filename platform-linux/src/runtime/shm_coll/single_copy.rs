@@ -3,10 +3,12 @@
 //! (see [`crate::shm::cma`]) instead of a copy into the area and a copy out of it.
 //!
 //! A buffer stays readable until its owner returns, so every such call ends with a "done"
-//! area call that its owner waits for. Measured at 2 processes with a core each, 64 KiB:
-//! bcast 5.9 µs through the area, alltoall 29 µs (messages, as its blocks do not fit a
-//! cell) and allreduce 16 µs (every member folds the whole vector) against one clean read
-//! of 64 KiB at about 1.6 µs.
+//! area call that its owner waits for. Measured at 2 processes with a core each, 64 KiB
+//! (`bench coll-procs`, medians, area → single copy): bcast 6.6 → 2.7 µs, alltoall 30.5 →
+//! 4.0 µs (through messages before, as its blocks do not fit a cell), allreduce 16.7 → 4.8
+//! µs; one `process_vm_readv` of 64 KiB alone takes about 1.6 µs here. A bcast root has
+//! to wait for its readers, which costs more than the area when ranks share cores (see
+//! `ops.rs`).
 
 use std::ops::Range;
 use std::sync::{OnceLock, PoisonError};
@@ -21,7 +23,8 @@ use crate::shm::{cma, CollArea};
 
 /// Environment: bytes per member (a bcast's message, an alltoall block, an allreduce
 /// vector) from which `shm` moves them by single-copy reads when the kernel allows them
-/// (default 16384).
+/// (default 16384: a guess between the benchmark's 8 B and 64 KiB, not a measured
+/// crossover).
 pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
 const DEFAULT_SINGLE_COPY_FROM: usize = 16 * 1024;
 
@@ -35,7 +38,9 @@ fn single_copy_from() -> usize {
     })
 }
 
-/// Members up to which each reduces the whole vector itself (no allgather).
+/// Members up to which each reduces the whole vector itself (no allgather): with two, the
+/// gather's read of the other's freshly written half cost more than folding it here
+/// (64 KiB: 8.5 µs in segments against about 3.5 µs whole).
 const WHOLE_UP_TO: usize = 2;
 
 /// One published buffer address per member and call.
