@@ -22,8 +22,10 @@ use super::region::Region;
 /// this many calls minus one ahead of the slowest of them, and a long message moves in
 /// that many pieces before its writer waits. With more ranks than cores the run-ahead is
 /// what saves context switches: 16 rather than 4 made bcast at 8 ranks on 2 cores 3–4
-/// times faster (8 B), and 64 cells of 1 KiB rather than 16 of 4 KiB (the same bytes) made
-/// it twice as fast again (8 B: 0.43 → 0.22 µs; 64 KiB: 28 → 13 µs at 8 ranks).
+/// times faster (8 B), and 64 cells of 1 KiB rather than 16 of 4 KiB (the same bytes)
+/// about twice as fast again (8 B, interleaved runs: 0.36 → 0.19 µs at 4 ranks, 0.43 →
+/// 0.22 µs at 8). A 64 KiB bcast through the area gains nothing from it and loses some at
+/// 4 ranks (7.7 → 10.1 µs); 32 cells of 2 KiB sit between the two (0.25 µs, 9.2 µs).
 pub const DEPTH: u64 = 64;
 /// Data bytes of one cell: the largest contribution a member makes in one call. Long
 /// messages between ranks with a core each take single-copy reads instead (see
