@@ -6,7 +6,8 @@
 //! block). Each figure: `--batches` (default 5) batches of `--iterations` calls at 8 B
 //! (default 200; a quarter as many at 64 KiB) after a warm-up batch of a tenth; a batch's
 //! figure is the mean over ranks of each rank's mean time per call; the median batch is
-//! reported. `scripts/peers/coll.c` measures the same over MPI.
+//! reported. `--only OP` measures one operation (for profiling it alone).
+//! `scripts/peers/coll.c` measures the same over MPI.
 
 use std::time::Instant;
 
@@ -60,10 +61,14 @@ fn launch_nodes(procs: usize, nodes: usize, args: &[String]) -> Result<Value, St
 fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let batches: usize = option(args, "--batches")?.unwrap_or(5).max(1);
     let base: usize = option(args, "--iterations")?.unwrap_or(200).max(4);
+    let only: Option<String> = option(args, "--only")?;
+    if let Some(op) = only.as_deref().filter(|op| !OPS.contains(op)) {
+        return Err(format!("--only: {op} is not one of {OPS:?}").into());
+    }
     let world = World::init()?;
     let comm = world.comm();
     let mut rows = Vec::new();
-    for op in OPS {
+    for op in OPS.into_iter().filter(|op| only.as_deref().map_or(true, |o| o == *op)) {
         for size in SIZES {
             if op == "barrier" && size != SIZES[0] {
                 continue;

@@ -46,7 +46,7 @@ pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
-pub use shm_coll::{ENV_COLL_SPIN_US, ENV_SHM_MAX};
+pub use shm_coll::{ENV_COLL_SPIN_US, ENV_SHM_MAX, ENV_SHM_SINGLE_COPY_FROM};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

@@ -1,7 +1,8 @@
 //! loom models of the collective area's protocol (`coll_area.rs`, `runtime/shm_coll/`),
 //! restated with loom's atomics as `loom_model.rs` does for the rings: cells reused after
 //! `DEPTH` calls once every reader has published a later call (each cell's own call
-//! word), and the sleeper count that
+//! word), a member's own buffer read in place until every reader's "done" call, and the
+//! sleeper count that
 //! tells a publisher to ring doorbells. A change to either must be mirrored here.
 
 use loom::cell::UnsafeCell;
@@ -143,6 +144,45 @@ fn loom_reduce_contributors_never_overwrite_what_the_root_still_reads() {
             assert_eq!(area.read(1, call), value(1, call));
         }
         contributor.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_single_copy_buffer_is_not_rewritten_while_a_member_reads_it() {
+    // `single_copy.rs`: the root publishes the address of its own buffer (the cell's
+    // value stands for it), the reader copies from the buffer itself, then publishes the
+    // "done" call; the root returns (and may rewrite its buffer) only after every done.
+    loom::model(|| {
+        let area = Arc::new(Area::new());
+        let buffer = Arc::new(UnsafeCell::new(0u64));
+        let root = {
+            let (area, buffer) = (area.clone(), buffer.clone());
+            thread::spawn(move || {
+                let mut free_through = 0;
+                for bcast in 0..2 {
+                    let publish = 2 * bcast + 1;
+                    // SAFETY: nobody reads the buffer before the publish below, and every
+                    // reader of the previous bcast published its done (awaited below).
+                    buffer.with_mut(|b| unsafe { *b = value(0, publish) });
+                    area.contribute(0, publish, publish, &mut free_through);
+                    area.call_word(0, publish + 1).store(publish + 1, Release);
+                    while area.call_word(1, publish + 1).load(Acquire) < publish + 1 {
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        for bcast in 0..2 {
+            let publish = 2 * bcast + 1;
+            area.call_word(1, publish).store(publish, Release);
+            assert_eq!(area.read(0, publish), publish, "the published address");
+            // SAFETY: the root published this call after writing the buffer, and writes
+            // it again only after our done below; loom reports any overlap.
+            let seen = buffer.with(|b| unsafe { *b });
+            assert_eq!(seen, value(0, publish));
+            area.call_word(1, publish + 1).store(publish + 1, Release);
+        }
+        root.join().unwrap();
     });
 }
 

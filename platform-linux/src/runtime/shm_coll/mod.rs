@@ -11,11 +11,12 @@
 
 mod ops;
 pub(super) mod pool;
+mod single_copy;
 mod wait;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Relaxed, Release};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use commcore::coll::component::{ExternalModule, OpSet};
 use commcore::coll::{
@@ -23,6 +24,7 @@ use commcore::coll::{
 };
 
 pub use ops::ENV_SHM_MAX;
+pub use single_copy::ENV_SHM_SINGLE_COPY_FROM;
 pub use wait::ENV_COLL_SPIN_US;
 
 use super::Runtime;
@@ -64,6 +66,8 @@ pub(super) struct ShmColl {
     call: AtomicU64,
     /// A call every other member is known to have published (see `CollArea::cell_free`).
     free_through: AtomicU64,
+    /// Room for one contribution that single-copy reductions fold in.
+    scratch: Mutex<Vec<u8>>,
 }
 
 impl ShmColl {
@@ -84,9 +88,19 @@ impl ShmColl {
             return None;
         }
         let base = layout.coll_area(grant.owner, grant.index);
+        if (grant.owner, grant.index) == pool::WORLD_AREA {
+            // The world's area lives as long as the job; a communicator that may live
+            // briefly maps its pages as it uses them.
+            if let Some(area) =
+                CollArea::new(&runtime.fabric.region, base, world.len(), layout.size())
+            {
+                area.prefault();
+            }
+        }
         let world = world.to_vec();
         let (call, free_through) = (AtomicU64::new(0), AtomicU64::new(0));
-        Some(ShmColl { runtime, base, me, world, call, free_through })
+        let scratch = Mutex::new(Vec::new());
+        Some(ShmColl { runtime, base, me, world, call, free_through, scratch })
     }
 
     fn area(&self) -> CollArea<'_> {
