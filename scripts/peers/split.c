@@ -4,12 +4,15 @@
  * (keep an eighth to a quarter of the ranks, at least 2). Each iteration picks a live
  * communicator large enough, and its members split it keeping their order; every rank draws
  * the same choices from the same seed (splitmix64). Each member times its calls; rank 0
- * prints the median, p90, p99 and mean over all (process, call) pairs as one JSON object. */
+ * prints the median, p90, p99 and mean over all (process, call) pairs as one JSON object,
+ * and the same calls timed from the moment their last member entered (after_last_arrival,
+ * read from the system-wide monotonic clock), as `commcore bench split` does. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LIVE 64
 
@@ -28,6 +31,13 @@ static int between(int low, int high) { return low + (int)(next_random() % (uint
 static int compare(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Microseconds of CLOCK_MONOTONIC, which every process of the machine reads alike. */
+static double monotonic_us(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec * 1e6 + now.tv_nsec / 1e3;
 }
 
 static int compare_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
@@ -57,7 +67,8 @@ int main(int argc, char **argv) {
     live[0].members = malloc(sizeof(int) * size);
     for (int i = 0; i < size; i++) live[0].members[i] = i;
     live[0].comm = MPI_COMM_WORLD;
-    double *durations = malloc(sizeof(double) * iterations);
+    /* Per call: iteration, entry and exit (µs). */
+    double *records = malloc(sizeof(double) * 3 * (iterations > 0 ? iterations : 1));
     int calls = 0;
     int *order = malloc(sizeof(int) * size);
     int candidates[LIVE + 1];
@@ -84,9 +95,12 @@ int main(int argc, char **argv) {
             int member = 0, rank;
             for (int i = 0; i < keep; i++) member |= kept[i] == me;
             MPI_Comm_rank(live[parent].comm, &rank);
-            double start = MPI_Wtime();
+            double entered = monotonic_us();
             MPI_Comm_split(live[parent].comm, member ? 0 : MPI_UNDEFINED, rank, &child);
-            durations[calls++] = (MPI_Wtime() - start) * 1e6;
+            records[3 * calls] = it;
+            records[3 * calls + 1] = entered;
+            records[3 * calls + 2] = monotonic_us();
+            calls++;
         }
         live[count].size = keep;
         live[count].members = kept;
@@ -104,23 +118,40 @@ int main(int argc, char **argv) {
     MPI_Gather(&calls, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
     int total = 0;
     if (me == 0)
-        for (int i = 0; i < size; i++) offsets[i] = total, total += counts[i];
+        for (int i = 0; i < size; i++) counts[i] *= 3, offsets[i] = total, total += counts[i];
+    double *gathered = malloc(sizeof(double) * (total > 0 ? total : 1));
+    MPI_Gatherv(records, 3 * calls, MPI_DOUBLE, gathered, counts, offsets, MPI_DOUBLE, 0,
+                MPI_COMM_WORLD);
+    total /= 3;
     double *all = malloc(sizeof(double) * (total > 0 ? total : 1));
-    MPI_Gatherv(durations, calls, MPI_DOUBLE, all, counts, offsets, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    double *after = malloc(sizeof(double) * (total > 0 ? total : 1));
     if (me == 0) {
-        qsort(all, total, sizeof(double), compare);
+        double *last_entry = calloc(iterations > 0 ? iterations : 1, sizeof(double));
+        for (int i = 0; i < total; i++) {
+            int it = (int)gathered[3 * i];
+            if (gathered[3 * i + 1] > last_entry[it]) last_entry[it] = gathered[3 * i + 1];
+        }
         double sum = 0;
-        for (int i = 0; i < total; i++) sum += all[i];
-#define AT(q) all[(int)(total * (q)) < total ? (int)(total * (q)) : total - 1]
-        printf("{\"calls\":%d,\"median_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"mean_us\":%.3f}\n",
-               total, AT(0.5), AT(0.9), AT(0.99), sum / total);
+        for (int i = 0; i < total; i++) {
+            all[i] = gathered[3 * i + 2] - gathered[3 * i + 1];
+            after[i] = gathered[3 * i + 2] - last_entry[(int)gathered[3 * i]];
+            sum += all[i];
+        }
+        qsort(all, total, sizeof(double), compare);
+        qsort(after, total, sizeof(double), compare);
+#define AT(v, q) v[(int)(total * (q)) < total ? (int)(total * (q)) : total - 1]
+        printf("{\"calls\":%d,\"median_us\":%.3f,\"p90_us\":%.3f,\"p99_us\":%.3f,\"mean_us\":%.3f,"
+               "\"after_last_arrival\":{\"median_us\":%.3f,\"p99_us\":%.3f,\"p99_over_median\":%.3f}}\n",
+               total, AT(all, 0.5), AT(all, 0.9), AT(all, 0.99), sum / total, AT(after, 0.5),
+               AT(after, 0.99), AT(after, 0.99) / AT(after, 0.5));
+        free(last_entry);
     }
     for (int i = 1; i < count; i++) {
         if (live[i].comm != MPI_COMM_NULL) MPI_Comm_free(&live[i].comm);
         free(live[i].members);
     }
     free(live[0].members);
-    free(durations), free(order), free(counts), free(offsets), free(all);
+    free(records), free(order), free(counts), free(offsets), free(gathered), free(all), free(after);
     MPI_Finalize();
     return 0;
 }

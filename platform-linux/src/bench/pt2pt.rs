@@ -1,11 +1,11 @@
 //! `commcore bench pt2pt`: ping-pong latency (8 B, 64 KiB, 1 MiB), bandwidth and message rate
 //! between two real processes started by the launcher, once with single-copy transfers and
-//! once with the two-copy path.
+//! once with the two-copy path, in `--rounds` (default 3) alternating pairs of jobs.
 //!
 //! The command launches itself: without a launcher environment it starts a job of
 //! `--procs` ranks (default 2; ranks beyond 1 only wait in a barrier) running this same
 //! benchmark, and rank 0 of that job measures and prints its figures as JSON. Each figure is
-//! the median over `--batches` timed batches (default 7).
+//! the median over `--batches` timed batches (default 7) of a job, then over the rounds.
 
 use std::time::Instant;
 
@@ -30,39 +30,63 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if procs < 2 {
         return Err("--procs must be at least 2".into());
     }
-    let mut runs = Vec::new();
-    for single_copy in [true, false] {
-        let env: &[(&str, &str)] = if single_copy { &[] } else { &[("COMMCORE_SINGLE_COPY", "0")] };
-        runs.push(launch_self(procs, "pt2pt", args, env)?);
+    let rounds: usize = option(args, "--rounds")?.unwrap_or(3);
+    if rounds == 0 {
+        return Err("--rounds must be at least 1".into());
     }
-    let (on, off) = (&runs[0], &runs[1]);
+    // Jobs alternate between the two paths, so that a change in the machine's load falls
+    // on both alike; each figure is the median over the rounds.
+    let (mut on_runs, mut off_runs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        on_runs.push(launch_self(procs, "pt2pt", args, &[])?);
+        off_runs.push(launch_self(procs, "pt2pt", args, &[("COMMCORE_SINGLE_COPY", "0")])?);
+    }
+    let (on, off) = (&on_runs, &off_runs);
+    let figure = |runs: &[Value], pointer: &str| {
+        json!(median(runs.iter().filter_map(|r| r.pointer(pointer)?.as_f64()).collect()))
+    };
     let mut rows = Vec::new();
     for size in LATENCY_SIZES {
-        let key = size.to_string();
+        let pointer = format!("/latency_us/{size}");
         rows.push(row(
             &format!("pingpong_latency_{}", label(size)),
             "us",
-            &on["latency_us"][&key],
-            &off["latency_us"][&key],
+            &figure(on, &pointer),
+            &figure(off, &pointer),
         ));
     }
-    rows.push(row("bandwidth_1MiB", "MB/s", &on["bandwidth_mbps"], &off["bandwidth_mbps"]));
+    rows.push(row(
+        "bandwidth_1MiB",
+        "MB/s",
+        &figure(on, "/bandwidth_mbps"),
+        &figure(off, "/bandwidth_mbps"),
+    ));
     rows.push(row(
         "message_rate_8B",
         "Mmsg/s",
-        &on["message_rate_mmsgs"],
-        &off["message_rate_mmsgs"],
+        &figure(on, "/message_rate_mmsgs"),
+        &figure(off, "/message_rate_mmsgs"),
     ));
-    let big = (1024 * 1024).to_string();
-    let speedup = off["latency_us"][&big].as_f64().unwrap_or(f64::NAN)
-        / on["latency_us"][&big].as_f64().unwrap_or(f64::NAN);
+    let big = "/latency_us/1048576";
+    let speedup = figure(off, big).as_f64().unwrap_or(f64::NAN)
+        / figure(on, big).as_f64().unwrap_or(f64::NAN);
+    let per_round: Vec<f64> = on
+        .iter()
+        .zip(off)
+        .map(|(on, off)| {
+            let us = |r: &Value| r.pointer(big).and_then(Value::as_f64).unwrap_or(f64::NAN);
+            us(off) / us(on)
+        })
+        .collect();
     Ok(json!({
         "benchmark": "pt2pt",
         "procs": procs,
-        "single_copy_mode": on["transfers"],
-        "two_copy_mode": off["transfers"],
+        "rounds": rounds,
+        "single_copy_mode": on[0]["transfers"],
+        "two_copy_mode": off[0]["transfers"],
         "figures": rows,
         "speedup_1MiB_single_copy_over_two_copy": speedup,
+        "speedup_1MiB_per_round": per_round,
     }))
 }
 

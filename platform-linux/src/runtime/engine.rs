@@ -70,8 +70,8 @@ enum Body {
     /// while the receive's buffer was not lent.
     Copied { pending: Vec<u8>, in_sink: usize, received: usize },
     /// Announced for a single-copy read from the sender's memory. `split` is set once the
-    /// receiver asked the sender to write the tail from that offset itself.
-    Remote { address: u64, sender_id: u64, split: Option<usize> },
+    /// receiver asked the sender to write the bytes `start..end` of the message itself.
+    Remote { address: u64, sender_id: u64, split: Option<(usize, usize)> },
 }
 
 struct Arrival {
@@ -158,8 +158,8 @@ pub(crate) struct Engine {
     pub(crate) blocked: Vec<usize>,
     /// Messages above this many bytes go by single copy (when enabled).
     pub(crate) single_copy_above: Option<usize>,
-    /// Single copies above this many bytes are split: the receiver reads the head while the
-    /// sender writes the tail, so both cores copy.
+    /// Single copies above this many bytes are split: the receiver reads one half while the
+    /// sender writes the other, so both cores copy (see `halves`).
     pub(crate) split_above: Option<usize>,
     /// Set when progress matched a posted receive or completed a send: another thread of
     /// this process may be asleep waiting for exactly that.
@@ -359,7 +359,7 @@ impl Engine {
     }
 
     /// Moves a single-copy message into `sink`: one read, or, in a blocking call above the
-    /// split threshold, the head read here while the sender writes the tail. `None` while
+    /// split threshold, one half read here while the sender writes the other. `None` while
     /// the sender's part is outstanding.
     fn finish_remote(
         &mut self,
@@ -367,7 +367,7 @@ impl Engine {
         sink: &mut Sink<'_>,
         arrival_id: u64,
         remote: Remote,
-        split: Option<usize>,
+        split: Option<(usize, usize)>,
     ) -> Option<Result<(), P2pError>> {
         let Remote { source, len, address, sender_id } = remote;
         let n = len.min(sink.buf.len());
@@ -377,45 +377,36 @@ impl Engine {
             errno: e.raw_os_error().unwrap_or(0),
         };
         let mut result = Ok(());
+        let mut read = |buf: &mut [u8], from: usize| {
+            if let Err(e) = cma::read(pid, address + from as u64, buf) {
+                result = Err(failed(e));
+            }
+        };
         let split = match split {
             None if sink.blocking && self.split_above.is_some_and(|limit| n > limit) => {
-                let at = (n / 2) & !63;
-                let cell = CellHeader {
-                    kind: CellKind::ClearToSend,
-                    context: 0,
-                    tag: 0,
-                    fragment_len: 0,
-                    total_len: (n - at) as u64,
-                    address: sink.buf[at..].as_ptr() as usize as u64,
-                    id: sender_id,
-                };
+                let (mine, theirs) = halves(fabric.rank, source, n);
+                let cell = clear_to_send(sender_id, theirs, sink.buf[theirs.0..].as_ptr());
                 self.send_control(fabric, source, cell);
                 if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
                     self.arrivals.get_mut(&arrival_id)
                 {
-                    *split = Some(at);
+                    *split = Some(theirs);
                 }
-                if let Err(e) = cma::read(pid, address, &mut sink.buf[..at]) {
-                    result = Err(failed(e));
-                }
-                Some(at)
+                read(&mut sink.buf[mine.0..mine.1], mine.0);
+                Some(theirs)
             }
             None => {
-                if let Err(e) = cma::read(pid, address, &mut sink.buf[..n]) {
-                    result = Err(failed(e));
-                }
+                read(&mut sink.buf[..n], 0);
                 None
             }
-            Some(at) => Some(at),
+            Some(theirs) => Some(theirs),
         };
-        if let Some(at) = split {
+        if let Some((start, end)) = split {
             // Until the sender's word comes, it may still be writing into the buffer.
             let errno = self.written.remove(&(source, sender_id))?;
             if errno != 0 {
                 // The sender could not write its part: read it after all.
-                if let Err(e) = cma::read(pid, address + at as u64, &mut sink.buf[at..n]) {
-                    result = Err(failed(e));
-                }
+                read(&mut sink.buf[start..end], start);
             }
         }
         self.send_control(fabric, source, finished_cell(sender_id));
@@ -677,12 +668,17 @@ impl Engine {
                     self.news = true;
                 }
                 CellKind::ClearToSend => {
+                    // The receiver asks for bytes `offset..offset + part` of the message.
+                    let (offset, part) = (u64::from(header.context), header.total_len);
                     let errno = match self.rendezvous.get(&header.id) {
                         Some(&(dest, address, len))
-                            if dest == source && header.total_len <= len as u64 =>
+                            if dest == source
+                                && offset
+                                    .checked_add(part)
+                                    .is_some_and(|end| end <= len as u64) =>
                         {
-                            let part = header.total_len as usize;
-                            let local = address + (len - part) as u64;
+                            let local = address + offset;
+                            let part = part as usize;
                             match cma::write(fabric.pids[source], local, header.address, part) {
                                 Ok(()) => 0,
                                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
@@ -828,6 +824,36 @@ fn take_payload(
         }
     }
     *received += n;
+}
+
+/// How a split single copy of `n` bytes between receiver `receiver` and sender `sender`
+/// divides the message: (the receiver's part, the sender's part), as byte ranges. The lower
+/// rank of a pair always copies the head and the higher the tail, whichever way the message
+/// goes, so a buffer that a pair passes back and forth stays in the cache of the core that
+/// copied each half last, and neither side reads lines the other core just wrote.
+fn halves(receiver: usize, sender: usize, n: usize) -> ((usize, usize), (usize, usize)) {
+    let at = (n / 2) & !63;
+    let (head, tail) = ((0, at), (at, n));
+    if receiver < sender {
+        (head, tail)
+    } else {
+        (tail, head)
+    }
+}
+
+/// Asks the sender of message `sender_id` to write its bytes `part` itself, to `address` in
+/// the receiver's buffer; the part's offset travels in the context field, which a control
+/// cell does not otherwise use (messages are at most `i32::MAX` bytes, so it fits).
+fn clear_to_send(sender_id: u64, part: (usize, usize), address: *const u8) -> CellHeader {
+    CellHeader {
+        kind: CellKind::ClearToSend,
+        context: part.0 as u32,
+        tag: 0,
+        fragment_len: 0,
+        total_len: (part.1 - part.0) as u64,
+        address: address as usize as u64,
+        id: sender_id,
+    }
 }
 
 fn finished_cell(sender_id: u64) -> CellHeader {

@@ -51,8 +51,9 @@ pub enum CellKind {
     ReadyToSend = 3,
     /// The receiver has read a ready-to-send message; its sender may reuse the buffer.
     Finished = 4,
-    /// The receiver asks the sender to write the tail of a single-copy message itself:
-    /// `address` is where in the receiver, `total_len` how many bytes, `id` the sender's.
+    /// The receiver asks the sender to write part of a single-copy message itself:
+    /// `context` is the part's offset in the message, `total_len` its bytes, `address` where
+    /// it goes in the receiver, `id` the sender's.
     ClearToSend = 5,
     /// The sender wrote its part of a split single copy (`tag`: 0, or the errno of failure).
     Written = 6,
@@ -77,7 +78,8 @@ impl CellKind {
 pub struct CellHeader {
     /// What the cell carries.
     pub kind: CellKind,
-    /// The communicator context of the message.
+    /// The communicator context of the message; in a clear-to-send, the offset in the
+    /// message of the part the sender is asked to write.
     pub context: u32,
     /// The message tag.
     pub tag: i32,

@@ -159,6 +159,19 @@ fn truncation(comm: &Comm) {
             check_message(&marker, 0, 99);
         }
     }
+    // A truncated single copy long enough to be split between the two sides, each way:
+    // the buffer holds the message's head.
+    let (long, buffer) = (1usize << 20, 300_000);
+    for sender in [0, 1] {
+        if comm.rank() == sender {
+            comm.send(&message(sender, 7, long), 1 - sender, 3).unwrap();
+        } else if comm.rank() == 1 - sender {
+            let mut head = vec![0u8; buffer];
+            let error = comm.recv(&mut head, sender, 3).unwrap_err();
+            assert_eq!(error, P2pError::Truncated { message_len: long, buffer_len: buffer });
+            check_message(&head, sender, 7);
+        }
+    }
 }
 
 fn bad_input(comm: &Comm) {
