@@ -7,6 +7,9 @@ use crate::coll::datatype::Datatype;
 use crate::coll::op::Op;
 use crate::coll::step::{Buf, Region};
 
+/// A byte range of the vector: (offset, length).
+type Span = (usize, usize);
+
 /// The recursive-doubling family's shared machinery: the fold for non-powers of two, and
 /// recursive halving / doubling over `p2` blocks of the vector, in ascending distance so
 /// that every partial result covers a contiguous range of ranks (rank order is kept).
@@ -44,7 +47,7 @@ impl Halving {
 
     /// Byte offset and length of blocks `[a, b)`.
     #[inline]
-    pub(crate) fn span(&self, a: u32, b: u32) -> (usize, usize) {
+    pub(crate) fn span(&self, a: u32, b: u32) -> Span {
         let x = part_start(self.count, self.fold.p2, a) * self.elem;
         let y = part_start(self.count, self.fold.p2, b) * self.elem;
         (x, y - x)
@@ -159,7 +162,7 @@ impl Halving {
 
     /// At step `k` of halving or doubling: the partner, and the byte spans (offset, length)
     /// this rank keeps and the partner keeps; `None` for a rank folded out of the power of two.
-    fn halves(&self, k: u32) -> Option<(u32, (usize, usize), (usize, usize))> {
+    fn halves(&self, k: u32) -> Option<(u32, Span, Span)> {
         let nr = self.fold.new_rank(self.ctx.rank)?;
         let partner = self.fold.old_rank(nr ^ (1 << k));
         let (ka, kb) = self.kept(nr, k);
