@@ -41,7 +41,7 @@ impl<H: Copy> CidStore<H> for Flat<'_, H> {
         taken
     }
 
-    #[inline(always)]
+    #[inline]
     fn get(&self, cid: Cid) -> Option<H> {
         self.slots.get(cid as usize).copied().flatten()
     }

@@ -511,8 +511,7 @@ impl<H: Copy + Default + BitXor<Output = H>> CidStore<H> for Folded<'_, H> {
         Some(value)
     }
 
-    // Always: a call on the path of every message would cost more than the lookup.
-    #[inline(always)]
+    #[inline]
     fn get(&self, cid: Cid) -> Option<H> {
         let Shape { cells, mask, shift, offset } = self.shape;
         let home = self.arena[..cells].get(cid as usize & mask)?;
