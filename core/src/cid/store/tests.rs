@@ -228,4 +228,7 @@ fn folded_stashes_few_spread_cids_and_stays_near_two_cells_a_cid() {
     assert!(folded.displaced() <= live.len() / 32 + 1, "{} stashed", folded.displaced());
     assert!(folded.cells() <= 3 * live.len(), "{} cells", folded.cells());
     assert!(live.iter().all(|(cid, handle)| folded.get(*cid) == Some(*handle)));
+    let stashed = live.keys().filter(|&&cid| folded.is_displaced(cid)).count();
+    assert_eq!(stashed, folded.displaced());
+    assert!(!folded.is_displaced((0..).find(|cid| !live.contains_key(cid)).unwrap_or(0)));
 }
