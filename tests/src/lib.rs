@@ -3,5 +3,6 @@
 //! Layer: **tests**. Reference models that the integration tests in `tests/` compare
 //! commcore against, composed by hand in the plainest way.
 
+pub mod cpus;
 pub mod jobs;
 pub mod reference;

@@ -127,8 +127,16 @@ fn waiting_ranks_sleep_instead_of_spinning() {
     run_ok(&symmetric_wake(job(8, "idle")));
 }
 
+/// What `identity` prints for the CPUs of `procs` ranks: rank `r` bound to the `r mod n`-th
+/// of the `n` CPUs this process may use, more ranks than CPUs included.
+fn expected_binding(procs: usize) -> String {
+    let cpus = commcore_tests::cpus::allowed_cpus();
+    let bound: Vec<String> = (0..procs).map(|r| cpus[r % cpus.len()].to_string()).collect();
+    format!("cpus {};", bound.join(" "))
+}
+
 #[test]
-fn ranks_learn_their_identity_and_node_labels() {
+fn ranks_learn_their_identity_node_labels_and_cpus() {
     for (placement, expected) in
         [(Placement::Block, "0 0 1 1 2 2"), (Placement::Cyclic, "0 1 2 0 1 2")]
     {
@@ -138,6 +146,13 @@ fn ranks_learn_their_identity_and_node_labels() {
         spec.capture_rank0_stdout = true;
         let out = run_ok(&spec);
         assert!(out.contains(&format!("nodes {expected} of 3")), "{placement:?}: {out}");
+        assert!(out.contains(&expected_binding(6)), "{placement:?}: {out}");
+    }
+    let mut unbound = job(3, "identity");
+    unbound.env.push((commcore_linux::runtime::ENV_BIND.into(), "none".into()));
+    let out = run_ok(&unbound);
+    if commcore_tests::cpus::allowed_cpus().len() > 1 {
+        assert!(out.contains("cpus - - -;"), "{out}");
     }
     let mut spec = job(1, "identity");
     spec.capture_rank0_stdout = true;

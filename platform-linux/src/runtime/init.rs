@@ -189,7 +189,7 @@ impl World {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let oversubscribed = size > cores;
         if launched && size > 1 {
-            super::affinity::bind(rank, size);
+            super::affinity::bind(rank);
         }
         // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
         // machine a rank that yields loses its core to other work for a whole time slice);

@@ -288,19 +288,37 @@ fn identity(world: &World) {
     let (_, lpid) = world.self_comm().rank_map().translate(0).expect("self has rank 0");
     assert_eq!(lpid as usize, me);
     assert_eq!(world.self_comm().rank_map().translate(1), None);
-    // Everyone reports its node to rank 0, which prints the map.
-    let node = world.node() as u32;
+    // Everyone reports its node and the CPU it is bound to (or "-" when it may run on
+    // several) to rank 0, which prints both maps.
+    let cpus = commcore_tests::cpus::allowed_cpus();
+    let cpu = match cpus[..] {
+        [cpu] => cpu as u32,
+        _ => u32::MAX,
+    };
+    let mine = [world.node() as u32, cpu];
     if comm.rank() == 0 {
-        let mut nodes = vec![node];
+        let mut all = vec![mine];
         for from in 1..comm.size() {
-            let mut buf = [0u8; 4];
+            let mut buf = [0u8; 8];
             comm.recv(&mut buf, from, 0).unwrap();
-            nodes.push(u32::from_le_bytes(buf));
+            let word = |i: usize| u32::from_le_bytes(buf[4 * i..4 * i + 4].try_into().unwrap());
+            all.push([word(0), word(1)]);
         }
-        let text: Vec<String> = nodes.iter().map(u32::to_string).collect();
-        println!("nodes {} of {}; {}", text.join(" "), world.nodes(), world.single_copy());
+        let nodes: Vec<String> = all.iter().map(|[node, _]| node.to_string()).collect();
+        let bound: Vec<String> = all
+            .iter()
+            .map(|&[_, cpu]| if cpu == u32::MAX { "-".into() } else { cpu.to_string() })
+            .collect();
+        println!(
+            "nodes {} of {}; cpus {}; {}",
+            nodes.join(" "),
+            world.nodes(),
+            bound.join(" "),
+            world.single_copy()
+        );
     } else {
-        comm.send(&node.to_le_bytes(), 0, 0).unwrap();
+        let bytes: Vec<u8> = mine.iter().flat_map(|w| w.to_le_bytes()).collect();
+        comm.send(&bytes, 0, 0).unwrap();
     }
 }
 
