@@ -17,6 +17,7 @@ use commcore::coll::{
     Group, Op, ReduceOp, Region, Root, Schedule, Step,
 };
 
+use super::coll_selection::{control_text, Selection, Shape};
 use super::comm::Comm;
 use super::engine::{Pattern, Sink};
 use super::error::{CollectiveError, P2pError};
@@ -24,10 +25,6 @@ use super::layout_words::LayoutWords;
 use super::shm_coll::{self, ShmColl, ShmComponent};
 use super::Runtime;
 use crate::shm::Ring;
-
-/// Environment: a control string for collective selection (`coll=^hier`, forcing per
-/// operation and size, …), as core's `Control::parse` reads it.
-pub const ENV_COLL: &str = "COMMCORE_COLL";
 
 /// Tag of schedule traffic in a collective context (the allgather of communicator
 /// creation uses its own).
@@ -55,8 +52,12 @@ pub(super) struct BuiltinTable {
 }
 
 impl BuiltinTable {
-    fn new(table: CollTable<'static>) -> BuiltinTable {
-        BuiltinTable { table, without_shm: None, shm: None, shm_ops: 0, _layout_words: None }
+    /// The tables of `selection`; `shm` is the member's area, kept only when `shm` serves
+    /// some operation (otherwise it goes back at once).
+    fn new(selection: Selection, shm: Option<ShmColl>, layout_words: Option<LayoutWords>) -> Self {
+        let Selection { table, without_shm, shm_ops } = selection;
+        let shm = shm.filter(|_| without_shm.is_some());
+        BuiltinTable { table, without_shm, shm, shm_ops, _layout_words: layout_words }
     }
 
     /// The schedule of one call that `shm` does not run.
@@ -92,8 +93,26 @@ fn table(
     CollTable::select(info, &components, control).map_err(CollectiveError::Coll)
 }
 
+/// The tables selected for `info` under the process's control string, `shm` taking part
+/// when `area` (the member was granted one).
+fn selection(info: &CommInfo<'static>, area: bool) -> Result<Selection, CollectiveError> {
+    let control = control(control_text())?;
+    let selected = table(info, &control, &ShmComponent { attached: area })?;
+    if CollOp::ALL.iter().all(|&op| selected.provider(op) != Some(shm_coll::NAME)) {
+        return Ok(Selection { table: selected, without_shm: None, shm_ops: 0 });
+    }
+    let shm_ops = CollOp::ALL
+        .iter()
+        .filter(|&&op| selected.provider(op) == Some(shm_coll::NAME))
+        .filter(|&&op| control.forces().iter().all(|force| force.op != op))
+        .fold(0, |bits, &op| bits | 1 << op as u32);
+    let without_shm = table(info, &control, &ShmComponent { attached: false })?;
+    Ok(Selection { table: selected, without_shm: Some(without_shm), shm_ops })
+}
+
 /// The collective table of a communicator whose members are `world_ranks`; `shm` is this
-/// member's use of the shared-memory area the creation granted it, if any.
+/// member's use of the shared-memory area the creation granted it, if any. Communicators
+/// on one node take their tables from the runtime's cache of selections.
 pub(super) fn select(
     runtime: &Runtime,
     rank: usize,
@@ -102,36 +121,15 @@ pub(super) fn select(
 ) -> Result<BuiltinTable, CollectiveError> {
     let nodes: Vec<u32> = world_ranks.iter().map(|&w| runtime.fabric.nodes[w]).collect();
     let size = u32::try_from(world_ranks.len()).map_err(|_| CollectiveError::TooLarge)?;
-    let mut info = CommInfo::intra(rank as u32, size);
-    let one_node = nodes.iter().all(|&n| n == nodes[0]);
-    let mut layout_words = None;
-    if !one_node {
-        let (layout, words) = LayoutWords::build(&nodes).map_err(|_| CollectiveError::TooLarge)?;
-        layout_words = Some(words);
-        info = info.with_layout(layout);
+    let info = CommInfo::intra(rank as u32, size);
+    if nodes.iter().all(|&n| n == nodes[0]) {
+        let shape = Shape { rank: rank as u32, size, area: shm.is_some() };
+        let selection = runtime.selections.get_or_select(shape, || selection(&info, shape.area))?;
+        return Ok(BuiltinTable::new(selection, shm, None));
     }
-    let text = std::env::var(ENV_COLL).unwrap_or_default();
-    let control = control(&text)?;
-    let shm = shm.filter(|_| one_node);
-    let component = ShmComponent { attached: shm.is_some() };
-    let selected = table(&info, &control, &component)?;
-    let shm_ops = CollOp::ALL
-        .iter()
-        .filter(|&&op| selected.provider(op) == Some(shm_coll::NAME))
-        .filter(|&&op| control.forces().iter().all(|force| force.op != op))
-        .fold(0, |bits, &op| bits | 1 << op as u32);
-    if CollOp::ALL.iter().all(|&op| selected.provider(op) != Some(shm_coll::NAME)) {
-        // Not selected (excluded, or outranked): the area goes back at once.
-        return Ok(BuiltinTable { _layout_words: layout_words, ..BuiltinTable::new(selected) });
-    }
-    let without_shm = table(&info, &control, &ShmComponent { attached: false })?;
-    Ok(BuiltinTable {
-        table: selected,
-        without_shm: Some(without_shm),
-        shm,
-        shm_ops,
-        _layout_words: layout_words,
-    })
+    let (layout, words) = LayoutWords::build(&nodes).map_err(|_| CollectiveError::TooLarge)?;
+    let selection = selection(&info.with_layout(layout), false)?;
+    Ok(BuiltinTable::new(selection, None, Some(words)))
 }
 
 /// The collective table of an inter-communicator: rank `rank` of a local group of `size`,
@@ -144,9 +142,7 @@ pub(super) fn select_inter(
     let size = u32::try_from(size).map_err(|_| CollectiveError::TooLarge)?;
     let remote_size = u32::try_from(remote_size).map_err(|_| CollectiveError::TooLarge)?;
     let info = CommInfo::inter(rank as u32, size, remote_size);
-    let text = std::env::var(ENV_COLL).unwrap_or_default();
-    let control = control(&text)?;
-    table(&info, &control, &ShmComponent { attached: false }).map(BuiltinTable::new)
+    Ok(BuiltinTable::new(selection(&info, false)?, None, None))
 }
 
 impl Comm {

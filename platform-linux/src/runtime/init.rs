@@ -234,6 +234,7 @@ impl World {
             cid_algorithm: cid_algorithm()?,
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
+            selections: Default::default(),
             oversubscribed,
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;

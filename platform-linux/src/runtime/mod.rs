@@ -26,6 +26,7 @@
 
 mod affinity;
 mod coll;
+mod coll_selection;
 mod comm;
 mod create;
 mod engine;
@@ -39,7 +40,7 @@ mod request;
 mod shm_coll;
 
 pub use affinity::ENV_BIND;
-pub use coll::ENV_COLL;
+pub use coll_selection::ENV_COLL;
 pub use comm::Comm;
 pub use create::UNDEFINED;
 pub use error::{CollectiveError, CommError, InitError, P2pError};
@@ -107,6 +108,8 @@ pub(crate) struct Runtime {
     cid_allreduces: std::sync::atomic::AtomicU64,
     /// The collective areas this rank owns.
     areas: shm_coll::pool::AreaPool,
+    /// Collective tables selected for communicators of the shapes met last.
+    selections: coll_selection::SelectionCache,
     /// More ranks than CPUs (counted before this rank was bound to one).
     oversubscribed: bool,
 }
