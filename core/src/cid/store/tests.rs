@@ -232,3 +232,24 @@ fn folded_stashes_few_spread_cids_and_stays_near_two_cells_a_cid() {
     assert_eq!(stashed, folded.displaced());
     assert!(!folded.is_displaced((0..).find(|cid| !live.contains_key(cid)).unwrap_or(0)));
 }
+
+#[test]
+fn folded_keeps_low_cids_whose_low_bits_collide_in_a_range_up_to_the_highest() {
+    let mut arena = vec![FoldedSlot::empty(); 256];
+    let mut folded = Folded::new(&mut arena);
+    // Seven CIDs: 0 and 8, 1 and 9 share their three low bits, so eight home cells do not
+    // serve; the ten cells up to CID 9 do, one load each like a flat array.
+    let cids = [0, 1, 2, 3, 4, 8, 9];
+    for cid in cids {
+        folded.insert(cid, cid + 100).unwrap();
+    }
+    assert_eq!(folded.cells(), 10);
+    assert_eq!(folded.displaced(), 0);
+    assert!(cids.iter().all(|&cid| folded.get(cid) == Some(cid + 100)));
+    assert!([5, 6, 7, 10, 16, 17].iter().all(|&cid| folded.get(cid).is_none()));
+    // A CID past the range grows it.
+    folded.insert(12, 112).unwrap();
+    assert_eq!(folded.cells(), 13);
+    assert_eq!(folded.remove(8), Some(108));
+    assert!(folded.get(8).is_none() && folded.get(12) == Some(112));
+}
