@@ -125,10 +125,18 @@ impl<'r> CollArea<'r> {
         if needed <= free_through.load(Acquire) {
             return true;
         }
-        // Each member published every call up to what its cell for `needed` holds.
+        // Each member published every call up to what its cell for a call holds. The cell
+        // of the call before ours first: a member that published it frees the next
+        // `DEPTH - 1` calls at once, where the cell for `needed` alone frees about one (a
+        // root running ahead would otherwise read every reader's line again each call; bcast
+        // 8 B, 8 ranks on 2 cores, interleaved runs: 0.183 → 0.166 µs).
+        let latest = call.saturating_sub(1).max(needed);
         let mut through = u64::MAX;
         for m in (0..self.members).filter(|&m| m != me) {
-            through = through.min(self.call_word(m, needed).load(Acquire));
+            let word = self.call_word(m, latest).load(Acquire);
+            let reached =
+                if word >= latest { word } else { self.call_word(m, needed).load(Acquire) };
+            through = through.min(reached);
             if through < needed {
                 return false;
             }

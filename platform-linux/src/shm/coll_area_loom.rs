@@ -11,10 +11,11 @@ use loom::sync::atomic::{fence, AtomicU32, AtomicU64};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 
-/// Fewer cells than the real area, so that reuse happens within a short model.
-const DEPTH: u64 = 2;
+/// Fewer cells than the real area, so that reuse happens within a short model; three, so
+/// that the probe of the latest call's cell differs from the cell a write needs free.
+const DEPTH: u64 = 3;
 const MEMBERS: usize = 2;
-const CALLS: u64 = 3;
+const CALLS: u64 = 5;
 
 /// Two members' cells: each a call word and its data.
 struct Area {
@@ -25,11 +26,8 @@ struct Area {
 impl Area {
     fn new() -> Area {
         Area {
-            calls: [[AtomicU64::new(0), AtomicU64::new(0)], [AtomicU64::new(0), AtomicU64::new(0)]],
-            cells: [
-                [UnsafeCell::new(0), UnsafeCell::new(0)],
-                [UnsafeCell::new(0), UnsafeCell::new(0)],
-            ],
+            calls: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            cells: std::array::from_fn(|_| std::array::from_fn(|_| UnsafeCell::new(0))),
         }
     }
 
@@ -43,9 +41,13 @@ impl Area {
         if needed <= *free_through {
             return true;
         }
+        let latest = call.saturating_sub(1).max(needed);
         let mut through = u64::MAX;
         for m in (0..MEMBERS).filter(|&m| m != me) {
-            through = through.min(self.call_word(m, needed).load(Acquire));
+            let word = self.call_word(m, latest).load(Acquire);
+            let reached =
+                if word >= latest { word } else { self.call_word(m, needed).load(Acquire) };
+            through = through.min(reached);
             if through < needed {
                 return false;
             }
