@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, OpError, Root};
 
-use super::wait::{wait_until, wake_sleepers};
+use super::wait::{wait_until, wake_sleepers, Awaited};
 use super::ShmColl;
 use crate::runtime::error::CollectiveError;
 use crate::shm::coll_area::CELL_BYTES;
@@ -105,7 +105,8 @@ impl ShmColl {
 
     pub(super) fn wait_all(&self, area: &CollArea<'_>, call: u64) {
         let me = self.me;
-        wait_until(&self.runtime, area, me, || {
+        let pending = |m: usize| !area.published(m, call);
+        wait_until(&self.runtime, area, me, Awaited::Spread(&pending), || {
             (0..self.size()).all(|m| m == me || area.published(m, call))
         });
     }
@@ -122,7 +123,9 @@ impl ShmColl {
         data: &[u8],
     ) -> Result<(), CollectiveError> {
         let free = &self.free_through;
-        wait_until(&self.runtime, area, self.me, || area.cell_free(self.me, call, free));
+        wait_until(&self.runtime, area, self.me, Awaited::Anyone, || {
+            area.cell_free(self.me, call, free)
+        });
         if !area.publish(self.me, call, data, free) {
             return Err(CollectiveError::AreaProtocol);
         }
@@ -162,7 +165,9 @@ impl ShmColl {
             if self.me == root {
                 self.contribute(&area, call, &buf[range])?;
             } else {
-                wait_until(&self.runtime, &area, self.me, || area.published(root, call));
+                wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
+                    area.published(root, call)
+                });
                 Self::read(&area, root, call, 0, &mut buf[range])?;
                 // Done with the root's cell: it may reuse it.
                 area.announce(self.me, call);

@@ -15,7 +15,7 @@ use std::sync::{OnceLock, PoisonError};
 
 use commcore::coll::{reduce, Datatype, Op};
 
-use super::wait::wait_until;
+use super::wait::{wait_until, Awaited};
 use super::ShmColl;
 use crate::runtime::error::{CollectiveError, P2pError};
 use crate::runtime::SingleCopy;
@@ -115,7 +115,9 @@ impl ShmColl {
             return Ok(());
         }
         area.announce(self.me, publish);
-        wait_until(&self.runtime, &area, self.me, || area.published(root, publish));
+        wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
+            area.published(root, publish)
+        });
         let result = Self::address(&area, root, publish, 0)
             .and_then(|address| self.read_remote(root, address, buf));
         // Done even when the read failed: the root must not wait for us forever.

@@ -11,7 +11,10 @@
 //! `COMMCORE_COLL_SPIN_US` overrides the poll time of these waits. A waiter does not poll
 //! either when another member last waited on its CPU: on a busy machine two ranks may
 //! share a core even when there are as many cores as ranks, and then polling only delays
-//! the rank it waits for (by the whole poll time, 200 µs, per wait).
+//! the rank it waits for (by the whole poll time, 200 µs, per wait). The one exception is
+//! a call every member of the job takes part in, once all members it waits for run on
+//! other CPUs: then it polls briefly ([`Awaited::Spread`]; 8 ranks on 2 cores, barrier,
+//! allreduce and alltoall at 8 B, interleaved runs: 7–12 % faster).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
@@ -39,18 +42,49 @@ fn poll_time(runtime: &Runtime) -> Duration {
     })
 }
 
+/// With more ranks than cores, how long a member that waits in an all-to-all area call
+/// polls while every member it waits for runs on other CPUs (see [`Awaited::Spread`]).
+const SPREAD_POLL: Duration = Duration::from_micros(5);
+
+/// Whom a wait waits for, which decides whether it may poll with more ranks than cores.
+pub(super) enum Awaited<'f> {
+    /// Any member: the wait yields at once when ranks outnumber cores.
+    Anyone,
+    /// The members for which the function holds, in a call every member of a communicator
+    /// that spans the whole job takes part in (barrier, allreduce, alltoall). A member that
+    /// waits there polls for up to [`SPREAD_POLL`] while none of them last ran on its CPU:
+    /// the members that share its CPU have all arrived and wait as it does, so yielding
+    /// to them only costs a context switch each (0.55 µs here), and the call completes as
+    /// soon as the other CPUs' members arrive.
+    Spread(&'f dyn Fn(usize) -> bool),
+}
+
 /// Returns once `ready()` holds. `me` is this member; the wait polls only while no other
 /// member last ran on this CPU: one that shares our core cannot make progress while we poll.
 pub(super) fn wait_until(
     runtime: &Runtime,
     area: &CollArea<'_>,
     me: usize,
+    awaited: Awaited<'_>,
     ready: impl Fn() -> bool,
 ) {
     if ready() {
         return;
     }
-    let poll = if shares_cpu(area, me) { Duration::ZERO } else { poll_time(runtime) };
+    let spread_poll = match awaited {
+        Awaited::Spread(awaited) if area.members() == runtime.fabric.size => {
+            let here = current_cpu().map_or(0, |cpu| cpu + 1);
+            let awaited_here = (0..area.members())
+                .any(|m| m != me && awaited(m) && area.cpu(m).load(Relaxed) == here);
+            if here == 0 || awaited_here {
+                Duration::ZERO
+            } else {
+                SPREAD_POLL
+            }
+        }
+        _ => Duration::ZERO,
+    };
+    let poll = if shares_cpu(area, me) { spread_poll } else { poll_time(runtime).max(spread_poll) };
     let start = Instant::now();
     loop {
         let waited = start.elapsed();
