@@ -150,38 +150,53 @@ fn loom_reduce_contributors_never_overwrite_what_the_root_still_reads() {
 }
 
 #[test]
-fn loom_single_copy_buffer_is_not_rewritten_while_a_member_reads_it() {
-    // `single_copy.rs`: the root publishes the address of its own buffer (the cell's
-    // value stands for it), the reader copies from the buffer itself, then publishes the
-    // "done" call; the root returns (and may rewrite its buffer) only after every done.
+fn loom_single_copy_buffers_are_not_rewritten_while_the_other_side_copies() {
+    // `single_copy.rs`, bcast: the root and the reader publish the addresses of their
+    // buffers (the cells' values stand for them). The reader copies the head of the root's
+    // buffer while the root writes the tail of the reader's; the root then publishes its
+    // "done" (saying the tail is written), which the reader awaits before it reads its tail
+    // and publishes its own done. Neither side touches its buffer again (the next bcast's
+    // data, the user's reuse) before the other's done.
     loom::model(|| {
         let area = Arc::new(Area::new());
-        let buffer = Arc::new(UnsafeCell::new(0u64));
+        let root_buffer = Arc::new(UnsafeCell::new(0u64));
+        let reader_tail = Arc::new(UnsafeCell::new(0u64));
         let root = {
-            let (area, buffer) = (area.clone(), buffer.clone());
+            let (area, root_buffer, reader_tail) =
+                (area.clone(), root_buffer.clone(), reader_tail.clone());
             thread::spawn(move || {
                 let mut free_through = 0;
                 for bcast in 0..2 {
                     let publish = 2 * bcast + 1;
-                    // SAFETY: nobody reads the buffer before the publish below, and every
-                    // reader of the previous bcast published its done (awaited below).
-                    buffer.with_mut(|b| unsafe { *b = value(0, publish) });
+                    // SAFETY: the reader of the previous bcast published its done (awaited
+                    // below) and reads this buffer only after the publish below.
+                    root_buffer.with_mut(|b| unsafe { *b = value(0, publish) });
                     area.contribute(0, publish, publish, &mut free_through);
-                    area.call_word(0, publish + 1).store(publish + 1, Release);
+                    assert_eq!(area.read(1, publish), publish, "the reader's address");
+                    // SAFETY: the reader published its address after it last touched its
+                    // tail, and touches it again only after our done below.
+                    reader_tail.with_mut(|t| unsafe { *t = value(0, publish) });
+                    area.contribute(0, publish + 1, 1, &mut free_through);
                     while area.call_word(1, publish + 1).load(Acquire) < publish + 1 {
                         thread::yield_now();
                     }
                 }
             })
         };
+        let mut free_through = 0;
         for bcast in 0..2 {
             let publish = 2 * bcast + 1;
-            area.call_word(1, publish).store(publish, Release);
-            assert_eq!(area.read(0, publish), publish, "the published address");
-            // SAFETY: the root published this call after writing the buffer, and writes
-            // it again only after our done below; loom reports any overlap.
-            let seen = buffer.with(|b| unsafe { *b });
-            assert_eq!(seen, value(0, publish));
+            // SAFETY: the root wrote the tail in the previous bcast before its done, which
+            // we awaited; it writes again only after our publish below.
+            reader_tail.with_mut(|t| unsafe { *t = 0 });
+            area.contribute(1, publish, publish, &mut free_through);
+            assert_eq!(area.read(0, publish), publish, "the root's address");
+            // SAFETY: the root published this call after writing its buffer, and writes it
+            // again only after our done below; loom reports any overlap.
+            assert_eq!(root_buffer.with(|b| unsafe { *b }), value(0, publish));
+            assert_eq!(area.read(0, publish + 1), 1, "the root wrote our tail");
+            // SAFETY: the root's done (acquired just above) follows its write.
+            assert_eq!(reader_tail.with(|t| unsafe { *t }), value(0, publish));
             area.call_word(1, publish + 1).store(publish + 1, Release);
         }
         root.join().unwrap();
