@@ -109,9 +109,14 @@ impl ShmColl {
             .expect("attach checked the member count")
     }
 
-    /// Numbers the next `calls` area calls; returns the first.
+    /// Numbers the next `calls` area calls; returns the first. A load and a store, not a
+    /// read-modify-write: MPI has one thread at a time call a communicator's collectives
+    /// (concurrent calls would break the numbering either way), and the locked add cost
+    /// a tenth of an 8-byte bcast's time.
     fn next_calls(&self, calls: u64) -> u64 {
-        self.call.fetch_add(calls, Relaxed) + 1
+        let first = self.call.load(Relaxed) + 1;
+        self.call.store(first + calls - 1, Relaxed);
+        first
     }
 
     fn size(&self) -> usize {
