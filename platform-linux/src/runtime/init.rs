@@ -227,6 +227,7 @@ impl World {
             engine: Mutex::new(Engine::new(size, threshold, split_above)),
             spin,
             single_copy,
+            split_copy_above: split_above,
             launched,
             groups,
             arena: Mutex::new(TableArena::new(words)),

@@ -95,6 +95,9 @@ pub(crate) struct Runtime {
     engine: Mutex<Engine>,
     spin: Spin,
     single_copy: SingleCopy,
+    /// Single copies longer than this are split between both sides (`COMMCORE_SPLIT_COPY_ABOVE`;
+    /// the engine's long messages and the `shm` bcast).
+    split_copy_above: Option<usize>,
     launched: bool,
     /// Process group 0, the world's.
     groups: ProcessGroups<'static, 1>,

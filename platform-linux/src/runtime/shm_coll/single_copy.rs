@@ -120,11 +120,15 @@ impl ShmColl {
     }
 
     /// Bcast: the root and the readers publish their buffers. Each reader reads the head of
-    /// the root's buffer while the root writes the tail into it (a share of one in `size`,
-    /// so the root's writes to all readers take as long as one reader's read), then waits
-    /// for the root's "done", which says whether the tail arrived (else it reads the tail
-    /// itself), and reports its own done. At 2 processes, 64 KiB: 2.0–2.4 µs read whole,
-    /// 1.38–1.42 µs split (interleaved runs).
+    /// the root's buffer while the root writes the tail into it, then waits for the root's
+    /// "done", which says whether the tail arrived (else it reads the tail itself), and
+    /// reports its own done. The tail is a share of one in `size` (so the root's writes to
+    /// all readers take as long as one reader's read) for messages above the runtime's
+    /// split limit (`COMMCORE_SPLIT_COPY_ABOVE`, 128 KiB by default, as for point-to-point),
+    /// else empty. At 2 processes, 64 KiB, interleaved runs, split against read whole:
+    /// 1.38–1.42 against 1.90–2.11 µs when the two vCPUs pass cache lines fast, but
+    /// 3.2–4.3 against 2.93–3.12 µs when they pass them slowly (writing into the reader's
+    /// process pins its pages from the other core).
     pub(super) fn bcast_single_copy(
         &self,
         buf: &mut [u8],
@@ -134,11 +138,12 @@ impl ShmColl {
         let publish = self.next_calls(2);
         let done = publish + 1;
         let address = buf.as_ptr() as u64;
-        let tail = buf.len() - buf.len() / self.size();
+        let split = self.runtime.split_copy_above.is_some_and(|limit| buf.len() > limit);
+        let tail = if split { buf.len() - buf.len() / self.size() } else { buf.len() };
         if self.me == root {
             self.contribute(&area, publish, &address.to_ne_bytes())?;
             let mut written = true;
-            for reader in (0..self.size()).filter(|&m| m != root) {
+            for reader in (0..self.size()).filter(|&m| split && m != root) {
                 wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
                     area.published(reader, publish)
                 });
