@@ -17,7 +17,8 @@
 # barrier, bcast, allreduce and alltoall at 8 B and 64 KiB on 2, 4 and 8 processes
 # (`commcore bench coll-procs`, scripts/peers/coll.c). For latencies lower is better; for bandwidth and
 # message rate higher is better. With --json it prints one JSON list of
-# {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}.
+# {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}. Last, on
+# stderr, how many of each one's point-to-point jobs got this host's fast vCPU placement.
 #
 # Peer settings, measured on this machine: Open MPI needs --allow-run-as-root --oversubscribe,
 # and pml=ob1 with btl=self,vader,tcp skips a ~200 ms libfabric probe per process. MPICH 4.0.2
@@ -202,4 +203,15 @@ else
                  | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end),
                 .unit] | [.[0], .[1], .[2], .[3], .[4], .[6], .[5]] | @tsv)' <<<"$report" |
         column -t -s $'\t'
+fi
+
+# This machine's host places its two vCPUs in one of two ways per job: 8 B ping-pong takes
+# about 0.1 µs in the fast placement and 0.3–0.7 µs in the slow one, for every
+# implementation. Medians compare whichever placement most of each one's jobs got, so say
+# how many got the fast one.
+if wants pt2pt; then
+    log "$(jq -r -s '[group_by(.peer)[]
+        | "\(.[0].peer) \(map(select((.figures.pingpong_latency_8B // 1) < 0.2)) | length)/\(length)"]
+        | "jobs whose 8 B ping-pong took < 0.2 us (the fast vCPU placement): " + join(", ")' \
+        "$results")"
 fi
