@@ -24,6 +24,7 @@ use commcore::coll::{
 };
 
 use crate::bench::option;
+use crate::bench::stats::median;
 use crate::sim::coll_exec::{intra_buffers, run as execute, Executor, RankBufs, Topology};
 
 /// Runs the benchmark.
@@ -51,11 +52,6 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         "schedule": schedule(&ranks)?,
         "hier": hier()?,
     }))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn dispatch(iters: usize, blocks: usize) -> Result<Value, String> {

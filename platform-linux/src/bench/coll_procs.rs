@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use super::option;
 use super::pt2pt::launch_self;
+use super::stats::median;
 use crate::launch::env;
 use crate::runtime::{CollectiveError, Comm, World};
 
@@ -80,15 +81,12 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..batches {
                 samples.push(batch(comm, &mut call, iterations)?);
             }
-            samples.sort_by(f64::total_cmp);
             let label = if op == "barrier" {
                 "barrier".to_string()
             } else {
                 format!("{op}_{}", label(size))
             };
-            rows.push(
-                json!({ "figure": label, "unit": "us", "latency": samples[samples.len() / 2] }),
-            );
+            rows.push(json!({ "figure": label, "unit": "us", "latency": median(samples) }));
         }
     }
     if comm.rank() == 0 {

@@ -8,6 +8,7 @@ pub mod pt2pt;
 pub mod rankmap;
 pub mod report;
 pub mod split;
+pub mod stats;
 
 /// A benchmark's entry point: its own arguments in, its JSON report out.
 pub type BenchFn = fn(&[String]) -> Result<serde_json::Value, String>;

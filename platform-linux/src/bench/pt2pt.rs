@@ -12,6 +12,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::option;
+use super::stats::median;
 use crate::launch::{env, run_job, JobSpec};
 use crate::runtime::{Comm, P2pError, Request, World};
 
@@ -119,11 +120,6 @@ fn label(size: usize) -> String {
 
 fn row(figure: &str, unit: &str, single_copy: &Value, two_copy: &Value) -> Value {
     json!({ "figure": figure, "unit": unit, "single_copy": single_copy, "two_copy": two_copy })
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// One rank of the benchmark job: ranks 0 and 1 measure, the rest wait.

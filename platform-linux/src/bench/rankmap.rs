@@ -21,6 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use super::option;
+use super::stats::median;
 use vc_vcrt::{Vc, VcComm, VcTable};
 
 /// Process groups the benchmark registers (its own world and one spawned group).
@@ -402,13 +403,12 @@ fn memory_and_creation(n: u32) -> Result<(Vec<Value>, Vec<Value>), String> {
         }));
         // Every communicator of a case is the same build: the median resists other tenants
         // of the machine; the mean is printed beside it.
-        nanos.sort_by(f64::total_cmp);
         let per_rank = |ns: f64| round3(ns / indirect.len() as f64);
         creation.push(json!({
             "ranks": n,
             "pattern": pattern,
-            "ns_per_rank": per_rank(nanos[nanos.len() / 2]),
             "mean_ns_per_rank": per_rank(nanos.iter().sum::<f64>() / nanos.len() as f64),
+            "ns_per_rank": per_rank(median(nanos)),
         }));
         for map in maps {
             map.free(&mut arena).map_err(|e| e.to_string())?;

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 
 use super::option;
 use super::pt2pt::launch_self;
+use super::stats::{quantile, sorted};
 use crate::launch::env;
 use crate::runtime::{Comm, World, UNDEFINED};
 
@@ -196,14 +197,9 @@ fn rank_main(args: &[String], small: bool) -> Result<(), Box<dyn std::error::Err
 }
 
 /// Median, p90, p99 and mean of `values` (µs), and p99 over median.
-fn summary(mut values: Vec<f64>) -> Value {
-    values.sort_by(f64::total_cmp);
-    let at = |q: f64| {
-        values
-            .get(((values.len() as f64 * q) as usize).min(values.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
+fn summary(values: Vec<f64>) -> Value {
+    let values = sorted(values);
+    let at = |q: f64| quantile(&values, q);
     let mean = values.iter().sum::<f64>() / values.len().max(1) as f64;
     json!({
         "median_us": at(0.5),
