@@ -105,9 +105,9 @@ impl ShmColl {
 
     pub(super) fn wait_all(&self, area: &CollArea<'_>, call: u64) {
         let me = self.me;
-        let pending = |m: usize| !area.published(m, call);
+        let pending = |m: usize| m != me && !area.published(m, call);
         wait_until(&self.runtime, area, me, Awaited::Spread(&pending), || {
-            (0..self.size()).all(|m| m == me || area.published(m, call))
+            !(0..self.size()).any(pending)
         });
     }
 

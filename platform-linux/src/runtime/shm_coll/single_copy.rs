@@ -46,6 +46,14 @@ const WHOLE_UP_TO: usize = 2;
 /// One published buffer address per member and call.
 const ADDRESS_BYTES: usize = 8;
 
+/// A single-copy transfer to or from world rank `peer` that the kernel refused.
+fn copy_failed(peer: usize, error: std::io::Error) -> CollectiveError {
+    CollectiveError::P2p(P2pError::SingleCopyFailed {
+        peer,
+        errno: error.raw_os_error().unwrap_or(0),
+    })
+}
+
 /// The elements of segment `i` of `count` elements cut into `parts` near-equal segments,
 /// as a byte range for elements of `unit` bytes.
 fn segment(i: usize, parts: usize, count: usize, unit: usize) -> Range<usize> {
@@ -71,12 +79,7 @@ impl ShmColl {
             return Ok(());
         }
         let peer = self.world[member];
-        cma::read(self.runtime.fabric.pids[peer], address, out).map_err(|e| {
-            CollectiveError::P2p(P2pError::SingleCopyFailed {
-                peer,
-                errno: e.raw_os_error().unwrap_or(0),
-            })
-        })
+        cma::read(self.runtime.fabric.pids[peer], address, out).map_err(|e| copy_failed(peer, e))
     }
 
     /// Copies `data` to `address` in `member`'s process.
@@ -91,12 +94,7 @@ impl ShmColl {
         }
         let peer = self.world[member];
         cma::write(self.runtime.fabric.pids[peer], data.as_ptr() as u64, address, data.len())
-            .map_err(|e| {
-                CollectiveError::P2p(P2pError::SingleCopyFailed {
-                    peer,
-                    errno: e.raw_os_error().unwrap_or(0),
-                })
-            })
+            .map_err(|e| copy_failed(peer, e))
     }
 
     /// The `index`-th address `member` published in area call `call`.
