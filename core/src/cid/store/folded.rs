@@ -72,15 +72,15 @@ impl Shape {
 /// communicators, not the highest CID (the alternate range leaves room above the highest
 /// CID, so the increasing CIDs of the highest-CID algorithm mostly take the O(1) path).
 ///
-/// When every live CID has a home cell of its own (dense CIDs, as lowest hands them
-/// out), the store switches to a home-only layout: plain handles, one load. Its home range
-/// is a power of two under the mask, or, when that would be twice as large, every CID up
-/// to the highest, unmasked (in the storage bench: density 0.444 → 0.481 for lowest in
-/// small_comm, 0.502 → 0.547 in few_live, lookups unchanged).
+/// When the live CIDs are dense (as lowest hands them out), the store switches to a
+/// home-only layout: one cell for every CID up to the highest, plain handles, indexed by
+/// the CID itself, so a lookup is a flat array's. A masked power-of-two home range was
+/// also tried: the mask cost a cycle on every lookup (1.29× flat) and lowest's CIDs
+/// rarely fit one smaller than their range (density 0.481 with it, 0.488 without).
 ///
-/// Against a flat array's dependent lookup (one load), the home-only layout adds the
-/// mask, the two-load layout the mask or shift and the XOR: about one and two cycles on
-/// a chain of seven, which no choice of table size removes. A stashed CID's lookup also
+/// Against a flat array's dependent lookup (one load), the two-load layout adds the mask
+/// or shift and the XOR: about two cycles on a chain of seven, which no choice of table
+/// size removes. A stashed CID's lookup also
 /// pays the key check's mispredicted branch, resolved only after both loads: about ten
 /// lookups' time, so the stash, not the table, decides how far past the XOR a row lands.
 ///
@@ -94,8 +94,9 @@ pub struct Folded<'a, H> {
     shape: Shape,
     len: usize,
     stash_len: usize,
-    /// Every CID sits alone in its home cell with its plain handle: a lookup is one load,
-    /// as in a flat array (dense CIDs, as lowest hands them out). No use counts, no stash.
+    /// Cell `c` holds CID `c`'s plain handle, for every CID up to the highest: a lookup
+    /// is one load, as in a flat array (dense CIDs, as lowest hands them out). No use
+    /// counts, no stash.
     home_only: bool,
 }
 
@@ -253,40 +254,27 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
         Ok(())
     }
 
-    /// Lays the packed entries out home-only when a home range of one or two cells a CID
-    /// gives each its own cell; `highest` is the largest of their CIDs, `kept` where the old
-    /// layout ended. Between those two sizes it tries the range of every CID up to
-    /// `highest` unmasked (a home range need not be a power of two when no CID wraps).
+    /// Lays the packed entries out home-only, one cell for every CID up to `highest`,
+    /// when that takes fewer cells than twice the power of two at or above `n`; `kept` is
+    /// where the old layout ended.
     fn place_home_only(&mut self, n: usize, highest: Cid, kept: usize) -> bool {
         let packed = self.arena.len() - n;
         let bits = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
-        let bits = bits.max(MIN_HOME_BITS);
-        let unmasked = highest as usize + 1;
-        let masked = |home_bits: u32| (1usize << home_bits, (1usize << home_bits) - 1);
-        let candidates = [masked(bits), (unmasked, usize::MAX), masked(bits + 1)];
-        for (cells, mask) in candidates {
-            let wider_than_next = mask == usize::MAX && unmasked >= 1 << (bits + 1);
-            if cells > packed || wider_than_next {
-                continue;
-            }
-            self.arena[..cells].fill(FoldedSlot::empty());
-            let alone = (packed..packed + n).all(|i| {
-                let entry = self.arena[i];
-                let home = entry.key as usize & mask;
-                let free = self.arena[home].key == EMPTY;
-                self.arena[home] = entry;
-                free
-            });
-            if alone {
-                self.arena[cells..kept.max(cells)].fill(FoldedSlot::empty());
-                self.arena[packed..].fill(FoldedSlot::empty());
-                self.shape = Shape { cells, mask, shift: 0, offset: 0 };
-                self.stash_len = 0;
-                self.home_only = true;
-                return true;
-            }
+        let cells = highest as usize + 1;
+        if cells > packed || cells >= 1 << (bits.max(MIN_HOME_BITS) + 1) {
+            return false;
         }
-        false
+        self.arena[..cells].fill(FoldedSlot::empty());
+        for i in packed..packed + n {
+            let entry = self.arena[i];
+            self.arena[entry.key as usize] = entry;
+        }
+        self.arena[cells..kept.max(cells)].fill(FoldedSlot::empty());
+        self.arena[packed..].fill(FoldedSlot::empty());
+        self.shape = Shape { cells, mask: usize::MAX, shift: 0, offset: 0 };
+        self.stash_len = 0;
+        self.home_only = true;
+        true
     }
 
     /// Peels the CID graph of the packed entries under `shape` into the scratch: returns
@@ -522,10 +510,12 @@ impl<H: Copy + Default + BitXor<Output = H>> CidStore<H> for Folded<'_, H> {
     #[inline]
     fn get(&self, cid: Cid) -> Option<H> {
         let Shape { cells, mask, shift, offset } = self.shape;
-        let home = self.arena[..cells].get(cid as usize & mask)?;
         if self.home_only {
+            // Unmasked: a mask here would be a cycle on every lookup's dependent path.
+            let home = self.arena[..cells].get(cid as usize)?;
             return (home.key == cid && cid != EMPTY).then_some(home.value);
         }
+        let home = self.arena[..cells].get(cid as usize & mask)?;
         // The alternate range as its own slice, so that its offset is not added per lookup.
         let alternate = self.arena.get(offset..cells)?.get((cid >> shift) as usize)?;
         // The key check is a predicted branch: the value does not wait for it.
