@@ -40,6 +40,14 @@ fn bench_cid_reports_every_row_and_its_invariants_hold() {
         if row["structure"] == "rbtree" {
             assert_eq!(density, 1.0);
         }
+        // Only the folded store is set against the bare shapes it is built on.
+        let floor = &row["shape_floor"];
+        assert_eq!(floor.is_object(), row["structure"] == "folded", "{row}");
+        for field in
+            ["flat_ns", "masked_ns", "two_load_xor_ns"].iter().filter(|_| floor.is_object())
+        {
+            assert!(floor[field].as_f64().is_some_and(|ns| ns > 0.0 && ns.is_finite()), "{row}");
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
+use super::cid_floor::Floor;
 use super::option;
 use crate::sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
 
@@ -229,7 +230,16 @@ fn store_rows(
         arena: &mut arena,
     };
     let live = final_live(&traces[timed_rank]);
-    let Timings { best, displaced, unstashed } = stores.time(&live, lookups, seed)?;
+    let Timings { best, displaced, unstashed, shape_floor } = stores.time(&live, lookups, seed)?;
+    let [bare_flat, bare_masked, bare_two_load] = shape_floor;
+    // The folded store's two layouts against the bare shapes they are built on.
+    let folded_floor = json!({
+        "flat_ns": bare_flat,
+        "masked_ns": bare_masked,
+        "two_load_xor_ns": bare_two_load,
+        "masked_ratio": bare_masked / bare_flat,
+        "two_load_xor_ratio": bare_two_load / bare_flat,
+    });
     let median_live = final_live(&traces[median_rank]);
     let Timings { best: median, displaced: median_displaced, .. } =
         stores.time(&median_live, lookups, seed)?;
@@ -255,6 +265,7 @@ fn store_rows(
                 "displaced_fraction": (*structure == "folded").then_some(displaced),
                 "unstashed_lookup_ns": unstashed.filter(|_| *structure == "folded").map(|u| u.0),
                 "unstashed_flat_lookup_ns": unstashed.filter(|_| *structure == "folded").map(|u| u.1),
+                "shape_floor": (*structure == "folded").then_some(&folded_floor),
                 "median_rank": median_rank,
                 "median_live": median_live.len(),
                 "median_lookup_ns": median_ns.0,
@@ -289,8 +300,14 @@ impl Stores<'_> {
         fill(&mut radix, live)?;
         fill(&mut rbtree, live)?;
         fill(&mut folded, live)?;
+        let floor = Floor::new(live);
         let mut best = [(f64::INFINITY, f64::INFINITY); 4];
+        let mut shape_floor = [f64::INFINITY; 3];
         for _ in 0..PASSES {
+            let (flat_bare, masked, two_load) = floor.time(&sequence);
+            for (b, t) in shape_floor.iter_mut().zip([flat_bare, masked, two_load]) {
+                *b = b.min(t);
+            }
             let times = [
                 time_lookups(&flat, &sequence),
                 time_lookups(&radix, &sequence),
@@ -312,7 +329,12 @@ impl Stores<'_> {
             }
             unstashed = Some(pair);
         }
-        Ok(Timings { best, displaced: folded.displaced() as f64 / live.len() as f64, unstashed })
+        Ok(Timings {
+            best,
+            displaced: folded.displaced() as f64 / live.len() as f64,
+            unstashed,
+            shape_floor,
+        })
     }
 }
 
@@ -325,6 +347,9 @@ struct Timings {
     /// When it stashed any, the best dependent (folded, flat) nanoseconds on the same
     /// sequence without the stashed CIDs: the two-load lookup apart from the stash.
     unstashed: Option<(f64, f64)>,
+    /// Best dependent nanoseconds through bare slices: (one load, one masked load, two
+    /// loads and an XOR); see `cid_floor`.
+    shape_floor: [f64; 3],
 }
 
 /// Timing passes; each structure keeps its best.

@@ -2,6 +2,7 @@
 //! readable table of the same figures.
 
 pub mod cid;
+mod cid_floor;
 pub mod coll;
 pub mod coll_procs;
 pub mod pt2pt;
