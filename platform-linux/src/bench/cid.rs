@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use super::cid_floor::Floor;
+use super::cid_floor::{one_load_cells, Floor};
 use super::option;
 use crate::sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
 
@@ -239,6 +239,7 @@ fn store_rows(
         "two_load_xor_ns": bare_two_load,
         "masked_ratio": bare_masked / bare_flat,
         "two_load_xor_ratio": bare_two_load / bare_flat,
+        "one_load_density": live.len() as f64 / one_load_cells(&live).max(1) as f64,
     });
     let median_live = final_live(&traces[median_rank]);
     let Timings { best: median, displaced: median_displaced, .. } =

@@ -49,6 +49,31 @@ impl Floor {
     }
 }
 
+/// The fewest cells of a one-load table (its index one mask, shift or subtraction away
+/// from the CID) that gives every CID of `live` a cell of its own: a bit-field of the
+/// CID, or the range from the lowest CID to the highest.
+pub(super) fn one_load_cells(live: &[Cid]) -> usize {
+    let (Some(&lowest), Some(&highest)) = (live.iter().min(), live.iter().max()) else {
+        return 0;
+    };
+    let range = (highest - lowest) as usize + 1;
+    let separates = |width: u32, shift: u32| {
+        let mut taken = vec![false; 1 << width];
+        live.iter().all(|&cid| {
+            let cell = ((cid >> shift) & ((1 << width) - 1)) as usize;
+            !std::mem::replace(&mut taken[cell], true)
+        })
+    };
+    let first = usize::BITS - live.len().saturating_sub(1).leading_zeros();
+    (first..Cid::BITS)
+        .map(|width| 1usize << width)
+        .take_while(|&cells| cells < range)
+        .find(|&cells| {
+            (0..=Cid::BITS - cells.trailing_zeros()).any(|s| separates(cells.trailing_zeros(), s))
+        })
+        .unwrap_or(range)
+}
+
 /// Nanoseconds per lookup, each key taken through the previous result as in the storage
 /// bench's dependent timing.
 #[inline(always)]
@@ -61,4 +86,25 @@ fn chain(sequence: &[Cid], lookup: impl Fn(Cid) -> u64) -> f64 {
     }
     black_box(last);
     started.elapsed().as_nanos() as f64 / sequence.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_load_cells;
+
+    #[test]
+    fn one_load_cells_finds_the_narrowest_separating_field_or_the_range() {
+        assert_eq!(one_load_cells(&[]), 0);
+        assert_eq!(one_load_cells(&[0, 1, 2, 3]), 4);
+        // Low bits collide, bits 3 and 4 do not.
+        assert_eq!(one_load_cells(&[0, 8, 16, 24]), 4);
+        // Ten CIDs in a row past 100: the range is narrower than any power of two that
+        // separates them.
+        assert_eq!(one_load_cells(&(100..110).collect::<Vec<_>>()), 10);
+        // 0 and 1024 agree on every field narrower than eleven bits but bit 10.
+        assert_eq!(one_load_cells(&[0, 1024]), 2);
+        // Told apart only by bits 0 and 10 together: a field spanning both is wider than
+        // the range.
+        assert_eq!(one_load_cells(&[0, 1, 1024, 1025]), 1026);
+    }
 }
