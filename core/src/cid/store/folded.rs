@@ -80,9 +80,10 @@ impl Shape {
 ///
 /// Against a flat array's dependent lookup (one load), the two-load layout adds the mask
 /// or shift and the XOR: about two cycles on a chain of seven, which no choice of table
-/// size removes. A stashed CID's lookup also
-/// pays the key check's mispredicted branch, resolved only after both loads: about ten
-/// lookups' time, so the stash, not the table, decides how far past the XOR a row lands.
+/// size removes (the storage bench times these bare shapes beside the store). A stashed
+/// CID's lookup also pays the key check's mispredicted branch, resolved only after both
+/// loads: about ten lookups' time, so the stash, not the table, decides how far past the
+/// XOR a row lands.
 ///
 /// Arena layout: `[table: cells][uses: cells / 4][stash]`, the rest is scratch for
 /// rebuilds (which need `2 × cells + 3 × len` cells). `uses` holds one byte a cell in the
@@ -261,7 +262,8 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
         let packed = self.arena.len() - n;
         let bits = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
         let cells = highest as usize + 1;
-        if cells > packed || cells >= 1 << (bits.max(MIN_HOME_BITS) + 1) {
+        let sparser_than_two_cells_a_cid = cells >= 1 << (bits.max(MIN_HOME_BITS) + 1);
+        if cells > packed || sparser_than_two_cells_a_cid {
             return false;
         }
         self.arena[..cells].fill(FoldedSlot::empty());
