@@ -262,8 +262,8 @@ impl<'a, H: Copy + Default + BitXor<Output = H>> Folded<'a, H> {
         let packed = self.arena.len() - n;
         let bits = usize::BITS - n.max(2).saturating_sub(1).leading_zeros();
         let cells = highest as usize + 1;
-        let sparser_than_two_cells_a_cid = cells >= 1 << (bits.max(MIN_HOME_BITS) + 1);
-        if cells > packed || sparser_than_two_cells_a_cid {
+        let too_sparse = cells >= 1 << (bits.max(MIN_HOME_BITS) + 1);
+        if cells > packed || too_sparse {
             return false;
         }
         self.arena[..cells].fill(FoldedSlot::empty());
