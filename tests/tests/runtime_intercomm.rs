@@ -27,13 +27,13 @@ fn overlapping_groups_create_communicators_from_concurrent_threads() {
 }
 
 #[test]
-fn intercomm_between_equal_halves_talks_reduces_and_merges() {
+fn intercomm_between_equal_halves_talks_reduces_merges_and_dups() {
     let out = run_ok(&job(4, &["intercomm", "2"]));
     assert!(out.contains("intercomm: 2 and 2 ranks"), "{out}");
 }
 
 #[test]
-fn intercomm_between_unequal_groups_talks_reduces_and_merges() {
+fn intercomm_between_unequal_groups_talks_reduces_merges_and_dups() {
     for split in ["1", "4", "3"] {
         let out = run_ok(&job(5, &["intercomm", split]));
         assert!(out.contains("intercomm: "), "{out}");

@@ -168,8 +168,12 @@ impl Comm {
         let _ = self.runtime.cids.release(cid);
     }
 
-    /// A new communicator with the same members and ranks (`MPI_Comm_dup`; collective).
+    /// A new communicator with the same members and ranks (`MPI_Comm_dup`; collective, over
+    /// both groups of an inter-communicator).
     pub fn dup(&self) -> Result<Comm, CommError> {
+        if self.inter.is_some() {
+            return self.dup_inter();
+        }
         let created = self.create_colored(0, self.rank as i32)?;
         // Every rank joins with its own rank as key: the new order is this one.
         let (cid, _, area) = created.ok_or(CommError::BadGroup { rank: self.rank })?;

@@ -10,7 +10,7 @@
 use std::sync::{Arc, PoisonError};
 
 use commcore::av::Pgid;
-use commcore::cid::{CidRequest, InterCidPair, InterCidRequest, InterStep};
+use commcore::cid::{Cid, CidRequest, InterCidPair, InterCidRequest, InterStep};
 use commcore::coll::{CollArgs, CollOp, Datatype, Root};
 use commcore::rankmap::{self, InterMaps, RankMap};
 
@@ -226,27 +226,7 @@ impl Comm {
             local.members.to_world(0) < self.members.to_world(0)
         };
         let rank = if local_first { self.rank } else { self.size + self.rank };
-        let parent = self.context.min(self.remote_context) / 2;
-        let mut request = CidRequest::new(self.runtime.cid_algorithm, parent, 0);
-        let cid = agree_cid(&self.runtime, &mut request, |op, mine| {
-            // Round one gives each side the other group's words, which it folds; round two
-            // hands each side the other's fold, which is of its own group's words.
-            let bytes = to_bytes(mine);
-            let mut theirs = vec![0u8; bytes.len() * self.size];
-            self.allgather(&bytes, &mut theirs).map_err(CommError::Collective)?;
-            let mut fold = vec![0u32; mine.len()];
-            for (word, chunk) in fold.iter_mut().zip(theirs.chunks_exact(4)) {
-                *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-            }
-            fold_words(op, &mut fold, &theirs);
-            let fold_bytes = to_bytes(&fold);
-            let mut back = vec![0u8; fold_bytes.len() * self.size];
-            self.allgather(&fold_bytes, &mut back).map_err(CommError::Collective)?;
-            if let Some(own_fold) = back.get(..fold_bytes.len()) {
-                fold_words(op, &mut fold, own_fold);
-            }
-            Ok(fold)
-        })?;
+        let cid = self.agree_cid_across_groups()?;
         let merged = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
             let maps = self.local_map().dup(&mut arena).and_then(|l| {
@@ -269,6 +249,57 @@ impl Comm {
             CommError::RankMap(e)
         })?;
         Comm::with(self.runtime.clone(), cid, rank, merged).map_err(CommError::Collective)
+    }
+
+    /// A copy of this inter-communicator with a context of its own (`MPI_Comm_dup`;
+    /// collective over both groups): both groups take one context id that is free on
+    /// every process of either, so each side sends with it and matches it.
+    pub(super) fn dup_inter(&self) -> Result<Comm, CommError> {
+        let cid = self.agree_cid_across_groups()?;
+        let maps = {
+            let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
+            self.local_map().dup(&mut arena).and_then(|local| {
+                match self.rank_map().dup(&mut arena) {
+                    Ok(remote) => Ok((local, remote)),
+                    Err(error) => {
+                        let _ = local.free(&mut arena);
+                        Err(error)
+                    }
+                }
+            })
+        };
+        let (local_map, remote_map) = maps.map_err(|e| {
+            self.release_context_id(cid);
+            CommError::RankMap(e)
+        })?;
+        let pair = InterCidPair { local: cid, remote: cid };
+        Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
+    }
+
+    /// Runs core's CID request over both groups of this inter-communicator: each
+    /// allreduce is two allgathers, the first giving each side the other group's words,
+    /// which it folds, the second handing each side the other's fold, which is of its own
+    /// group's words.
+    fn agree_cid_across_groups(&self) -> Result<Cid, CommError> {
+        let parent = self.context.min(self.remote_context) / 2;
+        let mut request = CidRequest::new(self.runtime.cid_algorithm, parent, 0);
+        agree_cid(&self.runtime, &mut request, |op, mine| {
+            let bytes = to_bytes(mine);
+            let mut theirs = vec![0u8; bytes.len() * self.size];
+            self.allgather(&bytes, &mut theirs).map_err(CommError::Collective)?;
+            let mut fold = vec![0u32; mine.len()];
+            for (word, chunk) in fold.iter_mut().zip(theirs.chunks_exact(4)) {
+                *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            }
+            fold_words(op, &mut fold, &theirs);
+            let fold_bytes = to_bytes(&fold);
+            let mut back = vec![0u8; fold_bytes.len() * self.size];
+            self.allgather(&fold_bytes, &mut back).map_err(CommError::Collective)?;
+            if let Some(own_fold) = back.get(..fold_bytes.len()) {
+                fold_words(op, &mut fold, own_fold);
+            }
+            Ok(fold)
+        })
     }
 
     fn local_map(&self) -> &RankMap<'static> {

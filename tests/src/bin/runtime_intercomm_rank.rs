@@ -234,12 +234,51 @@ fn intercomm(world: &Comm, split: usize) {
         merged.allgather(&merged.context_id().to_le_bytes(), &mut ids).unwrap();
         assert!(ids.chunks_exact(4).all(|id| id == &ids[..4]), "one context id for all");
     }
+    dup_intercomm(&inter, &remote, me);
     // An intra-communicator operation on an inter-communicator is an error, and the reverse.
-    assert_eq!(inter.dup().unwrap_err(), CommError::NotIntra);
+    assert_eq!(inter.split(0, 0).unwrap_err(), CommError::NotIntra);
     assert_eq!(inter.create_group(&[0], 1).unwrap_err(), CommError::NotIntra);
     assert_eq!(world.intercomm_merge(false).unwrap_err(), CommError::NotInter);
     world.barrier().unwrap();
     println!("intercomm: {} and {} ranks", split, n - split);
+}
+
+/// A dup of `inter` (remote group: world ranks `remote`) has the same groups and ranks and
+/// a context of its own, on both sides; so does a dup of the dup.
+fn dup_intercomm(inter: &Comm, remote: &[usize], me: usize) {
+    let copy = inter.dup().unwrap();
+    let copy_of_copy = copy.dup().unwrap();
+    for dup in [&copy, &copy_of_copy] {
+        assert!(dup.is_inter());
+        assert_eq!((dup.rank(), dup.size()), (inter.rank(), inter.size()));
+        assert_eq!(dup.remote_size(), inter.remote_size());
+        assert_eq!(dup.local_world_rank(dup.rank()), Some(me));
+        for (rank, &w) in remote.iter().enumerate() {
+            assert_eq!(dup.world_rank(rank), Some(w), "remote rank {rank} of the dup");
+        }
+    }
+    let ids = [inter.context_id(), copy.context_id(), copy_of_copy.context_id()];
+    assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2], "context ids {ids:?}");
+    // The leaders send the same tag on all three, in order; each is received on its own
+    // communicator, in the reverse order.
+    if inter.rank() == 0 {
+        let comms = [inter, &copy, &copy_of_copy];
+        let payloads: Vec<[u8; 1]> = (0..3u8).map(|i| [i]).collect();
+        let sends: Vec<_> =
+            comms.iter().zip(&payloads).map(|(c, p)| c.isend(p, 0, 9).unwrap()).collect();
+        for (i, comm) in comms.iter().enumerate().rev() {
+            let mut got = [0u8];
+            comm.recv(&mut got, 0, 9).unwrap();
+            assert_eq!(got[0], i as u8, "message of communicator {i}");
+        }
+        for send in sends {
+            send.wait().unwrap();
+        }
+    }
+    // A collective on the copy: each group gets the sum of the other's world ranks.
+    let mut sum = [0u8; 8];
+    copy.allreduce(&(me as u64).to_le_bytes(), &mut sum, Datatype::U64, ReduceOp::Sum).unwrap();
+    assert_eq!(u64::from_le_bytes(sum), remote.iter().sum::<usize>() as u64, "sum on the dup");
 }
 
 fn bad_input(world: &Comm) {
