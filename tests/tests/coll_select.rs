@@ -138,11 +138,11 @@ fn inter_communicators_select_inter_and_refuse_scans() {
 
 struct FastBcast;
 
-impl<'a> ExternalModule<'a> for FastBcast {
+impl ExternalModule for FastBcast {
     fn ops(&self) -> OpSet {
         OpSet::of(&[CollOp::Bcast])
     }
-    fn schedule(&self, op: CollOp, args: &CollArgs<'a>) -> Result<Schedule<'a>, CollError> {
+    fn schedule<'c>(&'c self, op: CollOp, args: &CollArgs<'c>) -> Result<Schedule<'c>, CollError> {
         Schedule::intra(op, Algorithm::ScatterAllgather, Ctx::new(0, 4)?, args)
     }
 }

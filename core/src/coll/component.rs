@@ -136,11 +136,12 @@ const HIER_OPS: OpSet = OpSet::of(&[
 /// A module supplied from outside commcore: its own decision logic over commcore's
 /// schedules (the extension point for third-party components). `Sync`, so that a table
 /// holding one can be shared by the threads of a process.
-pub trait ExternalModule<'a>: Sync {
+pub trait ExternalModule: Sync {
     /// The operations it implements.
     fn ops(&self) -> OpSet;
-    /// The schedule for one call.
-    fn schedule(&self, op: CollOp, args: &CollArgs<'a>) -> Result<Schedule<'a>, CollError>;
+    /// The schedule for one call, which may borrow the call's block lists for as long as
+    /// the call lasts.
+    fn schedule<'c>(&'c self, op: CollOp, args: &CollArgs<'c>) -> Result<Schedule<'c>, CollError>;
 }
 
 /// A component's module for one communicator, with the state it precomputed.
@@ -156,7 +157,7 @@ pub enum Module<'a> {
     /// `tuned`'s flat choice.
     Hier(Ctx, NodeLayout<'a>),
     /// A module from outside commcore.
-    External(&'a dyn ExternalModule<'a>),
+    External(&'a dyn ExternalModule),
 }
 
 impl core::fmt::Debug for Module<'_> {
@@ -315,6 +316,14 @@ impl Component for Inter {
 
 // Tables and schedules are plain data: threads may share and move them.
 static_assertions::assert_impl_all!(CollTable<'static>: Send, Sync);
+
+/// A table selected once for a communicator serves calls whose block lists live only as
+/// long as the call (a v-collective's counts): it is covariant in its lifetime, which
+/// this function would not compile without.
+#[allow(dead_code)]
+fn shortens<'call, 'table: 'call>(table: &'call CollTable<'table>) -> &'call CollTable<'call> {
+    table
+}
 static_assertions::assert_impl_all!(Schedule<'static>: Send, Sync);
 
 /// The built-in components.

@@ -61,11 +61,11 @@ impl BuiltinTable {
     }
 
     /// The schedule of one call that `shm` does not run.
-    pub(super) fn schedule<'s>(
-        &'s self,
+    pub(super) fn schedule<'c>(
+        &'c self,
         op: CollOp,
-        args: &CollArgs<'static>,
-    ) -> Result<Schedule<'s>, CollError> {
+        args: &CollArgs<'c>,
+    ) -> Result<Schedule<'c>, CollError> {
         match &self.without_shm {
             Some(table) if self.table.provider(op) == Some(shm_coll::NAME) => {
                 table.schedule(op, args)
@@ -147,13 +147,12 @@ pub(super) fn select_inter(
 
 impl Comm {
     /// Runs collective `op` with `args` (`count` elements of `dtype`, the operation, the
-    /// root…) over `send` and `recv`, laid out as MPI lays them out for `op`. The `v`
-    /// operations' block lists must be `'static` for now: core's collective table is
-    /// invariant over the lifetime of its layout and the calls' blocks.
+    /// root…) over `send` and `recv`, laid out as MPI lays them out for `op`; the `v`
+    /// operations' block lists need only live as long as the call.
     pub fn collective(
         &self,
         op: CollOp,
-        args: &CollArgs<'static>,
+        args: &CollArgs<'_>,
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<(), CollectiveError> {

@@ -534,6 +534,49 @@ fn contribution(call: u32, rank: usize, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Allgatherv and alltoallv with uneven blocks whose counts are built for this call (they
+/// need live only as long as the call); returns how many collectives it checked.
+fn vector_collectives(comm: &Comm, call: u32) -> usize {
+    use commcore::coll::{Blocks, CollArgs, CollOp, Datatype};
+    let (me, n) = (comm.rank(), comm.size());
+    let displs = |counts: &[usize]| -> Vec<usize> {
+        counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect()
+    };
+    // Allgatherv: rank r contributes r * 1000 + 1 bytes (long blocks take the message path).
+    let counts: Vec<usize> = (0..n).map(|r| r * 1000 + 1).collect();
+    let at = displs(&counts);
+    let mine = contribution(call, me, counts[me]);
+    let mut all = vec![0u8; counts.iter().sum()];
+    let args =
+        CollArgs::new(counts[me], Datatype::U8).with_recv(Blocks { counts: &counts, displs: &at });
+    comm.collective(CollOp::Allgatherv, &args, &mine, &mut all).unwrap();
+    for r in 0..n {
+        assert_eq!(
+            all[at[r]..at[r] + counts[r]],
+            contribution(call, r, counts[r]),
+            "allgatherv {r}"
+        );
+    }
+    // Alltoallv: rank i sends rank j (i + j) % 3 * 500 + 1 bytes, so what one sends the
+    // other expects.
+    let pair = |i: usize, j: usize| (i + j) % 3 * 500 + 1;
+    let send_counts: Vec<usize> = (0..n).map(|j| pair(me, j)).collect();
+    let recv_counts: Vec<usize> = (0..n).map(|i| pair(i, me)).collect();
+    let (send_at, recv_at) = (displs(&send_counts), displs(&recv_counts));
+    let send: Vec<u8> =
+        (0..n).flat_map(|j| contribution(call + 1, me * n + j, send_counts[j])).collect();
+    let mut got = vec![0u8; recv_counts.iter().sum()];
+    let args = CollArgs::new(0, Datatype::U8)
+        .with_send(Blocks { counts: &send_counts, displs: &send_at })
+        .with_recv(Blocks { counts: &recv_counts, displs: &recv_at });
+    comm.collective(CollOp::Alltoallv, &args, &send, &mut got).unwrap();
+    for i in 0..n {
+        let block = &got[recv_at[i]..recv_at[i] + recv_counts[i]];
+        assert_eq!(block, contribution(call + 1, i * n + me, recv_counts[i]), "alltoallv from {i}");
+    }
+    2
+}
+
 /// Every collective the runtime offers, at several sizes and roots, against results
 /// composed by hand from every rank's contribution; printed as a count by rank 0.
 fn collectives(world: &World) {
@@ -612,6 +655,7 @@ fn collectives(world: &World) {
         assert_eq!(got, expected, "alltoall");
         checked += 3;
     }
+    checked += vector_collectives(comm, call);
     // Bad input is an error, and the communicator still works afterwards.
     let mut small = [0u8; 4];
     assert!(comm.bcast(&mut small, n).is_err());

@@ -142,12 +142,12 @@ pub(super) struct ShmComponent {
 /// only records that `shm` serves them.
 struct AreaModule;
 
-impl<'a> ExternalModule<'a> for AreaModule {
+impl ExternalModule for AreaModule {
     fn ops(&self) -> OpSet {
         OPS
     }
 
-    fn schedule(&self, op: CollOp, _: &CollArgs<'a>) -> Result<Schedule<'a>, CollError> {
+    fn schedule<'c>(&'c self, op: CollOp, _: &CollArgs<'c>) -> Result<Schedule<'c>, CollError> {
         // The runtime never asks: it runs `shm`'s operations over the area, and the rest on
         // a table selected without `shm`.
         Err(CollError::NoModule(op))
