@@ -1,7 +1,8 @@
 //! Group-collective creation and inter-communicators through the launcher on real
 //! processes: concurrent `create_group`s, `intercomm_create` between unequal halves,
 //! point-to-point across, inter-communicator collectives against references, merges in both
-//! orders, and bad input. Every job runs under the launcher's timeout.
+//! orders, dups, splits and creates of inter-communicators, and bad input. Every job runs
+//! under the launcher's timeout.
 
 use std::time::Duration;
 
@@ -27,13 +28,13 @@ fn overlapping_groups_create_communicators_from_concurrent_threads() {
 }
 
 #[test]
-fn intercomm_between_equal_halves_talks_reduces_merges_and_dups() {
+fn intercomm_between_equal_halves_talks_reduces_merges_dups_and_splits() {
     let out = run_ok(&job(4, &["intercomm", "2"]));
     assert!(out.contains("intercomm: 2 and 2 ranks"), "{out}");
 }
 
 #[test]
-fn intercomm_between_unequal_groups_talks_reduces_merges_and_dups() {
+fn intercomm_between_unequal_groups_talks_reduces_merges_dups_and_splits() {
     for split in ["1", "4", "3"] {
         let out = run_ok(&job(5, &["intercomm", split]));
         assert!(out.contains("intercomm: "), "{out}");

@@ -193,25 +193,27 @@ impl Comm {
 
     /// Splits the communicator by `color` (`MPI_Comm_split`; collective): the ranks that
     /// give the same color form a new communicator, ordered by `key` and then by their rank
-    /// here. A rank that gives [`UNDEFINED`] takes part but gets `None`.
+    /// here. A rank that gives [`UNDEFINED`] takes part but gets `None`. On an
+    /// inter-communicator each group splits alike and the same colors pair up (see
+    /// `split_inter`).
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>, CommError> {
-        if self.inter.is_some() {
-            return Err(CommError::NotIntra);
-        }
         if color < 0 && color != UNDEFINED {
             return Err(CommError::InvalidColor(color));
+        }
+        if self.inter.is_some() {
+            return self.split_inter(color, key);
         }
         self.create_by_color(color, key)
     }
 
     /// The communicator of the ranks in `group`, in that order (`MPI_Comm_create`;
     /// collective over this communicator, every rank passing the same group). Ranks outside
-    /// the group get `None`.
+    /// the group get `None`. On an inter-communicator `group` names local ranks, and the
+    /// new inter-communicator's remote group is the one the other group passed.
     pub fn create(&self, group: &[usize]) -> Result<Option<Comm>, CommError> {
-        if self.inter.is_some() {
-            return Err(CommError::NotIntra);
-        }
-        let mut seen = vec![false; self.size];
+        // On an inter-communicator, `group` holds local ranks.
+        let local_size = self.inter.as_ref().map_or(self.size, |local| local.size);
+        let mut seen = vec![false; local_size];
         for &rank in group {
             match seen.get_mut(rank) {
                 Some(seen) if !*seen => *seen = true,
@@ -221,6 +223,9 @@ impl Comm {
         // A split in disguise: the group's members share a color, their positions are keys.
         let position = group.iter().position(|&r| r == self.rank);
         let color = if position.is_some() { 0 } else { UNDEFINED };
+        if self.inter.is_some() {
+            return self.split_inter(color, position.unwrap_or(0) as i32);
+        }
         self.create_by_color(color, position.unwrap_or(0) as i32)
     }
 

@@ -15,6 +15,7 @@ use commcore::coll::{CollArgs, CollOp, Datatype, Root};
 use commcore::rankmap::{self, InterMaps, RankMap};
 
 use super::comm::{Comm, Members, WORLD_CID};
+use super::create::UNDEFINED;
 use super::error::{CollectiveError, CommError};
 use super::group::{agree_cid, fold_words, to_bytes};
 use super::Runtime;
@@ -26,6 +27,9 @@ pub(crate) struct LocalGroup {
     /// The local group's size.
     pub(super) size: usize,
 }
+
+/// The (color, key) each process of a group passed to a split, by rank.
+type ColorKeys = Vec<(i32, i32)>;
 
 /// Process group of the world, whose lpids are world ranks.
 const WORLD_PGID: Pgid = Pgid(0);
@@ -274,6 +278,97 @@ impl Comm {
         })?;
         let pair = InterCidPair { local: cid, remote: cid };
         Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
+    }
+
+    /// `MPI_Comm_split` on an inter-communicator (collective over both groups): in each
+    /// group the processes that give the same color, ordered by key and then by their rank
+    /// here, form the two groups of a new inter-communicator. A process that gives
+    /// [`UNDEFINED`], or a color nobody in the other group gave, gets `None`. Every new
+    /// inter-communicator takes the same context id: their processes are disjoint.
+    pub(super) fn split_inter(&self, color: i32, key: i32) -> Result<Option<Comm>, CommError> {
+        let local = self.inter.as_ref().ok_or(CommError::NotInter)?;
+        let (local_items, remote_items) = self.exchange_color_keys(local, color, key)?;
+        let cid = self.agree_cid_across_groups()?;
+        // World ranks of a group's processes with our color, in their new order.
+        let members = |items: &[(i32, i32)], to_world: &dyn Fn(usize) -> Option<usize>| {
+            let mut ranks: Vec<usize> =
+                (0..items.len()).filter(|&r| color != UNDEFINED && items[r].0 == color).collect();
+            ranks.sort_by_key(|&r| (items[r].1, r));
+            let world: Result<Vec<u32>, CommError> = ranks
+                .iter()
+                .map(|&rank| to_world(rank).map(|w| w as u32).ok_or(CommError::BadGroup { rank }))
+                .collect();
+            world.map(|world| (ranks, world))
+        };
+        let to_local_world = |r| local.members.to_world(r);
+        let to_remote_world = |r| self.members.to_world(r);
+        let groups = members(&local_items, &to_local_world)
+            .and_then(|l| members(&remote_items, &to_remote_world).map(|(_, r)| (l, r)));
+        let ((local_ranks, local_world), remote_world) =
+            groups.inspect_err(|_| self.release_context_id(cid))?;
+        let Some(rank) = local_ranks.iter().position(|&r| r == self.rank) else {
+            self.release_context_id(cid);
+            return Ok(None);
+        };
+        if remote_world.is_empty() {
+            self.release_context_id(cid);
+            return Ok(None);
+        }
+        let maps = {
+            let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
+            let groups = &self.runtime.groups;
+            rankmap::from_group(WORLD_PGID, &local_world, groups, &mut arena).and_then(|local| {
+                match rankmap::from_group(WORLD_PGID, &remote_world, groups, &mut arena) {
+                    Ok(remote) => Ok((local, remote)),
+                    Err(error) => {
+                        let _ = local.free(&mut arena);
+                        Err(error)
+                    }
+                }
+            })
+        };
+        let (local_map, remote_map) = maps.map_err(|e| {
+            self.release_context_id(cid);
+            CommError::RankMap(e)
+        })?;
+        let pair = InterCidPair { local: cid, remote: cid };
+        Comm::inter(self.runtime.clone(), pair, rank, local_map, remote_map).map(Some)
+    }
+
+    /// Every process's (color, key), of the local group and of the remote one, by rank. An
+    /// allgather hands each group the other's; then each group's rank 0 broadcasts what it
+    /// received back to the group it came from, the group of the lower world rank first.
+    fn exchange_color_keys(
+        &self,
+        local: &LocalGroup,
+        color: i32,
+        key: i32,
+    ) -> Result<(ColorKeys, ColorKeys), CommError> {
+        let mine = to_bytes(&[color as u32, key as u32]);
+        let mut remote_bytes = vec![0u8; mine.len() * self.size];
+        self.allgather(&mine, &mut remote_bytes).map_err(CommError::Collective)?;
+        let mut local_bytes = vec![0u8; mine.len() * local.size];
+        let local_first = local.members.to_world(0) < self.members.to_world(0);
+        for local_sends in [local_first, !local_first] {
+            if local_sends {
+                let root = if self.rank == 0 { Root::Here } else { Root::Elsewhere };
+                let mut theirs = remote_bytes.clone();
+                self.bcast_root(&mut theirs, root).map_err(CommError::Collective)?;
+            } else {
+                self.bcast_root(&mut local_bytes, Root::Rank(0)).map_err(CommError::Collective)?;
+            }
+        }
+        let pairs = |bytes: &[u8]| -> ColorKeys {
+            bytes
+                .chunks_exact(8)
+                .map(|c| {
+                    let word =
+                        |at: usize| i32::from_le_bytes([c[at], c[at + 1], c[at + 2], c[at + 3]]);
+                    (word(0), word(4))
+                })
+                .collect()
+        };
+        Ok((pairs(&local_bytes), pairs(&remote_bytes)))
     }
 
     /// Runs core's CID request over both groups of this inter-communicator: each

@@ -3,7 +3,7 @@
 //! panics, so the rank exits non-zero and the launcher names it.
 
 use commcore::coll::{CollArgs, CollOp, Datatype, Op, ReduceOp, Root};
-use commcore_linux::runtime::{Comm, CommError, World, ANY_SOURCE, MAX_GROUP_TAG};
+use commcore_linux::runtime::{Comm, CommError, World, ANY_SOURCE, MAX_GROUP_TAG, UNDEFINED};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -235,8 +235,8 @@ fn intercomm(world: &Comm, split: usize) {
         assert!(ids.chunks_exact(4).all(|id| id == &ids[..4]), "one context id for all");
     }
     dup_intercomm(&inter, &remote, me);
+    split_intercomm(&inter, &local, &remote, me, n);
     // An intra-communicator operation on an inter-communicator is an error, and the reverse.
-    assert_eq!(inter.split(0, 0).unwrap_err(), CommError::NotIntra);
     assert_eq!(inter.create_group(&[0], 1).unwrap_err(), CommError::NotIntra);
     assert_eq!(world.intercomm_merge(false).unwrap_err(), CommError::NotInter);
     world.barrier().unwrap();
@@ -279,6 +279,63 @@ fn dup_intercomm(inter: &Comm, remote: &[usize], me: usize) {
     let mut sum = [0u8; 8];
     copy.allreduce(&(me as u64).to_le_bytes(), &mut sum, Datatype::U64, ReduceOp::Sum).unwrap();
     assert_eq!(u64::from_le_bytes(sum), remote.iter().sum::<usize>() as u64, "sum on the dup");
+}
+
+/// Splits of `inter` (groups: world ranks `local` and `remote`), the job's last rank left
+/// out and keys reversing the order: by parity of the world rank (a color without
+/// processes in the other group gives `None`), and with one color; then a create of the
+/// two leaders.
+fn split_intercomm(inter: &Comm, local: &[usize], remote: &[usize], me: usize, n: usize) {
+    for colors in [2, 1] {
+        let color_of = |w: usize| if w == n - 1 { UNDEFINED } else { (w % colors) as i32 };
+        // Same color, highest world rank first.
+        let same = |group: &[usize]| -> Vec<usize> {
+            let mut picked: Vec<usize> = group
+                .iter()
+                .copied()
+                .filter(|&w| w != n - 1 && color_of(w) == color_of(me))
+                .collect();
+            picked.reverse();
+            picked
+        };
+        let split = inter.split(color_of(me), -(me as i32)).unwrap();
+        let (new_local, new_remote) = (same(local), same(remote));
+        match split {
+            None => assert!(
+                me == n - 1 || new_remote.is_empty(),
+                "rank {me}: no communicator, yet {new_remote:?} share its color"
+            ),
+            Some(part) => {
+                assert!(me != n - 1 && !new_remote.is_empty(), "rank {me} got a communicator");
+                assert!(part.is_inter());
+                assert_eq!(part.size(), new_local.len());
+                assert_eq!(part.remote_size(), Some(new_remote.len()));
+                assert_eq!(new_local[part.rank()], me, "rank in the split");
+                for (rank, &w) in new_remote.iter().enumerate() {
+                    assert_eq!(part.world_rank(rank), Some(w), "remote rank {rank} of the split");
+                }
+                for (rank, &w) in new_local.iter().enumerate() {
+                    assert_eq!(part.local_world_rank(rank), Some(w), "local rank {rank}");
+                }
+                let mut sum = [0u8; 8];
+                let mine = (me as u64).to_le_bytes();
+                part.allreduce(&mine, &mut sum, Datatype::U64, ReduceOp::Sum).unwrap();
+                let expected = new_remote.iter().sum::<usize>() as u64;
+                assert_eq!(u64::from_le_bytes(sum), expected, "sum over the other group");
+            }
+        }
+    }
+    // The two leaders alone: one message each way.
+    let leaders = inter.create(&[0]).unwrap();
+    assert_eq!(leaders.is_some(), inter.rank() == 0);
+    if let Some(pair) = leaders {
+        assert_eq!((pair.size(), pair.remote_size()), (1, Some(1)));
+        let mut got = [0u8; 8];
+        pair.sendrecv(&(me as u64).to_le_bytes(), 0, 4, &mut got, 0, 4).unwrap();
+        assert_eq!(u64::from_le_bytes(got) as usize, remote[0], "the other leader");
+    }
+    assert_eq!(inter.create(&[0, 0]).unwrap_err(), CommError::BadGroup { rank: 0 });
+    assert_eq!(inter.split(-5, 0).unwrap_err(), CommError::InvalidColor(-5));
 }
 
 fn bad_input(world: &Comm) {
