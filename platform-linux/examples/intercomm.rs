@@ -1,7 +1,8 @@
 //! Two groups talking through an inter-communicator:
 //! `commcore run -n 5 -- target/debug/examples/intercomm`. The world splits into a low group
 //! of one rank and a high group of the rest; each rank greets one rank of the other group,
-//! the groups exchange sums with an inter-communicator allreduce, then merge back.
+//! the groups exchange sums with an inter-communicator allreduce, split by parity, then merge
+//! back.
 
 use commcore::coll::{Datatype, ReduceOp};
 use commcore_linux::runtime::World;
@@ -41,6 +42,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     inter.allreduce(&(me as u64).to_le_bytes(), &mut sum, Datatype::U64, ReduceOp::Sum)?;
     let other: u64 = if low { (1..n as u64).sum() } else { 0 };
     assert_eq!(u64::from_le_bytes(sum), other);
+
+    // Splitting pairs colors across the groups: the even world ranks keep an
+    // inter-communicator; the odd ones have no partner in the low group and get none.
+    if let Some(even) = inter.split((me % 2) as i32, 0)? {
+        let there = even.remote_size().unwrap_or(0);
+        println!("rank {me}: even ranks, {} in this group and {there} in the other", even.size());
+    }
 
     // Merging with the low group first gives back the world's order.
     let merged = inter.intercomm_merge(!low)?;
