@@ -43,10 +43,27 @@ fn bench_cid_reports_every_row_and_its_invariants_hold() {
         // Only the folded store is set against the bare shapes it is built on.
         let floor = &row["shape_floor"];
         assert_eq!(floor.is_object(), row["structure"] == "folded", "{row}");
-        for field in
-            ["flat_ns", "masked_ns", "two_load_xor_ns"].iter().filter(|_| floor.is_object())
+        for field in ["flat_ns", "masked_ns", "bit_field_ns", "two_load_xor_ns"]
+            .iter()
+            .filter(|_| floor.is_object())
         {
             assert!(floor[field].as_f64().is_some_and(|ns| ns > 0.0 && ns.is_finite()), "{row}");
+        }
+        if floor.is_object() {
+            // A flat array is a one-load table (indexed by the CID itself) and never
+            // shrinks, so it is never denser than the one-load bound.
+            let bound = floor["one_load_density_mean"].as_f64().unwrap();
+            let flat = storage
+                .iter()
+                .find(|r| {
+                    r["structure"] == "flat"
+                        && r["algorithm"] == row["algorithm"]
+                        && r["scenario"] == row["scenario"]
+                })
+                .unwrap();
+            let flat_density = flat["density_mean"].as_f64().unwrap();
+            assert!(bound <= 1.0 && flat_density <= bound + 1e-9, "{row} {flat}");
+            assert_eq!(floor["one_load_every_kth_insert"], 1, "{row}");
         }
     }
 }

@@ -17,7 +17,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use super::cid_floor::{one_load_cells, Floor};
+use super::cid_floor::Floor;
+use super::cid_one_load::{density_bound, one_load_cells, Seen};
 use super::option;
 use crate::sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
 
@@ -230,16 +231,21 @@ fn store_rows(
         arena: &mut arena,
     };
     let live = final_live(&traces[timed_rank]);
+    let (one_load_bound, one_load_every) = density_bound(traces);
     let Timings { best, displaced, unstashed, shape_floor } = stores.time(&live, lookups, seed)?;
-    let [bare_flat, bare_masked, bare_two_load] = shape_floor;
+    let [bare_flat, bare_masked, bare_field, bare_two_load] = shape_floor;
     // The folded store's two layouts against the bare shapes they are built on.
     let folded_floor = json!({
         "flat_ns": bare_flat,
         "masked_ns": bare_masked,
+        "bit_field_ns": bare_field,
         "two_load_xor_ns": bare_two_load,
         "masked_ratio": bare_masked / bare_flat,
+        "bit_field_ratio": bare_field / bare_flat,
         "two_load_xor_ratio": bare_two_load / bare_flat,
-        "one_load_density": live.len() as f64 / one_load_cells(&live).max(1) as f64,
+        "one_load_density": live.len() as f64 / one_load_cells(&live, &mut Seen::new()).max(1) as f64,
+        "one_load_density_mean": one_load_bound,
+        "one_load_every_kth_insert": one_load_every,
     });
     let median_live = final_live(&traces[median_rank]);
     let Timings { best: median, displaced: median_displaced, .. } =
@@ -303,10 +309,9 @@ impl Stores<'_> {
         fill(&mut folded, live)?;
         let floor = Floor::new(live);
         let mut best = [(f64::INFINITY, f64::INFINITY); 4];
-        let mut shape_floor = [f64::INFINITY; 3];
+        let mut shape_floor = [f64::INFINITY; 4];
         for _ in 0..PASSES {
-            let (flat_bare, masked, two_load) = floor.time(&sequence);
-            for (b, t) in shape_floor.iter_mut().zip([flat_bare, masked, two_load]) {
+            for (b, t) in shape_floor.iter_mut().zip(floor.time(&sequence)) {
                 *b = b.min(t);
             }
             let times = [
@@ -348,9 +353,9 @@ struct Timings {
     /// When it stashed any, the best dependent (folded, flat) nanoseconds on the same
     /// sequence without the stashed CIDs: the two-load lookup apart from the stash.
     unstashed: Option<(f64, f64)>,
-    /// Best dependent nanoseconds through bare slices: (one load, one masked load, two
-    /// loads and an XOR); see `cid_floor`.
-    shape_floor: [f64; 3],
+    /// Best dependent nanoseconds through bare slices: [one load, one masked load, one
+    /// load at a shifted and masked index, two loads and an XOR]; see `cid_floor`.
+    shape_floor: [f64; 4],
 }
 
 /// Timing passes; each structure keeps its best.

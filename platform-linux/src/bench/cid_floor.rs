@@ -3,6 +3,7 @@
 //! to flat can be read against the floor of its shape.
 //!
 //! - `masked`: one load at `cid & mask` (a table indexed by the low bits);
+//! - `bit_field`: one load at `(cid >> shift) & mask` (two operations on the index);
 //! - `two_load_xor`: loads at `cid & mask` and `offset + (cid >> shift)`, then an XOR (the
 //!   folded store's spread layout).
 //!
@@ -37,41 +38,18 @@ impl Floor {
         }
     }
 
-    /// Best nanoseconds per dependent lookup of `sequence`: (flat, masked, two-load XOR).
-    pub(super) fn time(&self, sequence: &[Cid]) -> (f64, f64, f64) {
+    /// Best nanoseconds per dependent lookup of `sequence`: [flat, masked, bit field,
+    /// two-load XOR].
+    pub(super) fn time(&self, sequence: &[Cid]) -> [f64; 4] {
         let (mask, shift) = (self.mask, self.shift);
         let (home, alternate) = self.table.split_at(self.table.len() / 2);
-        (
+        [
             chain(sequence, |cid| self.flat.get(cid as usize).copied().unwrap_or(0)),
             chain(sequence, |cid| home[(cid & mask) as usize]),
+            chain(sequence, |cid| home[((cid >> shift) & mask) as usize]),
             chain(sequence, |cid| home[(cid & mask) as usize] ^ alternate[(cid >> shift) as usize]),
-        )
+        ]
     }
-}
-
-/// The fewest cells of a one-load table (its index one mask, shift or subtraction away
-/// from the CID) that gives every CID of `live` a cell of its own: a bit-field of the
-/// CID, or the range from the lowest CID to the highest.
-pub(super) fn one_load_cells(live: &[Cid]) -> usize {
-    let (Some(&lowest), Some(&highest)) = (live.iter().min(), live.iter().max()) else {
-        return 0;
-    };
-    let range = (highest - lowest) as usize + 1;
-    let separates = |width: u32, shift: u32| {
-        let mut taken = vec![false; 1 << width];
-        live.iter().all(|&cid| {
-            let cell = ((cid >> shift) & ((1 << width) - 1)) as usize;
-            !std::mem::replace(&mut taken[cell], true)
-        })
-    };
-    let first = usize::BITS - live.len().saturating_sub(1).leading_zeros();
-    (first..Cid::BITS)
-        .map(|width| 1usize << width)
-        .take_while(|&cells| cells < range)
-        .find(|&cells| {
-            (0..=Cid::BITS - cells.trailing_zeros()).any(|s| separates(cells.trailing_zeros(), s))
-        })
-        .unwrap_or(range)
 }
 
 /// Nanoseconds per lookup, each key taken through the previous result as in the storage
@@ -86,25 +64,4 @@ fn chain(sequence: &[Cid], lookup: impl Fn(Cid) -> u64) -> f64 {
     }
     black_box(last);
     started.elapsed().as_nanos() as f64 / sequence.len().max(1) as f64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::one_load_cells;
-
-    #[test]
-    fn one_load_cells_finds_the_narrowest_separating_field_or_the_range() {
-        assert_eq!(one_load_cells(&[]), 0);
-        assert_eq!(one_load_cells(&[0, 1, 2, 3]), 4);
-        // Low bits collide, bits 3 and 4 do not.
-        assert_eq!(one_load_cells(&[0, 8, 16, 24]), 4);
-        // Ten CIDs in a row past 100: the range is narrower than any power of two that
-        // separates them.
-        assert_eq!(one_load_cells(&(100..110).collect::<Vec<_>>()), 10);
-        // 0 and 1024 agree on every field narrower than eleven bits but bit 10.
-        assert_eq!(one_load_cells(&[0, 1024]), 2);
-        // Told apart only by bits 0 and 10 together: a field spanning both is wider than
-        // the range.
-        assert_eq!(one_load_cells(&[0, 1, 1024, 1025]), 1026);
-    }
 }

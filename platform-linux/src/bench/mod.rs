@@ -3,6 +3,7 @@
 
 pub mod cid;
 mod cid_floor;
+mod cid_one_load;
 pub mod coll;
 pub mod coll_procs;
 pub mod pt2pt;
