@@ -187,7 +187,8 @@ impl World {
         };
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let oversubscribed = size > cores;
+        let ranks_per_cpu = size.div_ceil(cores);
+        let oversubscribed = ranks_per_cpu > 1;
         if launched && size > 1 {
             super::affinity::bind(rank);
         }
@@ -236,7 +237,7 @@ impl World {
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
             selections: Default::default(),
-            oversubscribed,
+            ranks_per_cpu,
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
         let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));

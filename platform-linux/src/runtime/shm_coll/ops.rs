@@ -56,9 +56,12 @@ impl ShmColl {
         };
         if bytes <= shm_max() && self.single_copy_for(bytes) {
             match op {
-                // Oversubscribed, a root that waits for its readers loses its core to them
-                // and back (26 µs against 13 µs through the area at 8 ranks on 2 cores).
-                CollOp::Bcast if recv.len() == bytes && !self.runtime.oversubscribed => {
+                // A root waits for its readers, so with many ranks to a core it loses the
+                // core to them and back: single copy won through 3 ranks per core and tied
+                // or lost at 4 (64 KiB, µs, area → single copy: 3 ranks 25 → 11, 4 ranks
+                // 22 → 10.5, 6 ranks 27 → 17.5, 8 ranks 27 → 26 on one 2-CPU host and
+                // 13 → 26 on another).
+                CollOp::Bcast if recv.len() == bytes && self.runtime.ranks_per_cpu <= 3 => {
                     return Some(self.bcast_single_copy(recv, root?));
                 }
                 CollOp::Allreduce => {
