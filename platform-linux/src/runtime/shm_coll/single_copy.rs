@@ -193,7 +193,9 @@ impl ShmColl {
         self.contribute(&area, publish, &(send.as_ptr() as u64).to_ne_bytes())?;
         self.wait_all(&area, publish);
         let mut result = Ok(());
-        for from in 0..n {
+        // Each starts with the member after it, so that no two pin the same process's
+        // pages (under its page-table lock) at once.
+        for from in (1..=n).map(|k| (self.me + k) % n) {
             let out = &mut recv[from * block..(from + 1) * block];
             if from == self.me {
                 out.copy_from_slice(&send[self.me * block..(self.me + 1) * block]);
@@ -232,7 +234,9 @@ impl ShmColl {
         self.finish(&area, publish + 1);
         let mut result = reduced;
         if result.is_ok() && n > WHOLE_UP_TO {
-            for member in (0..n).filter(|&m| m != self.me) {
+            // Rotated as in alltoall: the readers of one owner's buffer do not queue on
+            // its page-table lock.
+            for member in (1..n).map(|k| (self.me + k) % n) {
                 let theirs = segment(member, n, count, unit);
                 let read = Self::address(&area, member, publish, 1).and_then(|base| {
                     self.read_remote(member, base + theirs.start as u64, &mut recv[theirs])
@@ -268,17 +272,22 @@ impl ShmColl {
         let fold = |src: &[u8], out: &mut [u8], src_left: bool| {
             reduce(op, dtype, src, out, src_left).map_err(CollectiveError::Reduce)
         };
-        // The first remote contribution lands in `out` itself: member 0's, or for member 0
-        // member 1's, folded under its own from the left.
-        if self.me == 0 {
-            fetch(1, out)?;
+        // Members fold in rank order, or for a commutative operation starting after this
+        // one, so that they do not all pin the same process's pages at once.
+        let n = self.size();
+        let member_at = |k: usize| if op.is_commutative() { (self.me + 1 + k) % n } else { k };
+        // The first remote contribution lands in `out` itself; when this member comes first
+        // (rank order, member 0), the next one does, with this one's folded in from the left.
+        let mut next = 1;
+        if member_at(0) == self.me {
+            fetch(member_at(1), out)?;
             fold(mine, out, true)?;
+            next = 2;
         } else {
-            fetch(0, out)?;
+            fetch(member_at(0), out)?;
         }
-        let first_unfolded = if self.me == 0 { 2 } else { 1 };
         let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
-        for member in first_unfolded..self.size() {
+        for member in (next..n).map(member_at) {
             if member == self.me {
                 fold(mine, out, false)?;
             } else {
