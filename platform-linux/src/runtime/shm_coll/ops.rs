@@ -54,7 +54,7 @@ impl ShmColl {
             Root::Rank(root) if (root as usize) < self.size() => Some(root as usize),
             _ => None,
         };
-        if bytes <= shm_max() && self.single_copy_for(bytes) {
+        if bytes <= shm_max() && self.single_copy_for(op, bytes) {
             match op {
                 // A root waits for its readers, so with many ranks to a core it loses the
                 // core to them and back: single copy won through 3 ranks per core and tied

@@ -13,29 +13,24 @@
 use std::ops::Range;
 use std::sync::{OnceLock, PoisonError};
 
-use commcore::coll::{reduce, Datatype, Op};
+use commcore::coll::{reduce, CollOp, Datatype, Op};
 
 use super::wait::{wait_until, Awaited};
 use super::ShmColl;
 use crate::runtime::error::{CollectiveError, P2pError};
 use crate::runtime::SingleCopy;
+use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::{cma, CollArea};
 
 /// Environment: bytes per member (a bcast's message, an alltoall block, an allreduce
-/// vector) from which `shm` moves them by single-copy reads when the kernel allows them
-/// (default 16384: a guess between the benchmark's 8 B and 64 KiB, not a measured
-/// crossover).
+/// vector) from which `shm` moves them by single-copy reads when the kernel allows them,
+/// for every operation; unset, each operation has its own (see
+/// [`ShmColl::single_copy_from`]).
 pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
-const DEFAULT_SINGLE_COPY_FROM: usize = 16 * 1024;
 
-fn single_copy_from() -> usize {
-    static FROM: OnceLock<usize> = OnceLock::new();
-    *FROM.get_or_init(|| {
-        std::env::var(ENV_SHM_SINGLE_COPY_FROM)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(DEFAULT_SINGLE_COPY_FROM)
-    })
+fn single_copy_from_env() -> Option<usize> {
+    static FROM: OnceLock<Option<usize>> = OnceLock::new();
+    *FROM.get_or_init(|| std::env::var(ENV_SHM_SINGLE_COPY_FROM).ok().and_then(|t| t.parse().ok()))
 }
 
 /// Members up to which each reduces the whole vector itself (no allgather): with two, the
@@ -62,10 +57,32 @@ fn segment(i: usize, parts: usize, count: usize, unit: usize) -> Range<usize> {
 }
 
 impl ShmColl {
-    /// Whether a call moving `bytes` per member goes through single-copy reads; the same on
-    /// every member (the start-up probe agrees on it job-wide).
-    pub(super) fn single_copy_for(&self, bytes: usize) -> bool {
-        bytes >= single_copy_from() && matches!(self.runtime.single_copy, SingleCopy::On { .. })
+    /// Whether a call of `op` moving `bytes` per member goes through single-copy reads; the
+    /// same on every member (the start-up probe agrees on it job-wide).
+    pub(super) fn single_copy_for(&self, op: CollOp, bytes: usize) -> bool {
+        bytes >= self.single_copy_from(op)
+            && matches!(self.runtime.single_copy, SingleCopy::On { .. })
+    }
+
+    /// Bytes per member from which `op` reads in place: the crossovers measured against the
+    /// area and the schedules (`bench coll-procs` at 1–12 KiB, 2 and 4 ranks on 2 CPUs):
+    /// - with a CPU per rank, bcast and allreduce from 3 KiB (2 KiB: 0.5 against 0.72 µs,
+    ///   3 KiB: 0.96 against 0.76 µs bcast) and alltoall from 6 KiB (even there; 8 KiB
+    ///   blocks: 5.5 against 1.6 µs through the schedules);
+    /// - with ranks sharing CPUs, alltoall as soon as its blocks do not fit a cell (1 KiB
+    ///   blocks: 13.7 against 7.4 µs at 4 ranks, 65 against 32 µs at 8), the others from
+    ///   16 KiB (at 4 ranks the area still wins bcast at 12 KiB, 3.9 against 4.7 µs, and
+    ///   ties allreduce at 8 KiB).
+    fn single_copy_from(&self, op: CollOp) -> usize {
+        if let Some(from) = single_copy_from_env() {
+            return from;
+        }
+        match (op, self.runtime.oversubscribed()) {
+            (CollOp::Alltoall, true) => CELL_BYTES / self.size() + 1,
+            (CollOp::Alltoall, false) => 6 * 1024,
+            (_, true) => 16 * 1024,
+            (_, false) => 3 * 1024,
+        }
     }
 
     /// Copies `out.len()` bytes at `address` in `member`'s process into `out`.
