@@ -67,8 +67,8 @@ impl ShmColl {
     /// Bytes per member from which `op` reads in place: the crossovers measured against the
     /// area and the schedules (`bench coll-procs` at 1–12 KiB, 2 and 4 ranks on 2 CPUs):
     /// - with a CPU per rank, bcast and allreduce from 3 KiB (2 KiB: 0.5 against 0.72 µs,
-    ///   3 KiB: 0.96 against 0.76 µs bcast) and alltoall from 6 KiB (even there; 8 KiB
-    ///   blocks: 5.5 against 1.6 µs through the schedules);
+    ///   3 KiB: 0.96 against 0.76 µs bcast) and alltoall from 6 KiB (a tie there; 8 KiB
+    ///   blocks take 5.5 µs through the schedules against 1.6 µs read in place);
     /// - with ranks sharing CPUs, alltoall as soon as its blocks do not fit a cell (1 KiB
     ///   blocks: 13.7 against 7.4 µs at 4 ranks, 65 against 32 µs at 8), the others from
     ///   16 KiB (at 4 ranks the area still wins bcast at 12 KiB, 3.9 against 4.7 µs, and
