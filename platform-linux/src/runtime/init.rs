@@ -187,8 +187,7 @@ impl World {
         };
 
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let ranks_per_cpu = size.div_ceil(cores);
-        let oversubscribed = ranks_per_cpu > 1;
+        let oversubscribed = size > cores;
         if launched && size > 1 {
             super::affinity::bind(rank);
         }
@@ -237,7 +236,7 @@ impl World {
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
             selections: Default::default(),
-            ranks_per_cpu,
+            oversubscribed,
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
         let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));

@@ -113,9 +113,8 @@ pub(crate) struct Runtime {
     areas: shm_coll::pool::AreaPool,
     /// Collective tables selected for communicators of the shapes met last.
     selections: coll_selection::SelectionCache,
-    /// The job's ranks per CPU, rounded up (CPUs counted before this rank was bound to
-    /// one): above 1 the ranks take turns on the CPUs.
-    ranks_per_cpu: usize,
+    /// More ranks than CPUs (counted before this rank was bound to one).
+    oversubscribed: bool,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.
@@ -126,11 +125,6 @@ const CID_WORDS: usize = commcore::cid::words_for(CID_WIDTH);
 const ARENA_TABLES: usize = 1024;
 
 impl Runtime {
-    /// More ranks than CPUs: a waiting rank holds up one that shares its CPU.
-    fn oversubscribed(&self) -> bool {
-        self.ranks_per_cpu > 1
-    }
-
     fn engine(&self) -> MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(PoisonError::into_inner)
     }

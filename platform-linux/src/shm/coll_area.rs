@@ -1,15 +1,15 @@
 //! A communicator's collective area in the job's shared region: a header, then one slot per
-//! member holding [`DEPTH`] cells, each a call word followed by up to [`CELL_BYTES`] of
+//! member holding [`depth`] cells, each a call word followed by up to [`CELL_BYTES`] of
 //! data (a small contribution shares the call word's cache line, so a reader fetches both
 //! in one transfer).
 //!
 //! The protocol, restated in `coll_area_loom.rs`: in its call number `t` (1, 2, …, the same
-//! on every member) a member may write the data of its cell `t % DEPTH`, then publishes the
+//! on every member) a member may write the data of its cell `t % depth`, then publishes the
 //! call by storing `t` in that cell's call word (release). A reader of the cell first sees
 //! the word reach `t` (acquire). A member publishes `t + 1` only after it has read
-//! everything it reads in call `t`, so a writer may reuse cell `t % DEPTH` in call `t`
-//! once every other member has published call `t + 1 - DEPTH`: then nobody still reads
-//! what it wrote there in call `t - DEPTH`. [`CollArea::publish`] and [`CollArea::read`]
+//! everything it reads in call `t`, so a writer may reuse cell `t % depth` in call `t`
+//! once every other member has published call `t + 1 - depth`: then nobody still reads
+//! what it wrote there in call `t - depth`. [`CollArea::publish`] and [`CollArea::read`]
 //! check their side of this before they touch a cell, so a caller that gets the numbering
 //! wrong gets `false`, never a torn cell.
 
@@ -18,15 +18,25 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use super::region::Region;
 
-/// Cells per member: a writer that does not wait for readers (a broadcast's root) may run
-/// this many calls minus one ahead of the slowest of them, and a long message moves in
-/// that many pieces before its writer waits. With more ranks than cores the run-ahead is
-/// what saves context switches: 16 rather than 4 made bcast at 8 ranks on 2 cores 3–4
-/// times faster (8 B), and 64 cells of 1 KiB rather than 16 of 4 KiB (the same bytes)
-/// about twice as fast again (8 B, interleaved runs: 0.36 → 0.19 µs at 4 ranks, 0.43 →
-/// 0.22 µs at 8). A 64 KiB bcast through the area gains nothing from it and loses some at
-/// 4 ranks (7.7 → 10.1 µs); 32 cells of 2 KiB sit between the two (0.25 µs, 9.2 µs).
-pub const DEPTH: u64 = 64;
+/// Cells per member in a job of `job_size` ranks: a writer that does not wait for readers (a
+/// broadcast's root) may run this many calls minus one ahead of the slowest of them, and a
+/// long message moves in that many pieces before its writer waits. With more ranks than
+/// cores the run-ahead is what saves context switches: 16 cells rather than 4 made bcast
+/// at 8 ranks on 2 cores 3–4 times faster (8 B); 64 of 1 KiB rather than 16 of 4 KiB about
+/// twice as fast again (8 B: 0.36 → 0.19 µs at 4 ranks, 0.43 → 0.22 µs at 8); 256 rather
+/// than 64, so that a root runs several 64 KiB messages ahead instead of less than one,
+/// made a 64 KiB bcast 2 to 2.5 times as fast (22 → 8.5–10 µs at 4 ranks, 27 → 13–15 µs
+/// at 8; 8 B at 8 ranks: 0.19 → 0.17 µs), where 128 gained nothing; a barrier at 8 ranks,
+/// walking four times the pages, lost about 5 % (2.93 → 3.14 µs). Areas of more than 16
+/// members keep 64 cells, so that no area is larger than one of 64 members with 64 cells.
+pub fn depth(job_size: usize) -> u64 {
+    if members_max(job_size) <= 16 {
+        256
+    } else {
+        64
+    }
+}
+
 /// Data bytes of one cell: the largest contribution a member makes in one call. Long
 /// messages between ranks with a core each take single-copy reads instead (see
 /// `runtime::shm_coll`), so cells serve small calls and oversubscribed pipelines.
@@ -45,7 +55,11 @@ const LAST_CALL: usize = 8;
 /// A cell: its call word (u64), then its data.
 const CALL_WORD: usize = 8;
 const CELL_STRIDE: usize = (CALL_WORD + CELL_BYTES).next_multiple_of(LINE);
-const SLOT_BYTES: usize = DEPTH as usize * CELL_STRIDE;
+
+/// Bytes of one member's cells.
+fn slot_bytes(job_size: usize) -> usize {
+    depth(job_size) as usize * CELL_STRIDE
+}
 
 /// Members an area of a job of `job_size` ranks has room for.
 pub fn members_max(job_size: usize) -> usize {
@@ -54,7 +68,7 @@ pub fn members_max(job_size: usize) -> usize {
 
 /// Bytes of one area in a job of `job_size` ranks.
 pub fn area_bytes(job_size: usize) -> usize {
-    HEADER_BYTES + members_max(job_size) * SLOT_BYTES
+    HEADER_BYTES + members_max(job_size) * slot_bytes(job_size)
 }
 
 /// Areas each rank owns: many for small jobs (every live communicator led by one rank wants
@@ -70,6 +84,8 @@ pub struct CollArea<'r> {
     region: &'r Region,
     base: usize,
     members: usize,
+    /// Cells per member ([`depth`] of the job).
+    depth: u64,
 }
 
 impl<'r> CollArea<'r> {
@@ -77,7 +93,12 @@ impl<'r> CollArea<'r> {
     /// `members` ranks, or `None` when it has more than the area has slots for in a job of
     /// `job_size` ranks.
     pub fn new(region: &'r Region, base: usize, members: usize, job_size: usize) -> Option<Self> {
-        (members <= members_max(job_size)).then_some(CollArea { region, base, members })
+        (members <= members_max(job_size)).then_some(CollArea {
+            region,
+            base,
+            members,
+            depth: depth(job_size),
+        })
     }
 
     /// Members that have left the communicator since the area was handed out.
@@ -109,7 +130,8 @@ impl<'r> CollArea<'r> {
 
     fn cell(&self, member: usize, call: u64) -> usize {
         assert!(member < self.members, "member {member} of {}", self.members);
-        self.base + HEADER_BYTES + member * SLOT_BYTES + (call % DEPTH) as usize * CELL_STRIDE
+        let slot = member * self.depth as usize * CELL_STRIDE;
+        self.base + HEADER_BYTES + slot + (call % self.depth) as usize * CELL_STRIDE
     }
 
     /// The last call `member` published in the cell that call `call` uses.
@@ -118,16 +140,16 @@ impl<'r> CollArea<'r> {
     }
 
     /// Whether `me` may write its cell of call `call`: every other member has published
-    /// `call + 1 - DEPTH`. `free_through` is `me`'s memory of a call every other member has
+    /// `call + 1 - depth`. `free_through` is `me`'s memory of a call every other member has
     /// published (it only grows, and only from what this check read).
     pub fn cell_free(&self, me: usize, call: u64, free_through: &AtomicU64) -> bool {
-        let needed = (call + 1).saturating_sub(DEPTH);
+        let needed = (call + 1).saturating_sub(self.depth);
         if needed <= free_through.load(Acquire) {
             return true;
         }
         // Each member published every call up to what its cell for a call holds. The cell
         // of the call before ours first: a member that published it frees the next
-        // `DEPTH - 1` calls at once, where the cell for `needed` alone frees about one (a
+        // `depth - 1` calls at once, where the cell for `needed` alone frees about one (a
         // root running ahead would otherwise read every reader's line again each call; bcast
         // 8 B, 8 ranks on 2 cores, interleaved runs: 0.183 → 0.166 µs).
         let latest = call.saturating_sub(1).max(needed);
@@ -188,9 +210,9 @@ impl<'r> CollArea<'r> {
 
     /// Maps every page of the area into this process now (a read of one word a page), so
     /// that its first calls do not each take page faults: a barrier walks a new cell, often
-    /// on a new page, every call until it has used all [`DEPTH`] of them.
+    /// on a new page, every call until it has used all of them.
     pub fn prefault(&self) {
-        let end = self.base + HEADER_BYTES + self.members * SLOT_BYTES;
+        let end = self.base + HEADER_BYTES + self.members * self.depth as usize * CELL_STRIDE;
         // The last word too: the area need not start on a page boundary.
         for word in (self.base..end).step_by(PAGE).chain([end - 8]) {
             self.region.atomic_u64(word).load(Relaxed);
@@ -204,7 +226,7 @@ impl<'r> CollArea<'r> {
     /// not pay page faults for cells nobody uses.
     pub fn reset(&self) {
         let last_call = self.region.atomic_u64(self.base + LAST_CALL);
-        let used = last_call.load(Acquire).min(DEPTH);
+        let used = last_call.load(Acquire).min(self.depth);
         for member in 0..self.members {
             for call in 1..=used {
                 self.call_word(member, call).store(0, Relaxed);
@@ -234,25 +256,48 @@ mod tests {
         let region = Region::create(layout.region_bytes()).unwrap();
         let area = CollArea::new(&region, layout.coll_area(2, 1), 3, 3).unwrap();
         area.reset();
+        let cells = depth(3);
         let free = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
         assert!(area.publish(0, 1, b"one", &free[0]));
         let mut out = [0u8; 3];
         assert!(area.read(0, 1, 0, &mut out));
         assert_eq!(&out, b"one");
         assert!(!area.read(1, 1, 0, &mut out), "member 1 has not published call 1");
-        // Member 0 runs ahead while 1 and 2 stay at call 0: calls up to DEPTH - 1 fit.
-        for call in 2..DEPTH {
+        // Member 0 runs ahead while 1 and 2 stay at call 0: calls up to the depth minus one fit.
+        for call in 2..cells {
             assert!(area.publish(0, call, b"ahead", &free[0]));
         }
-        assert!(!area.publish(0, DEPTH, b"full", &free[0]), "cell of call 0 + DEPTH still read");
+        assert!(!area.publish(0, cells, b"full", &free[0]), "cell of call 0 + depth still read");
         area.announce(1, 1);
-        assert!(!area.publish(0, DEPTH, b"full", &free[0]), "member 2 is still at call 0");
+        assert!(!area.publish(0, cells, b"full", &free[0]), "member 2 is still at call 0");
         area.announce(2, 1);
-        assert!(area.publish(0, DEPTH, b"reused", &free[0]));
-        assert!(area.read(0, DEPTH, 0, &mut out[..2]));
+        assert!(area.publish(0, cells, b"reused", &free[0]));
+        assert!(area.read(0, cells, 0, &mut out[..2]));
         assert_eq!(&out[..2], b"re");
         assert!(!area.publish(1, 2, &[0u8; CELL_BYTES + 1], &free[1]), "too long for a cell");
         assert!(!area.read(0, 1, CELL_BYTES - 1, &mut out), "outside the cell");
+    }
+
+    #[test]
+    fn data_reads_back_whole_and_in_pieces() {
+        let layout = Layout::new(2).unwrap();
+        let region = Region::create(layout.region_bytes()).unwrap();
+        let area = CollArea::new(&region, layout.coll_area(0, 0), 2, 2).unwrap();
+        area.reset();
+        let data: Vec<u8> = (0..CELL_BYTES).map(|i| (i * 7 + 3) as u8).collect();
+        for (call, len) in [(1, CELL_BYTES), (2, 56), (3, 57), (4, 5)] {
+            assert!(area.publish(1, call, &data[..len], &AtomicU64::new(0)));
+            for (at, n) in [(0, len), (0, len.min(3)), (len / 2, len - len / 2), (len - 1, 1)] {
+                let mut out = vec![0u8; n];
+                assert!(area.read(1, call, at, &mut out), "call {call}: {at}+{n}");
+                assert_eq!(out, &data[at..at + n], "call {call}: {at}+{n}");
+            }
+        }
+        // The cells of one member do not overlap each other or the next member's.
+        assert!(area.publish(0, 1, &[0xAA; CELL_BYTES], &AtomicU64::new(0)));
+        let mut out = vec![0u8; CELL_BYTES];
+        assert!(area.read(1, 1, 0, &mut out));
+        assert_eq!(out, data);
     }
 
     #[test]
@@ -261,7 +306,8 @@ mod tests {
         let region = Region::create(layout.region_bytes()).unwrap();
         let area = CollArea::new(&region, layout.coll_area(1, 0), 2, 2).unwrap();
         let free = [AtomicU64::new(0), AtomicU64::new(0)];
-        let calls = DEPTH + 3;
+        let cells = depth(2);
+        let calls = cells + 3;
         for call in 1..=calls {
             for (member, free) in free.iter().enumerate() {
                 assert!(area.publish(member, call, b"x", free));
@@ -274,7 +320,7 @@ mod tests {
         }
         area.reset();
         assert_eq!(area.left().load(Relaxed), 0);
-        for call in 1..=DEPTH {
+        for call in 1..=cells {
             assert!(!area.published(0, call) && !area.published(1, call), "call {call} left");
         }
         let fresh = [AtomicU64::new(0), AtomicU64::new(0)];
@@ -291,5 +337,16 @@ mod tests {
         assert!(area.publish(7, 1, &[1u8; CELL_BYTES], &AtomicU64::new(0)));
         assert!(CollArea::new(&region, layout.coll_area(0, 0), 9, 8).is_none());
         assert!(areas_per_rank(8) >= 32 && areas_per_rank(256) >= 4);
+    }
+
+    #[test]
+    fn small_jobs_get_deep_slots_and_no_area_outgrows_the_widest() {
+        assert_eq!(depth(8), 256);
+        assert_eq!(depth(16), 256);
+        assert_eq!(depth(17), 64);
+        assert_eq!(depth(1000), 64);
+        for job in [2, 8, 16, 17, 64, 1000] {
+            assert!(area_bytes(job) <= area_bytes(64), "job {job}");
+        }
     }
 }

@@ -56,12 +56,11 @@ impl ShmColl {
         };
         if bytes <= shm_max() && self.single_copy_for(op, bytes) {
             match op {
-                // A root waits for its readers, so with many ranks to a core it loses the
-                // core to them and back: single copy won through 3 ranks per core and tied
-                // or lost at 4 (64 KiB, µs, area → single copy: 3 ranks 25 → 11, 4 ranks
-                // 22 → 10.5, 6 ranks 27 → 17.5, 8 ranks 27 → 26 on one 2-CPU host and
-                // 13 → 26 on another).
-                CollOp::Bcast if recv.len() == bytes && self.runtime.ranks_per_cpu <= 3 => {
+                // A root waits for its readers, so when ranks share cores it loses its core
+                // to them and back, while through the area it runs messages ahead (64 KiB
+                // on 2 cores, µs, area against single copy: 2 ranks 5.8 against 2.8; 4
+                // ranks 9.4 against 10.7, 6 ranks 12 against 16, 8 ranks 14 against 14).
+                CollOp::Bcast if recv.len() == bytes && !self.runtime.oversubscribed => {
                     return Some(self.bcast_single_copy(recv, root?));
                 }
                 CollOp::Allreduce => {

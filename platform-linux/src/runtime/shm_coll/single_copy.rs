@@ -77,7 +77,7 @@ impl ShmColl {
         if let Some(from) = single_copy_from_env() {
             return from;
         }
-        match (op, self.runtime.oversubscribed()) {
+        match (op, self.runtime.oversubscribed) {
             (CollOp::Alltoall, true) => CELL_BYTES / self.size() + 1,
             (CollOp::Alltoall, false) => 6 * 1024,
             (_, true) => 16 * 1024,

@@ -34,7 +34,7 @@ pub const ENV_COLL_SPIN_US: &str = "COMMCORE_COLL_SPIN_US";
 fn poll_time(runtime: &Runtime) -> Duration {
     static POLL: OnceLock<Duration> = OnceLock::new();
     *POLL.get_or_init(|| {
-        let default = if runtime.oversubscribed() { Duration::ZERO } else { runtime.spin.poll };
+        let default = if runtime.oversubscribed { Duration::ZERO } else { runtime.spin.poll };
         std::env::var(ENV_COLL_SPIN_US)
             .ok()
             .and_then(|t| t.parse().ok())
