@@ -5,7 +5,7 @@
 #
 # --only takes a comma-separated list of figure groups to measure, of pt2pt, split, coll2,
 # coll4 and coll8 (the collectives at 2, 4 or 8 processes); default all. A full pass of
-# 5 runs takes about 12 minutes, mostly MPICH's split and collectives at 8 processes.
+# 5 runs takes 10 to 15 minutes, mostly MPICH's split and collectives at 8 processes.
 #
 # Installs Debian's Open MPI and MPICH (and jq) when missing, builds our C programs under
 # scripts/peers/ with each, then runs commcore and both peers in turn, interleaved (the order
@@ -70,7 +70,10 @@ done
 split_iterations=${SPLIT_ITERATIONS:-200}
 # Collective calls per batch at 8 B (a quarter at 64 KiB) and batches, by process count:
 # at 8 processes on this 2-core machine MPICH's busy polling makes each call take ticks.
-coll_params() { if [ "$1" -ge 8 ]; then echo "20 3"; else echo "200 5"; fi; }
+# Iterations and batches per collective figure. At 8 processes fewer, as MPICH spends tens
+# of milliseconds a call there; not fewer than 100, since a batch of 20 calls measured how
+# ranks start a batch (their skew, cells not yet in any cache) more than the calls.
+coll_params() { if [ "$1" -ge 8 ]; then echo "100 3"; else echo "200 5"; fi; }
 coll_procs=()
 for p in 2 4 8; do if wants "coll$p"; then coll_procs+=("$p"); fi; done
 openmpi() {
