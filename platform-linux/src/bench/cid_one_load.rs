@@ -1,7 +1,7 @@
 //! The densest a CID table can be when a lookup is one load whose address is at most one
 //! single-cycle operation away from the CID: the only shapes the storage bench times within
-//! 1.2× of a flat array (a masked load costs 1.13–1.14× flat, two loads and an XOR or a
-//! second index operation 1.28–1.31×; `cid_floor` times them).
+//! 1.2× of a flat array (a masked load costs 1.12–1.17× flat, two loads and an XOR or a
+//! second index operation 1.26–1.32×; `cid_floor` times them).
 //!
 //! The operations, each with a constant chosen for the live set at hand:
 //! - subtract (free through the address mode): the range from the lowest CID to the highest;
@@ -12,8 +12,8 @@
 //! - XOR: the constant that makes the largest index smallest.
 //!
 //! The others need no fewer cells: OR and add (up) never lower the largest index, a left
-//! shift or a multiply raises it, and a rotation sends a low bit that tells CIDs apart above
-//! bit 16, past any of these. Per sample the bound takes the best operation and constant
+//! shift or a multiply raises it, and a rotation is a shift right unless it carries a set
+//! bit to the top of the word, which puts that index above every CID. Per sample the bound takes the best operation and constant
 //! afresh, as if the table were rebuilt for free at every insert, so it is an upper bound on
 //! the mean density of every structure of this shape.
 
@@ -37,6 +37,8 @@ pub(super) fn one_load_cells(sorted: &[Cid], seen: &mut Seen) -> usize {
     if range == n {
         return n;
     }
+    // The masks and shifts below never index past `highest`.
+    seen.cover(highest);
     let mut mask = u32::MAX >> highest.leading_zeros();
     for bit in (0..Cid::BITS - highest.leading_zeros()).rev() {
         let cleared = mask & !(1 << bit);
@@ -72,7 +74,15 @@ pub(super) struct Seen(Vec<u64>);
 
 impl Seen {
     pub(super) fn new() -> Self {
-        Self(vec![0; (1usize << Cid::BITS) / 64])
+        Self(Vec::new())
+    }
+
+    /// Makes room for cells up to `highest`.
+    fn cover(&mut self, highest: Cid) {
+        let words = highest as usize / 64 + 1;
+        if self.0.len() < words {
+            self.0.resize(words, 0);
+        }
     }
 
     /// True when `index` sends no two of `cids` to the same cell.
