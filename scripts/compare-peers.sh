@@ -69,10 +69,9 @@ done
 
 split_iterations=${SPLIT_ITERATIONS:-200}
 # Collective calls per batch at 8 B (a quarter at 64 KiB) and batches, by process count:
-# at 8 processes on this 2-core machine MPICH's busy polling makes each call take ticks.
-# Iterations and batches per collective figure. At 8 processes fewer, as MPICH spends tens
-# of milliseconds a call there; not fewer than 100, since a batch of 20 calls measured how
-# ranks start a batch (their skew, cells not yet in any cache) more than the calls.
+# at 8 processes on this 2-core machine MPICH's busy polling makes each call take ticks, so
+# fewer there, but not fewer than 100: a batch of 20 calls measured how ranks start a batch
+# (their skew, cells not yet in any cache) more than the calls.
 coll_params() { if [ "$1" -ge 8 ]; then echo "100 3"; else echo "200 5"; fi; }
 coll_procs=()
 for p in 2 4 8; do if wants "coll$p"; then coll_procs+=("$p"); fi; done
