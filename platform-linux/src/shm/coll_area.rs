@@ -130,8 +130,13 @@ impl<'r> CollArea<'r> {
 
     fn cell(&self, member: usize, call: u64) -> usize {
         assert!(member < self.members, "member {member} of {}", self.members);
-        let slot = member * self.depth as usize * CELL_STRIDE;
+        let slot = member * self.slot_bytes();
         self.base + HEADER_BYTES + slot + (call % self.depth) as usize * CELL_STRIDE
+    }
+
+    /// Bytes of one member's cells.
+    fn slot_bytes(&self) -> usize {
+        self.depth as usize * CELL_STRIDE
     }
 
     /// The last call `member` published in the cell that call `call` uses.
@@ -212,7 +217,7 @@ impl<'r> CollArea<'r> {
     /// that its first calls do not each take page faults: a barrier walks a new cell, often
     /// on a new page, every call until it has used all of them.
     pub fn prefault(&self) {
-        let end = self.base + HEADER_BYTES + self.members * self.depth as usize * CELL_STRIDE;
+        let end = self.base + HEADER_BYTES + self.members * self.slot_bytes();
         // The last word too: the area need not start on a page boundary.
         for word in (self.base..end).step_by(PAGE).chain([end - 8]) {
             self.region.atomic_u64(word).load(Relaxed);
@@ -285,7 +290,9 @@ mod tests {
         let area = CollArea::new(&region, layout.coll_area(0, 0), 2, 2).unwrap();
         area.reset();
         let data: Vec<u8> = (0..CELL_BYTES).map(|i| (i * 7 + 3) as u8).collect();
-        for (call, len) in [(1, CELL_BYTES), (2, 56), (3, 57), (4, 5)] {
+        // Whole cells, and contributions that fill the call word's line or run one byte past.
+        let in_line = LINE - CALL_WORD;
+        for (call, len) in [(1, CELL_BYTES), (2, in_line), (3, in_line + 1), (4, 5)] {
             assert!(area.publish(1, call, &data[..len], &AtomicU64::new(0)));
             for (at, n) in [(0, len), (0, len.min(3)), (len / 2, len - len / 2), (len - 1, 1)] {
                 let mut out = vec![0u8; n];
