@@ -3,10 +3,12 @@
 //! `--procs` measurement, to be dispatched from there).
 //!
 //! barrier, bcast, allreduce (u64 sum) and alltoall at 8 B and 64 KiB (alltoall: per
-//! block). Each figure: `--batches` (default 5) batches of `--iterations` calls at 8 B
-//! (default 200; a quarter as many at 64 KiB) after a warm-up batch of a tenth; a batch's
-//! figure is the mean over ranks of each rank's mean time per call; the median batch is
-//! reported. `--only OP` measures one operation (for profiling it alone).
+//! block), or at the sizes of `--sizes 8,1024,…` (bytes, multiples of 8: the crossovers
+//! between the area, the schedules and single-copy reads lie in between). Each figure:
+//! `--batches` (default 5) batches of `--iterations` calls up to 1 KiB (default 200; a
+//! quarter as many above) after a warm-up batch of a tenth; a batch's figure is the mean
+//! over ranks of each rank's mean time per call; the median batch is reported. `--only OP`
+//! measures one operation (for profiling it alone).
 //! `scripts/peers/coll.c` measures the same over MPI.
 
 use std::time::Instant;
@@ -21,6 +23,8 @@ use crate::launch::env;
 use crate::runtime::{CollectiveError, Comm, World};
 
 const SIZES: [usize; 2] = [8, 64 * 1024];
+/// Bytes up to which a figure runs the full `--iterations`.
+const SHORT_UP_TO: usize = 1024;
 const OPS: [&str; 4] = ["barrier", "bcast", "allreduce", "alltoall"];
 
 /// Runs the benchmark.
@@ -34,6 +38,10 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         return Err("--procs must be at least 1".into());
     }
     let nodes: usize = option(args, "--nodes")?.unwrap_or(1);
+    // Checked here too, so that a bad list is one clear error rather than one per rank.
+    if let Some(list) = option::<String>(args, "--sizes")? {
+        parse_sizes(&list)?;
+    }
     let mut report = if nodes > 1 {
         launch_nodes(procs, nodes, args)?
     } else {
@@ -66,15 +74,19 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(op) = only.as_deref().filter(|op| !OPS.contains(op)) {
         return Err(format!("--only: {op} is not one of {OPS:?}").into());
     }
+    let sizes = match option::<String>(args, "--sizes")? {
+        Some(list) => parse_sizes(&list)?,
+        None => SIZES.to_vec(),
+    };
     let world = World::init()?;
     let comm = world.comm();
     let mut rows = Vec::new();
     for op in OPS.into_iter().filter(|op| only.as_deref().map_or(true, |o| o == *op)) {
-        for size in SIZES {
-            if op == "barrier" && size != SIZES[0] {
+        for &size in &sizes {
+            if op == "barrier" && size != sizes[0] {
                 continue;
             }
-            let iterations = if size <= 8 { base } else { base / 4 };
+            let iterations = if size <= SHORT_UP_TO { base } else { base / 4 };
             let mut call = Call::new(comm, op, size);
             batch(comm, &mut call, iterations.div_ceil(10))?;
             let mut samples = Vec::new();
@@ -95,8 +107,26 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Bytes per call from `--sizes`: positive multiples of 8 (allreduce sums u64s), each
+/// once, in the order given.
+fn parse_sizes(list: &str) -> Result<Vec<usize>, String> {
+    let mut sizes = Vec::new();
+    for text in list.split(',') {
+        let size: usize =
+            text.trim().parse().map_err(|_| format!("--sizes: cannot parse {text:?}"))?;
+        if size == 0 || size % 8 != 0 {
+            return Err(format!("--sizes: {size} is not a positive multiple of 8 bytes"));
+        }
+        if sizes.contains(&size) {
+            return Err(format!("--sizes: {size} is given twice"));
+        }
+        sizes.push(size);
+    }
+    Ok(sizes)
+}
+
 fn label(size: usize) -> String {
-    if size >= 1024 {
+    if size >= 1024 && size % 1024 == 0 {
         format!("{}KiB", size / 1024)
     } else {
         format!("{size}B")
@@ -113,11 +143,13 @@ struct Call<'c> {
 
 impl<'c> Call<'c> {
     fn new(comm: &'c Comm, op: &'static str, size: usize) -> Call<'c> {
-        let n = comm.size();
-        let (send, recv) = match op {
-            "alltoall" => (vec![1u8; size * n], vec![0u8; size * n]),
-            _ => (vec![1u8; size], vec![0u8; size]),
-        };
+        let bytes = if op == "alltoall" { size * comm.size() } else { size };
+        // Both written, as an application's would be (and as the peers' memset does): a
+        // zeroed allocation nobody writes may stay mapped to the kernel's zero page, which a
+        // bcast root's readers would then copy from.
+        let (mut send, mut recv) = (vec![1u8; bytes], vec![0u8; bytes]);
+        std::hint::black_box(&mut send).fill(1);
+        std::hint::black_box(&mut recv).fill(0);
         Call { comm, op, send, recv }
     }
 
@@ -150,4 +182,19 @@ fn batch(
     let sum: f64 =
         all.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).sum();
     Ok(sum / comm.size() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_positive_multiples_of_eight_given_once() {
+        assert_eq!(parse_sizes("8,1024, 1536").unwrap(), [8, 1024, 1536]);
+        for bad in ["", "0", "12", "8,x", "8,8", "-8"] {
+            assert!(parse_sizes(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(label(1536), "1536B");
+        assert_eq!(label(65536), "64KiB");
+    }
 }
