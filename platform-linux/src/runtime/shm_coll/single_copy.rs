@@ -19,7 +19,6 @@ use super::wait::{wait_until, Awaited};
 use super::ShmColl;
 use crate::runtime::error::{CollectiveError, P2pError};
 use crate::runtime::SingleCopy;
-use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::{cma, CollArea};
 
 /// Environment: bytes per member (a bcast's message, an alltoall block, an allreduce
@@ -69,16 +68,17 @@ impl ShmColl {
     /// - with a CPU per rank, bcast and allreduce from 3 KiB (2 KiB: 0.5 against 0.72 µs,
     ///   3 KiB: 0.96 against 0.76 µs bcast) and alltoall from 6 KiB (a tie there; 8 KiB
     ///   blocks take 5.5 µs through the schedules against 1.6 µs read in place);
-    /// - with ranks sharing CPUs, alltoall as soon as its blocks do not fit a cell (1 KiB
-    ///   blocks: 13.7 against 7.4 µs at 4 ranks, 65 against 32 µs at 8), the others from
-    ///   16 KiB (at 4 ranks the area still wins bcast at 12 KiB, 3.9 against 4.7 µs, and
-    ///   ties allreduce at 8 KiB).
+    /// - with ranks sharing CPUs, alltoall as soon as the area does not take its blocks
+    ///   (see [`ShmColl::alltoall_cell_max`]; the schedules lose to both: 1 KiB blocks,
+    ///   13.7 against 7.4 µs at 4 ranks, 65 against 32 µs at 8), the others from 16 KiB
+    ///   (at 4 ranks the area still wins bcast at 12 KiB, 3.9 against 4.7 µs, and ties
+    ///   allreduce at 8 KiB).
     fn single_copy_from(&self, op: CollOp) -> usize {
         if let Some(from) = single_copy_from_env() {
             return from;
         }
         match (op, self.runtime.oversubscribed) {
-            (CollOp::Alltoall, true) => CELL_BYTES / self.size() + 1,
+            (CollOp::Alltoall, true) => self.alltoall_cell_max() + 1,
             (CollOp::Alltoall, false) => 6 * 1024,
             (_, true) => 16 * 1024,
             (_, false) => 3 * 1024,
