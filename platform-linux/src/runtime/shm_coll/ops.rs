@@ -152,13 +152,18 @@ impl ShmColl {
         call: u64,
         data: &[u8],
     ) -> Result<(), CollectiveError> {
-        let free = &self.free_through;
-        wait_until(&self.runtime, area, self.me, Awaited::Anyone, || {
-            area.cell_free(self.me, call, free)
-        });
-        if !area.publish(self.me, call, data, free) {
+        if data.len() > CELL_BYTES {
             return Err(CollectiveError::AreaProtocol);
         }
+        // With the length checked, publishing fails only while the cell is not free yet;
+        // the wait may ask again after it succeeded, which must not write the cell twice.
+        let (free, published) = (&self.free_through, std::cell::Cell::new(false));
+        wait_until(&self.runtime, area, self.me, Awaited::Anyone, || {
+            published.get() || {
+                published.set(area.publish(self.me, call, data, free));
+                published.get()
+            }
+        });
         self.wake(area);
         Ok(())
     }

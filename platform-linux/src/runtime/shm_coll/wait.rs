@@ -61,6 +61,7 @@ pub(super) enum Awaited<'f> {
 
 /// Returns once `ready()` holds. `me` is this member; the wait polls only while no other
 /// member last ran on this CPU: one that shares our core cannot make progress while we poll.
+#[inline]
 pub(super) fn wait_until(
     runtime: &Runtime,
     area: &CollArea<'_>,
@@ -68,9 +69,22 @@ pub(super) fn wait_until(
     awaited: Awaited<'_>,
     ready: impl Fn() -> bool,
 ) {
-    if ready() {
-        return;
+    if !ready() {
+        wait_slowly(runtime, area, me, awaited, &ready);
     }
+}
+
+/// [`wait_until`] once the first look found it not ready: out of line, so that a call
+/// that need not wait does not pay for setting up the loop.
+#[cold]
+#[inline(never)]
+fn wait_slowly(
+    runtime: &Runtime,
+    area: &CollArea<'_>,
+    me: usize,
+    awaited: Awaited<'_>,
+    ready: &dyn Fn() -> bool,
+) {
     let spread_poll = match awaited {
         Awaited::Spread(awaited) if area.members() == runtime.fabric.size => {
             let here = current_cpu().map_or(0, |cpu| cpu + 1);
@@ -108,7 +122,7 @@ pub(super) fn wait_until(
             // fabric's sleep fences (or barriers) after our increment, so one of us sees
             // the other.
             area.sleepers().fetch_add(1, Relaxed);
-            runtime.fabric.sleep(&ready);
+            runtime.fabric.sleep(ready);
             area.sleepers().fetch_sub(1, Relaxed);
         }
         if ready() {
