@@ -107,6 +107,30 @@ impl Region {
         unsafe { self.base.as_ptr().add(offset) }
     }
 
+    /// Maps the pages holding bytes `offset..offset + len` into this process now, writable
+    /// when `write` (so that a first store takes no fault either), without changing what
+    /// they hold. Fails on kernels before 5.14, which lack `MADV_POPULATE_*`.
+    pub fn populate(&self, offset: usize, len: usize, write: bool) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.checked(offset, len, 1);
+        let page = page_size();
+        let start = offset / page * page;
+        let end = (offset + len).next_multiple_of(page).min(self.len);
+        let advice = if write { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
+        // SAFETY: `start..end` is page-aligned (the mapping starts on a page) and inside
+        // the mapping (checked above, the end capped at its length); populating faults
+        // pages in as a read or a write of nothing would, and changes no byte.
+        let done =
+            unsafe { libc::madvise(self.base.as_ptr().add(start).cast(), end - start, advice) };
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     /// The 32-bit atomic at `offset` (4-aligned, inside the region).
     pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
         let ptr = self.checked(offset, 4, 4);
@@ -144,6 +168,12 @@ impl Region {
         // SAFETY: src is in bounds for dst.len() bytes; no writer runs, per the contract.
         unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
     }
+}
+
+/// The system's page size.
+fn page_size() -> usize {
+    // SAFETY: sysconf only reads a system constant.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1)
 }
 
 impl Drop for Region {

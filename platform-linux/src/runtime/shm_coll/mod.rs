@@ -94,7 +94,7 @@ impl ShmColl {
             if let Some(area) =
                 CollArea::new(&runtime.fabric.region, base, world.len(), layout.size())
             {
-                area.prefault();
+                area.prefault(me);
             }
         }
         let world = world.to_vec();
