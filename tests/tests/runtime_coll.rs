@@ -56,6 +56,12 @@ fn control_strings_exclude_shm_and_several_nodes_keep_hier() {
 }
 
 #[test]
+fn ranks_whose_protocol_settings_differ_are_refused_at_init() {
+    let out = run(3, 1, "mismatched-settings", &[]);
+    assert!(out.contains("init refused: rank 2's settings differ"), "{out}");
+}
+
+#[test]
 fn non_commutative_reductions_combine_in_rank_order() {
     for procs in [2, 3, 5, 8] {
         let out = run(procs, 1, "noncommutative", &[]);

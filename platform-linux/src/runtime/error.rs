@@ -9,6 +9,15 @@ pub enum InitError {
     Environment(String),
     /// The shared region could not be mapped or is not a commcore region.
     Region(std::io::Error),
+    /// A rank's settings that choose protocols (environment variables every rank must
+    /// share) differ from this rank's: left alone, the two would run different protocols
+    /// in one collective and hang or corrupt it.
+    SettingsDiffer {
+        /// The first rank whose settings differ.
+        rank: usize,
+        /// This rank's settings, `NAME=value` (or `NAME` unset) each.
+        here: String,
+    },
 }
 
 impl fmt::Display for InitError {
@@ -16,6 +25,11 @@ impl fmt::Display for InitError {
         match self {
             InitError::Environment(message) => write!(f, "bad launcher environment: {message}"),
             InitError::Region(error) => write!(f, "cannot use the job's shared region: {error}"),
+            InitError::SettingsDiffer { rank, here } => write!(
+                f,
+                "rank {rank}'s settings differ from this rank's ({here}); they must be the same \
+                 on every rank"
+            ),
         }
     }
 }

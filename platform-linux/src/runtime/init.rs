@@ -147,13 +147,26 @@ impl World {
         threaded: bool,
     ) -> Result<World, InitError> {
         let size = layout.size();
+        let (settings, fingerprint) = job_wide_settings();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         region.atomic_u32(layout.pid(rank)).store(std::process::id(), Relaxed);
         region.atomic_u64(layout.probe_address(rank)).store(cma::probe_address(), Relaxed);
+        region.atomic_u64(layout.settings(rank)).store(fingerprint, Relaxed);
+        region
+            .atomic_u32(layout.cpus(rank))
+            .store(u32::try_from(cpus).unwrap_or(u32::MAX), Relaxed);
         arrive_and_wait(region.atomic_u32(layout.arrived()), size);
         let pids: Vec<u32> =
             (0..size).map(|r| region.atomic_u32(layout.pid(r)).load(Relaxed)).collect();
         let nodes: Vec<u32> =
             (0..size).map(|r| region.atomic_u32(layout.node(r)).load(Relaxed)).collect();
+        // Every rank compares every fingerprint, so a difference fails them all alike
+        // (before the probe's meeting below, which then nobody waits in).
+        let differs =
+            (0..size).find(|&r| region.atomic_u64(layout.settings(r)).load(Relaxed) != fingerprint);
+        if let Some(other) = differs {
+            return Err(InitError::SettingsDiffer { rank: other, here: settings });
+        }
 
         let wanted = !matches!(std::env::var(ENV_SINGLE_COPY).as_deref(), Ok("0" | "off"));
         let peer = (rank + 1) % size;
@@ -186,7 +199,13 @@ impl World {
             (true, ranks) => SingleCopy::Refused { ranks },
         };
 
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // The fewest CPUs any rank may use, so that every rank makes the same choices
+        // where a protocol depends on whether ranks share CPUs.
+        let cores = (0..size)
+            .map(|r| region.atomic_u32(layout.cpus(r)).load(Relaxed) as usize)
+            .min()
+            .unwrap_or(cpus)
+            .max(1);
         let oversubscribed = size > cores;
         if launched && size > 1 {
             super::affinity::bind(rank);
@@ -313,6 +332,32 @@ fn world_address_vector(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Box::leak(entries.into_boxed_slice()))
+}
+
+/// The settings that choose protocols, which every rank must share (a rank that reads a
+/// collective's bytes in place while its peer waits for them in the area would hang), as
+/// `NAME=value` lines, and their fingerprint (FNV-1a).
+fn job_wide_settings() -> (String, u64) {
+    const NAMES: [&str; 6] = [
+        ENV_SINGLE_COPY,
+        ENV_SPLIT_COPY_ABOVE,
+        ENV_CID_ALGORITHM,
+        super::ENV_COLL,
+        super::ENV_SHM_MAX,
+        super::ENV_SHM_SINGLE_COPY_FROM,
+    ];
+    let settings = NAMES
+        .iter()
+        .map(|name| match std::env::var(name) {
+            Ok(value) => format!("{name}={value:?}"),
+            Err(_) => format!("{name} unset"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let fingerprint = settings.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (settings, fingerprint)
 }
 
 /// Environment: the CID algorithm, `lowest`, `mask` or `highest` (the default: one MAX

@@ -88,6 +88,14 @@ impl Layout {
     pub fn probe_address(&self, rank: usize) -> usize {
         self.slot(rank) + 8
     }
+    /// Slot: a fingerprint of the rank's settings that must agree job-wide (u64).
+    pub fn settings(&self, rank: usize) -> usize {
+        self.slot(rank) + 16
+    }
+    /// Slot: the CPUs the rank may run on (u32).
+    pub fn cpus(&self, rank: usize) -> usize {
+        self.slot(rank) + 24
+    }
     /// Slot: how many of the rank's threads sleep on its doorbell (u32), on its own cache
     /// line.
     pub fn sleeping(&self, rank: usize) -> usize {

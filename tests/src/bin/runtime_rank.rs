@@ -10,6 +10,9 @@ use rand_chacha::ChaCha8Rng;
 
 fn main() {
     let scenario = std::env::args().nth(1).unwrap_or_default();
+    if scenario == "mismatched-settings" {
+        return mismatched_settings();
+    }
     let world = if scenario == "threads" { World::init_thread_multiple() } else { World::init() };
     let world = world.expect("init");
     let comm = world.comm();
@@ -819,5 +822,28 @@ fn die_in_collective(comm: &Comm) {
             unsafe { libc::raise(libc::SIGKILL) };
         }
         let _ = comm.allreduce(&round.to_le_bytes(), &mut out, Datatype::U64, ReduceOp::Sum);
+    }
+}
+
+/// The last rank asks for a different area bound than the others: every rank's init must
+/// refuse, naming a rank whose settings differ, rather than run mismatched protocols.
+fn mismatched_settings() {
+    use commcore_linux::launch::env;
+    use commcore_linux::runtime::{InitError, ENV_SHM_MAX};
+    let rank: usize = std::env::var(env::RANK).unwrap().parse().unwrap();
+    let size: usize = std::env::var(env::SIZE).unwrap().parse().unwrap();
+    if rank == size - 1 {
+        std::env::set_var(ENV_SHM_MAX, "0");
+    }
+    match World::init() {
+        Err(InitError::SettingsDiffer { rank: other, here }) => {
+            assert!(here.contains(ENV_SHM_MAX), "{here}");
+            assert!(other == size - 1 || rank == size - 1, "rank {rank} blamed {other}");
+            if rank == 0 {
+                println!("init refused: rank {other}'s settings differ");
+            }
+        }
+        Err(other) => panic!("init failed otherwise: {other}"),
+        Ok(_) => panic!("init accepted mismatched settings"),
     }
 }
