@@ -65,6 +65,10 @@ benches_run() {
     # The full rank-map measurement checks that every map names the same processes as the
     # baseline and that every table returns to its arena; it errs otherwise.
     ./target/release/commcore bench rankmap --json >/dev/null
+    # Every collective at sizes on each side of the area, single-copy and schedule
+    # crossovers, ranks sharing the 2 CPUs; it errs when a call fails.
+    ./target/release/commcore bench coll-procs --procs 3 --sizes 8,1536,70000,300000 \
+        --iterations 8 --batches 1 --json >/dev/null
     ./scripts/instructions.sh rankmap
 }
 
