@@ -182,3 +182,35 @@ impl Drop for Region {
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[test]
+    fn populating_maps_pages_without_changing_them() {
+        let page = page_size();
+        let region = Region::create(3 * page + 100).unwrap();
+        let words: Vec<usize> = (0..region.len() / 8).map(|i| i * 8).collect();
+        for &at in &words {
+            region.atomic_u64(at).store(at as u64 * 7 + 1, Relaxed);
+        }
+        // Unaligned ranges, the region's ragged end, and nothing at all.
+        for (offset, len, write) in
+            [(13, page, false), (page - 8, 2 * page, true), (3 * page, 100, true), (5, 0, true)]
+        {
+            region.populate(offset, len, write).unwrap();
+        }
+        for &at in &words {
+            assert_eq!(region.atomic_u64(at).load(Relaxed), at as u64 * 7 + 1, "word at {at}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn populating_outside_the_region_is_a_bug() {
+        let region = Region::create(page_size()).unwrap();
+        let _ = region.populate(page_size() - 4, 8, false);
+    }
+}

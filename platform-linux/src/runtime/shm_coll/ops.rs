@@ -16,8 +16,9 @@ use crate::shm::CollArea;
 /// Environment: the largest message in bytes that `shm` takes at all; larger ones take the
 /// schedules. Unset, single-copy reads take any size, and the area takes messages in
 /// pieces of a cell up to [`DEFAULT_CELL_MAX`] bytes, but a bcast of any size when ranks
-/// share CPUs. Alltoall goes through the area only while a member's blocks fit one cell (in
-/// pieces it loses to the schedules), unless the bound is set above the default.
+/// share CPUs. Alltoall blocks go through the area only up to
+/// [`ShmColl::alltoall_cell_max`] (in more pieces they lose to the schedules or to
+/// single-copy reads), unless the bound is set above the default.
 pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
 
 /// The area's bound when [`ENV_SHM_MAX`] is unset. Above it, with ranks sharing CPUs, a
@@ -92,7 +93,9 @@ impl ShmColl {
         }
         let limit = match (op, shm_max()) {
             (CollOp::Alltoall, None) => self.alltoall_cell_max(),
-            (CollOp::Alltoall, Some(max)) if max <= DEFAULT_CELL_MAX => self.alltoall_cell_max(),
+            (CollOp::Alltoall, Some(max)) if max <= DEFAULT_CELL_MAX => {
+                self.alltoall_cell_max().min(max)
+            }
             (CollOp::Bcast, None) if self.runtime.oversubscribed => usize::MAX,
             (_, max) => max.unwrap_or(DEFAULT_CELL_MAX),
         };
