@@ -13,9 +13,10 @@
 //!
 //! The others need no fewer cells: OR and add (up) never lower the largest index, a left
 //! shift or a multiply raises it, and a rotation is a shift right unless it carries a set
-//! bit to the top of the word, which puts that index above every CID. Per sample the bound takes the best operation and constant
-//! afresh, as if the table were rebuilt for free at every insert, so it is an upper bound on
-//! the mean density of every structure of this shape.
+//! bit to the top of the word, which puts that index above every CID. Per sample the bound
+//! takes the best operation and constant afresh, as if the table were rebuilt for free at
+//! every insert, so it is an upper bound on the mean density of every structure of this
+//! shape.
 
 use std::collections::BTreeSet;
 

@@ -188,9 +188,7 @@ impl World {
             0 => WakeFence::Asymmetric,
             _ => WakeFence::Symmetric,
         };
-        let above = std::env::var(ENV_SINGLE_COPY_ABOVE)
-            .ok()
-            .and_then(|t| t.parse().ok())
+        let above = env_number(ENV_SINGLE_COPY_ABOVE)
             .unwrap_or(DEFAULT_SINGLE_COPY_ABOVE)
             .max(Ring::PAYLOAD_BYTES);
         let single_copy = match (wanted, failures) {
@@ -214,16 +212,10 @@ impl World {
         // machine a rank that yields loses its core to other work for a whole time slice);
         // with more ranks than cores it yields after 2 µs so that the peer sharing our core
         // runs at once. Either sleeps after 2 ms.
-        let poll_us: u64 = std::env::var(ENV_SPIN_US)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(if oversubscribed { 2 } else { 200 });
+        let poll_us: u64 = env_number(ENV_SPIN_US).unwrap_or(if oversubscribed { 2 } else { 200 });
         // Yielding keeps ranks that share a core taking turns quickly, as Open MPI does when
         // oversubscribed; sleeping after a couple of milliseconds keeps a long wait cheap.
-        let yield_us = std::env::var(ENV_YIELD_US)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(poll_us.saturating_mul(5).max(2000));
+        let yield_us = env_number(ENV_YIELD_US).unwrap_or(poll_us.saturating_mul(5).max(2000));
         let spin = Spin {
             poll: Duration::from_micros(poll_us),
             yield_until: Duration::from_micros(yield_us),
@@ -332,6 +324,11 @@ fn world_address_vector(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Box::leak(entries.into_boxed_slice()))
+}
+
+/// The number environment variable `name` holds, if it is set and parses.
+pub(super) fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|text| text.parse().ok())
 }
 
 /// The settings that choose protocols, which every rank must share (a rank that reads a

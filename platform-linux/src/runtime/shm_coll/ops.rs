@@ -10,6 +10,7 @@ use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, OpError, Root};
 use super::wait::{wait_until, wake_sleepers, Awaited};
 use super::ShmColl;
 use crate::runtime::error::CollectiveError;
+use crate::runtime::init::env_number;
 use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::CollArea;
 
@@ -30,7 +31,7 @@ const DEFAULT_CELL_MAX: usize = 64 * 1024;
 
 fn shm_max() -> Option<usize> {
     static MAX: OnceLock<Option<usize>> = OnceLock::new();
-    *MAX.get_or_init(|| std::env::var(ENV_SHM_MAX).ok().and_then(|t| t.parse().ok()))
+    *MAX.get_or_init(|| env_number(ENV_SHM_MAX))
 }
 
 /// Area calls an alltoall may take when ranks share CPUs: each costs about what one of 8 B

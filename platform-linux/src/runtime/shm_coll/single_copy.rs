@@ -18,6 +18,7 @@ use commcore::coll::{reduce, CollOp, Datatype, Op};
 use super::wait::{wait_until, Awaited};
 use super::ShmColl;
 use crate::runtime::error::{CollectiveError, P2pError};
+use crate::runtime::init::env_number;
 use crate::runtime::SingleCopy;
 use crate::shm::{cma, CollArea};
 
@@ -29,7 +30,7 @@ pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
 
 fn single_copy_from_env() -> Option<usize> {
     static FROM: OnceLock<Option<usize>> = OnceLock::new();
-    *FROM.get_or_init(|| std::env::var(ENV_SHM_SINGLE_COPY_FROM).ok().and_then(|t| t.parse().ok()))
+    *FROM.get_or_init(|| env_number(ENV_SHM_SINGLE_COPY_FROM))
 }
 
 /// Members up to which each reduces the whole vector itself (no allgather): with two, the

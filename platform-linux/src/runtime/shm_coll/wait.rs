@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::runtime::init::env_number;
 use crate::runtime::Runtime;
 use crate::shm::coll_area::current_cpu;
 use crate::shm::CollArea;
@@ -35,10 +36,7 @@ fn poll_time(runtime: &Runtime) -> Duration {
     static POLL: OnceLock<Duration> = OnceLock::new();
     *POLL.get_or_init(|| {
         let default = if runtime.oversubscribed { Duration::ZERO } else { runtime.spin.poll };
-        std::env::var(ENV_COLL_SPIN_US)
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .map_or(default, Duration::from_micros)
+        env_number(ENV_COLL_SPIN_US).map_or(default, Duration::from_micros)
     })
 }
 
