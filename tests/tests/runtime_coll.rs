@@ -31,7 +31,8 @@ fn every_collective_through_the_areas_and_chunked_through_them() {
     // readers above 4096 bytes, or read whole), or, with those turned off, in pieces
     // (alltoall too). Unset, the default: single-copy reads, or with those off, the
     // schedules, except a bcast among more ranks than CPUs, which pipelines through the
-    // area. All must give the same results.
+    // area, and an allreduce among them above a cell, which goes through the staging
+    // buffers. All must give the same results.
     for procs in [2, 3, 5, 8] {
         for bound in [Some("4096"), Some("1000000"), None] {
             for (single_copy, split) in [("1", "4096"), ("1", "off"), ("0", "off")] {
@@ -44,6 +45,20 @@ fn every_collective_through_the_areas_and_chunked_through_them() {
                 assert!(out.contains("allreduce by shm"), "{out}");
             }
         }
+    }
+}
+
+#[test]
+fn single_copy_reads_serve_ranks_sharing_cpus_when_their_bound_is_set() {
+    // With more ranks than CPUs an allreduce above a cell goes through the staging buffers,
+    // unless COMMCORE_SHM_SINGLE_COPY_FROM asks for single-copy reads for every operation:
+    // then each member folds its segment of everyone's buffers and gathers the others'.
+    let env = [("COMMCORE_SHM_SINGLE_COPY_FROM", "3072")];
+    for procs in [3, 8] {
+        let out = run(procs, 1, "collectives", &env);
+        assert!(out.contains("allreduce by shm"), "{out}");
+        let out = run(procs, 1, "noncommutative", &env);
+        assert!(out.contains(&format!("checked on {procs} ranks; allreduce by shm")), "{out}");
     }
 }
 

@@ -1,7 +1,8 @@
 //! A communicator's collective area in the job's shared region: a header, then one slot per
 //! member holding [`depth`] cells, each a call word followed by up to [`CELL_BYTES`] of
 //! data (a small contribution shares the call word's cache line, so a reader fetches both
-//! in one transfer).
+//! in one transfer), then, in jobs of up to 16 ranks, [`STAGING_BUFFERS`] staging buffers
+//! per member of [`staging_bytes`] each, which long reductions fill whole and read in place.
 //!
 //! The protocol, restated in `coll_area_loom.rs`: in its call number `t` (1, 2, …, the same
 //! on every member) a member may write the data of its cell `t % depth`, then publishes the
@@ -13,6 +14,7 @@
 //! check their side of this before they touch a cell, so a caller that gets the numbering
 //! wrong gets `false`, never a torn cell.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
@@ -28,7 +30,8 @@ use super::region::Region;
 /// made a 64 KiB bcast 2 to 2.5 times as fast (22 → 8.5–10 µs at 4 ranks, 27 → 13–15 µs
 /// at 8; 8 B at 8 ranks: 0.19 → 0.17 µs), where 128 gained nothing; a barrier at 8 ranks,
 /// walking four times the pages, lost about 5 % (2.93 → 3.14 µs). Areas of more than 16
-/// members keep 64 cells, so that no area is larger than one of 64 members with 64 cells.
+/// members keep 64 cells, so that no area passes [`AREA_BYTES_MAX`] (a job's region holds
+/// its ranks times [`areas_per_rank`] of them: sparse, but address space all the same).
 pub const fn depth(job_size: usize) -> u64 {
     if members_max(job_size) <= 16 {
         256
@@ -71,9 +74,29 @@ pub const fn members_max(job_size: usize) -> usize {
     }
 }
 
+/// Bytes of each of a member's staging buffers in a job of `job_size` ranks: a long
+/// reduction's contribution goes there whole, in one copy, where in cells each piece would
+/// cost an area call of every member (see `runtime::shm_coll::staged`). Jobs of more than
+/// 16 ranks have none, as they have fewer cells: their areas stay no larger.
+pub const fn staging_bytes(job_size: usize) -> usize {
+    if members_max(job_size) <= 16 {
+        64 * 1024
+    } else {
+        0
+    }
+}
+
+/// Staging buffers per member: a member fills one while the others may still read the
+/// other, so that consecutive calls need no more synchronisation than their own.
+pub const STAGING_BUFFERS: usize = 2;
+
+/// The most bytes an area of any job takes (16 members with deep cells and staging buffers).
+pub const AREA_BYTES_MAX: usize = 7 << 20;
+
 /// Bytes of one area in a job of `job_size` ranks.
 pub fn area_bytes(job_size: usize) -> usize {
-    HEADER_BYTES + members_max(job_size) * slot_bytes(job_size)
+    HEADER_BYTES
+        + members_max(job_size) * (slot_bytes(job_size) + STAGING_BUFFERS * staging_bytes(job_size))
 }
 
 /// Areas each rank owns: many for small jobs (every live communicator led by one rank wants
@@ -91,6 +114,10 @@ pub struct CollArea<'r> {
     members: usize,
     /// Cells per member ([`depth`] of the job).
     depth: u64,
+    /// Members the area has slots for ([`members_max`] of the job).
+    slots: usize,
+    /// Bytes of each staging buffer ([`staging_bytes`] of the job).
+    staging: usize,
 }
 
 impl<'r> CollArea<'r> {
@@ -103,6 +130,8 @@ impl<'r> CollArea<'r> {
             base,
             members,
             depth: depth(job_size),
+            slots: members_max(job_size),
+            staging: staging_bytes(job_size),
         })
     }
 
@@ -220,6 +249,43 @@ impl<'r> CollArea<'r> {
         true
     }
 
+    /// Bytes of each staging buffer; 0 when the area has none.
+    pub fn staging_bytes(&self) -> usize {
+        self.staging
+    }
+
+    /// Offset in the region of byte `at` of `member`'s staging buffer `buffer`.
+    fn staging_at(&self, member: usize, buffer: usize, at: usize) -> usize {
+        assert!(member < self.members, "member {member} of {}", self.members);
+        assert!(buffer < STAGING_BUFFERS, "staging buffer {buffer}");
+        let start = self.base + HEADER_BYTES + self.slots * self.slot_bytes();
+        start + (member * STAGING_BUFFERS + buffer) * self.staging + at
+    }
+
+    /// Copies `data` into `me`'s staging buffer `buffer` at byte `at`.
+    ///
+    /// # Safety
+    /// Nobody reads these bytes during the copy: the caller's protocol has every reader of
+    /// their previous contents done with them, and readers of the new ones wait for a call
+    /// that `me` publishes after this.
+    pub unsafe fn stage(&self, me: usize, buffer: usize, at: usize, data: &[u8]) {
+        assert!(at.checked_add(data.len()).is_some_and(|end| end <= self.staging));
+        // SAFETY: in `me`'s own buffer, inside it (checked above); exclusive per the contract.
+        unsafe { self.region.copy_in(self.staging_at(me, buffer, at), data) };
+    }
+
+    /// Bytes `range` of `member`'s staging buffer `buffer`, read in place.
+    ///
+    /// # Safety
+    /// `member` does not write these bytes while the slice lives: it published a call after
+    /// writing them (and the caller saw it), and the caller's protocol has it wait for this
+    /// reader before it writes them again.
+    pub unsafe fn staged(&self, member: usize, buffer: usize, range: Range<usize>) -> &'r [u8] {
+        assert!(range.start <= range.end && range.end <= self.staging);
+        // SAFETY: inside `member`'s buffer (checked above); nobody writes it, per the contract.
+        unsafe { self.region.bytes(self.staging_at(member, buffer, range.start), range.len()) }
+    }
+
     /// Maps every page of the area into member `me` now, writable where it writes (the
     /// header and its own cells), so that its first calls do not each take page faults: a
     /// call walks a new cell, often on a new page, until it has used all of them. A page
@@ -228,9 +294,13 @@ impl<'r> CollArea<'r> {
     pub fn prefault(&self, me: usize) {
         let own = self.cell(me, 0) - self.base;
         let (start, len) = (self.base, HEADER_BYTES + self.members * self.slot_bytes());
+        let staging = self.staging_at(0, 0, 0);
+        let staging_len = self.members * STAGING_BUFFERS * self.staging;
         let populated = self.region.populate(start, len, false).and_then(|()| {
+            self.region.populate(staging, staging_len, false)?;
             self.region.populate(start, HEADER_BYTES, true)?;
-            self.region.populate(start + own, self.slot_bytes(), true)
+            self.region.populate(start + own, self.slot_bytes(), true)?;
+            self.region.populate(self.staging_at(me, 0, 0), STAGING_BUFFERS * self.staging, true)
         });
         if populated.is_err() {
             // An older kernel: read one word a page (the last one too, as the area need not
@@ -365,13 +435,48 @@ mod tests {
     }
 
     #[test]
-    fn small_jobs_get_deep_slots_and_no_area_outgrows_the_widest() {
+    fn small_jobs_get_deep_slots_and_staging_and_no_area_passes_the_bound() {
         assert_eq!(depth(8), 256);
         assert_eq!(depth(16), 256);
         assert_eq!(depth(17), 64);
         assert_eq!(depth(1000), 64);
-        for job in [2, 8, 16, 17, 64, 1000] {
-            assert!(area_bytes(job) <= area_bytes(64), "job {job}");
+        assert_eq!(staging_bytes(16), 64 * 1024);
+        assert_eq!(staging_bytes(17), 0);
+        for job in 1..=300 {
+            assert!(area_bytes(job) <= AREA_BYTES_MAX, "job {job}: {}", area_bytes(job));
         }
+    }
+
+    #[test]
+    fn staged_bytes_read_back_and_buffers_do_not_overlap() {
+        let layout = Layout::new(3).unwrap();
+        let region = Region::create(layout.region_bytes()).unwrap();
+        let area = CollArea::new(&region, layout.coll_area(1, 2), 3, 3).unwrap();
+        let len = area.staging_bytes();
+        assert_eq!(len, staging_bytes(3));
+        let pattern = |member: usize, buffer: usize| -> Vec<u8> {
+            (0..len).map(|i| (i * 31 + member * 7 + buffer * 3) as u8).collect()
+        };
+        // SAFETY: one thread; nothing reads a buffer while it is written.
+        unsafe {
+            for member in 0..3 {
+                for buffer in 0..STAGING_BUFFERS {
+                    area.stage(member, buffer, 0, &pattern(member, buffer));
+                }
+            }
+            for member in 0..3 {
+                for buffer in 0..STAGING_BUFFERS {
+                    let expected = pattern(member, buffer);
+                    assert_eq!(area.staged(member, buffer, 0..len), &expected[..]);
+                    assert_eq!(area.staged(member, buffer, 100..164), &expected[100..164]);
+                }
+            }
+        }
+        // The last member's last buffer ends where the next area starts.
+        assert_eq!(area.staging_at(2, 1, len), layout.coll_area(1, 3));
+        // Cells and staging buffers do not overlap either.
+        assert!(area.publish(2, 1, &[0x55; CELL_BYTES], &AtomicU64::new(0)));
+        // SAFETY: as above.
+        assert_eq!(unsafe { area.staged(0, 0, 0..len) }, &pattern(0, 0)[..]);
     }
 }

@@ -1,9 +1,8 @@
 //! loom models of the collective area's protocol (`coll_area.rs`, `runtime/shm_coll/`),
 //! restated with loom's atomics as `loom_model.rs` does for the rings: cells reused after
 //! `DEPTH` calls once every reader has published a later call (each cell's own call
-//! word), a member's own buffer read in place until every reader's "done" call, and the
-//! sleeper count that
-//! tells a publisher to ring doorbells. A change to either must be mirrored here.
+//! word), a member's own buffer read in place until every reader's "done" call, staging
+//! buffers taken in turn, and the sleeper count that tells a publisher to ring doorbells. A change to either must be mirrored here.
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
@@ -201,6 +200,135 @@ fn loom_single_copy_buffers_are_not_rewritten_while_the_other_side_copies() {
         }
         root.join().unwrap();
     });
+}
+
+/// `staged.rs`: each member's staging buffers, each of one segment per member.
+type Staging = [[[UnsafeCell<u64>; MEMBERS]; STAGING_BUFFERS]; MEMBERS];
+
+/// Staging buffers per member, as in `coll_area.rs`.
+const STAGING_BUFFERS: usize = 2;
+
+/// `ShmColl::finish`: announce the call, then wait until every member has.
+fn finish(area: &Area, me: usize, call: u64) {
+    area.call_word(me, call).store(call, Release);
+    for member in 0..MEMBERS {
+        while area.call_word(member, call).load(Acquire) < call {
+            thread::yield_now();
+        }
+    }
+}
+
+/// A staged call of `staged.rs`.
+#[derive(Clone, Copy)]
+enum Staged {
+    Allreduce,
+    Bcast { root: usize },
+}
+
+/// `StagingTurns` and `take_staging`: the buffer for the next use, and for a writer the
+/// wait until every other member has published the call that ends the buffer's last use.
+struct Turns {
+    uses: usize,
+    done: [u64; STAGING_BUFFERS],
+}
+
+impl Turns {
+    fn take(&mut self, area: &Area, me: usize, done: u64, writes: bool) -> usize {
+        let buffer = self.uses % STAGING_BUFFERS;
+        self.uses += 1;
+        let previous = std::mem::replace(&mut self.done[buffer], done);
+        if writes {
+            for member in (0..MEMBERS).filter(|&m| m != me) {
+                while area.call_word(member, previous).load(Acquire) < previous {
+                    thread::yield_now();
+                }
+            }
+        }
+        buffer
+    }
+}
+
+fn staged_value(member: usize, k: usize, segment: usize) -> u64 {
+    (100 * k + 10 * member + segment) as u64
+}
+
+/// One member's run of `calls`, checking every result.
+fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
+    let mut turns = Turns { uses: 0, done: [0; STAGING_BUFFERS] };
+    let mut call = 0;
+    for (k, &staged) in calls.iter().enumerate() {
+        match staged {
+            Staged::Allreduce => {
+                let (staged, folded) = (call + 1, call + 2);
+                call += 2;
+                let buffer = turns.take(area, me, folded + 1, true);
+                for segment in 0..MEMBERS {
+                    // SAFETY: loom reports any read of the previous contents that overlaps.
+                    staging[me][buffer][segment]
+                        .with_mut(|v| unsafe { *v = staged_value(me, k, segment) });
+                }
+                finish(area, me, staged);
+                // SAFETY: each member writes only its own segment until "folded".
+                let sum: u64 =
+                    (0..MEMBERS).map(|m| staging[m][buffer][me].with(|v| unsafe { *v })).sum();
+                // SAFETY: nobody else reads this member's own segment before "folded".
+                staging[me][buffer][me].with_mut(|v| unsafe { *v = sum });
+                finish(area, me, folded);
+                for member in (0..MEMBERS).filter(|&m| m != me) {
+                    let expected: u64 = (0..MEMBERS).map(|m| staged_value(m, k, member)).sum();
+                    // SAFETY: written before the owner's "folded"; loom checks the rest.
+                    let result = staging[member][buffer][member].with(|v| unsafe { *v });
+                    assert_eq!(result, expected, "allreduce {k}");
+                }
+            }
+            Staged::Bcast { root } => {
+                call += 1;
+                let buffer = turns.take(area, me, call, me == root);
+                if me == root {
+                    for segment in 0..MEMBERS {
+                        // SAFETY: as for the allreduce's stage.
+                        staging[root][buffer][segment]
+                            .with_mut(|v| unsafe { *v = staged_value(root, k, segment) });
+                    }
+                } else {
+                    while area.call_word(root, call).load(Acquire) < call {
+                        thread::yield_now();
+                    }
+                    for segment in 0..MEMBERS {
+                        // SAFETY: staged before the root published the call.
+                        let value = staging[root][buffer][segment].with(|v| unsafe { *v });
+                        assert_eq!(value, staged_value(root, k, segment), "bcast {k}");
+                    }
+                }
+                area.call_word(me, call).store(call, Release);
+            }
+        }
+    }
+}
+
+#[test]
+fn loom_staged_calls_never_rewrite_a_buffer_another_member_reads() {
+    // Each buffer is filled again: by a root whose readers may lag (bcast after bcast), by
+    // a root after an allreduce, and by an allreduce after bcasts.
+    use Staged::{Allreduce, Bcast};
+    let sequences: [&[Staged]; 2] = [
+        &[Allreduce, Allreduce, Allreduce],
+        &[Bcast { root: 0 }, Bcast { root: 0 }, Bcast { root: 0 }, Allreduce, Bcast { root: 1 }],
+    ];
+    for calls in sequences {
+        loom::model(move || {
+            let area = Arc::new(Area::new());
+            let staging: Arc<Staging> = Arc::new(std::array::from_fn(|_| {
+                std::array::from_fn(|_| std::array::from_fn(|_| UnsafeCell::new(0)))
+            }));
+            let peer = {
+                let (area, staging) = (area.clone(), staging.clone());
+                thread::spawn(move || run_staged(&area, &staging, 1, calls))
+            };
+            run_staged(&area, &staging, 0, calls);
+            peer.join().unwrap();
+        });
+    }
 }
 
 /// `wait.rs`: a waiter counts itself in the area's sleepers, then sleeps through the

@@ -158,6 +158,18 @@ impl Region {
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
     }
 
+    /// The `len` bytes at `offset`, to read in place.
+    ///
+    /// # Safety
+    /// No one may write these bytes while the slice lives (the caller reads them under a
+    /// protocol that has their writer wait until it is done).
+    pub unsafe fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        let src = self.checked(offset, len, 1);
+        // SAFETY: src is in bounds for len bytes and the mapping lives as long as `self`;
+        // nothing writes them while the slice lives, per the contract.
+        unsafe { std::slice::from_raw_parts(src, len) }
+    }
+
     /// Copies bytes at `offset` out of the region into `dst`.
     ///
     /// # Safety

@@ -12,6 +12,7 @@
 mod ops;
 pub(super) mod pool;
 mod single_copy;
+mod staged;
 mod wait;
 
 use std::sync::atomic::AtomicU64;
@@ -68,6 +69,8 @@ pub(super) struct ShmColl {
     free_through: AtomicU64,
     /// Room for one contribution that single-copy reductions fold in.
     scratch: Mutex<Vec<u8>>,
+    /// Which staging buffer comes next, and who may still read each (see `staged.rs`).
+    staging: staged::StagingTurns,
 }
 
 impl ShmColl {
@@ -99,8 +102,8 @@ impl ShmColl {
         }
         let world = world.to_vec();
         let (call, free_through) = (AtomicU64::new(0), AtomicU64::new(0));
-        let scratch = Mutex::new(Vec::new());
-        Some(ShmColl { runtime, base, me, world, call, free_through, scratch })
+        let (scratch, staging) = (Mutex::new(Vec::new()), staged::StagingTurns::default());
+        Some(ShmColl { runtime, base, me, world, call, free_through, scratch, staging })
     }
 
     fn area(&self) -> CollArea<'_> {

@@ -16,8 +16,9 @@ use crate::shm::CollArea;
 
 /// Environment: the largest message in bytes that `shm` takes at all; larger ones take the
 /// schedules. Unset, single-copy reads take any size, and the area takes messages in
-/// pieces of a cell up to [`DEFAULT_CELL_MAX`] bytes, but a bcast of any size when ranks
-/// share CPUs. Alltoall blocks go through the area only up to
+/// pieces of a cell up to [`DEFAULT_CELL_MAX`] bytes, but a bcast or an allreduce of any
+/// size when ranks share CPUs (the allreduce, and a bcast above 512 KiB, through the
+/// staging buffers: see `staged.rs`). Alltoall blocks go through the area only up to
 /// [`ShmColl::alltoall_cell_max`] (in more pieces they lose to the schedules or to
 /// single-copy reads), unless the bound is set above the default.
 pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
@@ -70,7 +71,14 @@ impl ShmColl {
         // Single-copy reads take messages of any size unless a bound is set: above 64 KiB
         // they beat the schedules 2 to 5 times (1 MiB at 2 ranks: bcast 22 against 96 µs,
         // alltoall 165 against 334 µs; at 8 ranks alltoall 3.8 against 7.0 ms).
-        if shm_max().map_or(true, |max| bytes <= max) && self.single_copy_for(op, bytes) {
+        let within_max = shm_max().map_or(true, |max| bytes <= max);
+        if op == CollOp::Allreduce && within_max && self.staged_allreduce_for(bytes) {
+            return Some(
+                self.check_reduce(send, recv, bytes, args.dtype, &args.op, true)
+                    .and_then(|()| self.allreduce_staged(send, recv, args.dtype, &args.op)),
+            );
+        }
+        if within_max && self.single_copy_for(op, bytes) {
             match op {
                 // A root waits for its readers, so when ranks share cores it loses its core
                 // to them and back, while through the area it runs messages ahead (64 KiB
@@ -107,6 +115,9 @@ impl ShmColl {
             CollOp::Barrier => {
                 self.barrier();
                 Ok(())
+            }
+            CollOp::Bcast if self.staged_bcast_for(bytes) && recv.len() == bytes => {
+                self.bcast_staged(recv, root?)
             }
             CollOp::Bcast => self.bcast(recv, bytes, root?),
             CollOp::Allreduce => self.reduce(send, recv, bytes, args.dtype, &args.op, None),

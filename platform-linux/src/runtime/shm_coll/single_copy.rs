@@ -25,10 +25,11 @@ use crate::shm::{cma, CollArea};
 /// Environment: bytes per member (a bcast's message, an alltoall block, an allreduce
 /// vector) from which `shm` moves them by single-copy reads when the kernel allows them,
 /// for every operation; unset, each operation has its own (see
-/// [`ShmColl::single_copy_from`]).
+/// [`ShmColl::single_copy_from`]), and with ranks sharing CPUs an allreduce above a cell
+/// goes through the staging buffers instead (see `staged.rs`).
 pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
 
-fn single_copy_from_env() -> Option<usize> {
+pub(super) fn single_copy_from_env() -> Option<usize> {
     static FROM: OnceLock<Option<usize>> = OnceLock::new();
     *FROM.get_or_init(|| env_number(ENV_SHM_SINGLE_COPY_FROM))
 }
@@ -51,7 +52,7 @@ fn copy_failed(peer: usize, error: std::io::Error) -> CollectiveError {
 
 /// The elements of segment `i` of `count` elements cut into `parts` near-equal segments,
 /// as a byte range for elements of `unit` bytes.
-fn segment(i: usize, parts: usize, count: usize, unit: usize) -> Range<usize> {
+pub(super) fn segment(i: usize, parts: usize, count: usize, unit: usize) -> Range<usize> {
     let per = count.div_ceil(parts.max(1));
     (i * per).min(count) * unit..((i + 1) * per).min(count) * unit
 }
@@ -129,7 +130,7 @@ impl ShmColl {
 
     /// Publishes area call `call` as done and waits until every member has: after that
     /// nobody reads this member's buffers any more.
-    fn finish(&self, area: &CollArea<'_>, call: u64) {
+    pub(super) fn finish(&self, area: &CollArea<'_>, call: u64) {
         area.announce(self.me, call);
         self.wake(area);
         self.wait_all(area, call);

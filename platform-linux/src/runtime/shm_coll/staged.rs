@@ -1,0 +1,206 @@
+//! Long messages through the area's staging buffers, for ranks that share CPUs: a member
+//! copies a whole buffer-full into its staging buffer at once and the others read it in
+//! place, where in cells every 1 KiB piece costs an area call of every member.
+//!
+//! - Allreduce: every member stages its vector, folds its segment of everyone's, writes
+//!   the result over its own segment there, and copies the others' results out. Two area
+//!   calls per buffer-full, "staged" and "folded". Single-copy reads need no staging copy,
+//!   but a member makes two reads of every other member, each a system call that pins the
+//!   owner's pages, and waits three times; on 2 CPUs shared by 8 ranks the kernel's share
+//!   of that costs more than the copies.
+//! - Bcast: the root stages a buffer-full and publishes the call; the readers copy it out
+//!   and publish the call too.
+//!
+//! Every member takes the buffers in the same turn, one per buffer-full of a staged call,
+//! and notes for each the call by which every member has published that it is done
+//! reading it; before writing its own buffer again a member waits for that call.
+
+use std::ops::Range;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use commcore::coll::{reduce, Datatype, Op};
+
+use super::single_copy::{segment, single_copy_from_env};
+use super::wait::{wait_until, Awaited};
+use super::ShmColl;
+use crate::runtime::error::CollectiveError;
+use crate::shm::coll_area::{depth, CELL_BYTES, STAGING_BUFFERS};
+use crate::shm::CollArea;
+
+impl ShmColl {
+    /// Whether an allreduce of `bytes` per member goes through the staging buffers: when
+    /// ranks share CPUs, the area has them, no single-copy bound is set for every
+    /// operation, and the vector does not fit one cell (`bench coll-procs`, µs, staged
+    /// against cells up to 1 KiB, then single-copy reads from 16 KiB: 8 ranks on 2 CPUs,
+    /// 1 KiB 7.7 against 6.2, 2 KiB 8.9 against 11.3, 16 KiB 18 against 66, 64 KiB 37
+    /// against 85, 1 MiB 795–820 against 950; 4 ranks, 64 KiB 19.5 against 30.6, 256 KiB
+    /// 76 against 72, 1 MiB 379 against 394).
+    pub(super) fn staged_allreduce_for(&self, bytes: usize) -> bool {
+        self.runtime.oversubscribed
+            && bytes > CELL_BYTES
+            && single_copy_from_env().is_none()
+            && self.area().staging_bytes() > 0
+    }
+
+    /// Allreduce in buffer-fulls of whole elements; `send` and `recv` are checked.
+    pub(super) fn allreduce_staged(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: Datatype,
+        op: &Op,
+    ) -> Result<(), CollectiveError> {
+        let area = self.area();
+        let unit = dtype.size().max(1);
+        let mut result = Ok(());
+        for chunk in buffer_fulls(send.len(), area.staging_bytes() / unit * unit) {
+            let folded = self.fold_staged(&area, &send[chunk.clone()], &mut recv[chunk], dtype, op);
+            result = result.and(folded);
+        }
+        result
+    }
+
+    /// One buffer-full: `send` and `recv` are the same piece of the vectors.
+    fn fold_staged(
+        &self,
+        area: &CollArea<'_>,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: Datatype,
+        op: &Op,
+    ) -> Result<(), CollectiveError> {
+        let (n, me, unit) = (self.size(), self.me, dtype.size().max(1));
+        let staged = self.next_calls(2);
+        let folded = staged + 1;
+        // The others read the results out of this buffer after "folded" and are done with
+        // it once they publish their next call.
+        let buffer = self.take_staging(area, folded + 1, true);
+        // SAFETY: this member's own buffer, which every reader is done with (awaited by
+        // `take_staging`); the others read it only after "staged".
+        unsafe { area.stage(me, buffer, 0, send) };
+        self.finish(area, staged);
+        let count = send.len() / unit;
+        let mine = segment(me, n, count, unit);
+        // A failed fold still announces "folded" below: the others must not wait forever.
+        let result =
+            self.fold_segment(area, buffer, send, &mut recv[mine.clone()], mine.clone(), dtype, op);
+        // SAFETY: only this member reads or writes its own segment of its buffer between
+        // "staged" and "folded".
+        unsafe { area.stage(me, buffer, mine.start, &recv[mine]) };
+        self.finish(area, folded);
+        for member in (1..n).map(|k| (me + k) % n) {
+            let theirs = segment(member, n, count, unit);
+            // SAFETY: `member` wrote its segment before it announced "folded" (awaited by
+            // `finish`), and writes this buffer again only after this member publishes
+            // its next call.
+            let result = unsafe { area.staged(member, buffer, theirs.clone()) };
+            recv[theirs].copy_from_slice(result);
+        }
+        result
+    }
+
+    /// Whether a bcast of `bytes` goes through the staging buffers: when ranks share CPUs,
+    /// the area has them, and the message is longer than twice a member's cells. Shorter
+    /// ones pipeline through the cells, where a root runs further ahead of its readers
+    /// (`bench coll-procs`, µs, staged against cells: 8 ranks on 2 CPUs, 2 KiB 2.6 against
+    /// 0.30, 64 KiB 14.1 against 12.9, 512 KiB 117 against 153, 1 MiB 271 against 350,
+    /// 4 MiB 1,093 against 1,488; 4 ranks, 512 KiB 88 against 77, 1 MiB 139 against 184;
+    /// 3 ranks, 1 MiB 133 against 222).
+    pub(super) fn staged_bcast_for(&self, bytes: usize) -> bool {
+        let cells = depth(self.runtime.fabric.layout.size()) as usize * CELL_BYTES;
+        self.runtime.oversubscribed && bytes > 2 * cells && self.area().staging_bytes() > 0
+    }
+
+    /// Bcast in buffer-fulls; `buf` is checked.
+    pub(super) fn bcast_staged(&self, buf: &mut [u8], root: usize) -> Result<(), CollectiveError> {
+        let area = self.area();
+        for chunk in buffer_fulls(buf.len(), area.staging_bytes()) {
+            let call = self.next_calls(1);
+            // Readers are done with the root's buffer once they publish the call. A reader
+            // need not wait for the others: the root's publish says they are done.
+            let buffer = self.take_staging(&area, call, self.me == root);
+            if self.me == root {
+                // SAFETY: this member's own buffer, which every reader is done with (awaited
+                // by `take_staging`); they read it only after the publish below.
+                unsafe { area.stage(root, buffer, 0, &buf[chunk]) };
+                area.announce(root, call);
+            } else {
+                wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
+                    area.published(root, call)
+                });
+                // SAFETY: the root staged this before it published the call (awaited just
+                // above), and writes this buffer again only after this member publishes it.
+                buf[chunk.clone()]
+                    .copy_from_slice(unsafe { area.staged(root, buffer, 0..chunk.len()) });
+                area.announce(self.me, call);
+            }
+            self.wake(&area);
+        }
+        Ok(())
+    }
+
+    /// Takes the next staging buffer in turn for a use whose readers are done with it once
+    /// every member has published `done`; returns it, once every other member is done with
+    /// its previous use when this member `writes` it. Every member takes every turn.
+    fn take_staging(&self, area: &CollArea<'_>, done: u64, writes: bool) -> usize {
+        let turns = &self.staging;
+        let uses = turns.uses.load(Relaxed);
+        turns.uses.store(uses + 1, Relaxed);
+        let buffer = (uses % STAGING_BUFFERS as u64) as usize;
+        let previous = turns.done[buffer].load(Relaxed);
+        turns.done[buffer].store(done, Relaxed);
+        if writes {
+            let me = self.me;
+            let pending = |m: usize| m != me && !area.published(m, previous);
+            wait_until(&self.runtime, area, me, Awaited::Anyone, || !(0..self.size()).any(pending));
+        }
+        buffer
+    }
+
+    /// Folds bytes `range` of every member's staged vector in rank order into `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn fold_segment(
+        &self,
+        area: &CollArea<'_>,
+        buffer: usize,
+        send: &[u8],
+        out: &mut [u8],
+        range: Range<usize>,
+        dtype: Datatype,
+        op: &Op,
+    ) -> Result<(), CollectiveError> {
+        for member in 0..self.size() {
+            let contribution = if member == self.me {
+                &send[range.clone()]
+            } else {
+                // SAFETY: `member` staged its vector before it announced "staged" (seen by
+                // `finish`) and writes into this buffer again only at its own segment,
+                // which is not `range`, until every member announced "folded".
+                unsafe { area.staged(member, buffer, range.clone()) }
+            };
+            if member == 0 {
+                out.copy_from_slice(contribution);
+            } else {
+                reduce(op, dtype, contribution, out, false).map_err(CollectiveError::Reduce)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where the buffer-fulls of `len` bytes in steps of `step` start and end; one, empty, for
+/// an empty message, so that every member still synchronises.
+fn buffer_fulls(len: usize, step: usize) -> impl Iterator<Item = Range<usize>> {
+    let step = step.max(1);
+    (0..len.div_ceil(step).max(1)).map(move |i| (i * step).min(len)..((i + 1) * step).min(len))
+}
+
+/// A member's turns through its staging buffers (see the module's doc).
+#[derive(Default)]
+pub(super) struct StagingTurns {
+    /// Buffer-fulls staged so far.
+    uses: AtomicU64,
+    /// For each buffer, the call by which every member is done reading its last use.
+    done: [AtomicU64; STAGING_BUFFERS],
+}
