@@ -41,6 +41,15 @@ fn shm_max() -> Option<usize> {
 /// 7.4, 1 KiB 7.1 against 7.8; 8 ranks, 512 B 18 against 29, 1 KiB 36 against 30).
 const SHARED_ALLTOALL_CALLS: usize = 4;
 
+/// The longest bcast whose readers poll for the root while it runs on another CPU, as in
+/// a call of every member (see `Awaited::Spread`), rather than yield at once: it publishes
+/// the next message before a context switch would end (`bench coll-procs`, µs, interleaved
+/// runs, yielding against polling: 8 ranks on 2 CPUs, 8 B 0.15–0.17 against 0.11–0.13,
+/// 256 B 0.12–0.16 against 0.07–0.09; 4 ranks, 8 B 0.09 against 0.075). Readers of longer
+/// messages would keep the CPU from the others that share it while the root copies them
+/// (1 KiB at 3 and 4 ranks: 0.10–0.13 against 0.12–0.21).
+const POLLED_BCAST_MAX: usize = 256;
+
 /// The byte range of piece `i` of `len` bytes cut into pieces of `piece` bytes.
 fn piece(i: usize, piece: usize, len: usize) -> Range<usize> {
     (i * piece).min(len)..((i + 1) * piece).min(len)
@@ -215,9 +224,13 @@ impl ShmColl {
             if self.me == root {
                 self.contribute(&area, call, &buf[range])?;
             } else {
-                wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
-                    area.published(root, call)
-                });
+                let is_root = |m: usize| m == root;
+                let awaited = if bytes <= POLLED_BCAST_MAX {
+                    Awaited::Spread(&is_root)
+                } else {
+                    Awaited::Anyone
+                };
+                wait_until(&self.runtime, &area, self.me, awaited, || area.published(root, call));
                 Self::read(&area, root, call, 0, &mut buf[range])?;
                 // Done with the root's cell: it may reuse it.
                 area.announce(self.me, call);
