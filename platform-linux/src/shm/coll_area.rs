@@ -87,11 +87,14 @@ pub const fn staging_bytes(job_size: usize) -> usize {
 }
 
 /// Staging buffers per member: a member fills one while the others may still read the
-/// other, so that consecutive calls need no more synchronisation than their own.
-pub const STAGING_BUFFERS: usize = 2;
+/// others, so that consecutive calls need no more synchronisation than their own, and a
+/// bcast root runs as many buffer-fulls ahead of its readers as the cells let it run
+/// 64 KiB messages (8 ranks on 2 CPUs, bcast 64 KiB: 13.2–15.4 µs in cells, 14.1 with two
+/// buffers, 9.6–10.2 with four).
+pub const STAGING_BUFFERS: usize = 4;
 
 /// The most bytes an area of any job takes (16 members with deep cells and staging buffers).
-pub const AREA_BYTES_MAX: usize = 7 << 20;
+pub const AREA_BYTES_MAX: usize = 9 << 20;
 
 /// Bytes of one area in a job of `job_size` ranks.
 pub fn area_bytes(job_size: usize) -> usize {
@@ -473,7 +476,7 @@ mod tests {
             }
         }
         // The last member's last buffer ends where the next area starts.
-        assert_eq!(area.staging_at(2, 1, len), layout.coll_area(1, 3));
+        assert_eq!(area.staging_at(2, STAGING_BUFFERS - 1, len), layout.coll_area(1, 3));
         // Cells and staging buffers do not overlap either.
         assert!(area.publish(2, 1, &[0x55; CELL_BYTES], &AtomicU64::new(0)));
         // SAFETY: as above.

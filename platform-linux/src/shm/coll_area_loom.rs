@@ -205,7 +205,8 @@ fn loom_single_copy_buffers_are_not_rewritten_while_the_other_side_copies() {
 /// `staged.rs`: each member's staging buffers, each of one segment per member.
 type Staging = [[[UnsafeCell<u64>; MEMBERS]; STAGING_BUFFERS]; MEMBERS];
 
-/// Staging buffers per member, as in `coll_area.rs`.
+/// Staging buffers per member: fewer than the real area's, so that reuse happens within a
+/// short model.
 const STAGING_BUFFERS: usize = 2;
 
 /// `ShmColl::finish`: announce the call, then wait until every member has.

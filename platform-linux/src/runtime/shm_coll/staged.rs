@@ -25,7 +25,7 @@ use super::single_copy::{segment, single_copy_from_env};
 use super::wait::{wait_until, Awaited};
 use super::ShmColl;
 use crate::runtime::error::CollectiveError;
-use crate::shm::coll_area::{depth, CELL_BYTES, STAGING_BUFFERS};
+use crate::shm::coll_area::{CELL_BYTES, STAGING_BUFFERS};
 use crate::shm::CollArea;
 
 impl ShmColl {
@@ -101,15 +101,9 @@ impl ShmColl {
     }
 
     /// Whether a bcast of `bytes` goes through the staging buffers: when ranks share CPUs,
-    /// the area has them, and the message is longer than twice a member's cells. Shorter
-    /// ones pipeline through the cells, where a root runs further ahead of its readers
-    /// (`bench coll-procs`, µs, staged against cells: 8 ranks on 2 CPUs, 2 KiB 2.6 against
-    /// 0.30, 64 KiB 14.1 against 12.9, 512 KiB 117 against 153, 1 MiB 271 against 350,
-    /// 4 MiB 1,093 against 1,488; 4 ranks, 512 KiB 88 against 77, 1 MiB 139 against 184;
-    /// 3 ranks, 1 MiB 133 against 222).
+    /// the area has them, and the message is longer than [`STAGED_BCAST_ABOVE`].
     pub(super) fn staged_bcast_for(&self, bytes: usize) -> bool {
-        let cells = depth(self.runtime.fabric.layout.size()) as usize * CELL_BYTES;
-        self.runtime.oversubscribed && bytes > 2 * cells && self.area().staging_bytes() > 0
+        self.runtime.oversubscribed && bytes > STAGED_BCAST_ABOVE && self.area().staging_bytes() > 0
     }
 
     /// Bcast in buffer-fulls; `buf` is checked.
@@ -188,6 +182,14 @@ impl ShmColl {
         Ok(())
     }
 }
+
+/// The longest bcast that pipelines through the cells when ranks share CPUs: there a root
+/// runs further ahead of its readers, 256 cells against 4 buffer-fulls, while longer
+/// messages save more in area calls than they lose in run-ahead (`bench coll-procs`, µs,
+/// staged against cells: 8 ranks on 2 CPUs, 8 KiB 2.8 against 1.6, 32 KiB 6.9–7.3 against
+/// 6.8–7.0, 64 KiB 9.6–10.2 against 13.2–15.4, 128 KiB 19–20 against 27; 4 ranks, 32 KiB
+/// 4.5–5.2 against 4.4–4.9, 64 KiB 6.6 against 9.2–9.4, 128 KiB 14 against 18–20).
+const STAGED_BCAST_ABOVE: usize = 32 * 1024;
 
 /// Where the buffer-fulls of `len` bytes in steps of `step` start and end; one, empty, for
 /// an empty message, so that every member still synchronises.
