@@ -8,7 +8,8 @@
 //! `--batches` (default 5) batches of `--iterations` calls up to 1 KiB (default 200; a
 //! quarter as many above) after a warm-up batch of a tenth; a batch's figure is the mean
 //! over ranks of each rank's mean time per call; the median batch is reported. `--only OP`
-//! measures one operation (for profiling it alone).
+//! measures one operation (for profiling it alone), also reduce (u64 sum to rank 0) or
+//! allgather (per block), which no figure of the issue names.
 //! `scripts/peers/coll.c` measures the same over MPI.
 
 use std::time::Instant;
@@ -26,6 +27,8 @@ const SIZES: [usize; 2] = [8, 64 * 1024];
 /// Bytes up to which a figure runs the full `--iterations`.
 const SHORT_UP_TO: usize = 1024;
 const OPS: [&str; 4] = ["barrier", "bcast", "allreduce", "alltoall"];
+/// Operations measured only when `--only` names them.
+const MORE_OPS: [&str; 2] = ["reduce", "allgather"];
 
 /// Runs the benchmark.
 pub fn run(args: &[String]) -> Result<Value, String> {
@@ -71,8 +74,8 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let batches: usize = option(args, "--batches")?.unwrap_or(5).max(1);
     let base: usize = option(args, "--iterations")?.unwrap_or(200).max(4);
     let only: Option<String> = option(args, "--only")?;
-    if let Some(op) = only.as_deref().filter(|op| !OPS.contains(op)) {
-        return Err(format!("--only: {op} is not one of {OPS:?}").into());
+    if let Some(op) = only.as_deref().filter(|op| !OPS.contains(op) && !MORE_OPS.contains(op)) {
+        return Err(format!("--only: {op} is not one of {OPS:?} or {MORE_OPS:?}").into());
     }
     let sizes = match option::<String>(args, "--sizes")? {
         Some(list) => parse_sizes(&list)?,
@@ -81,7 +84,8 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let world = World::init()?;
     let comm = world.comm();
     let mut rows = Vec::new();
-    for op in OPS.into_iter().filter(|op| only.as_deref().map_or(true, |o| o == *op)) {
+    let ops = OPS.iter().chain(&MORE_OPS);
+    for &op in ops.filter(|&&op| only.as_deref().map_or(OPS.contains(&op), |o| o == op)) {
         for &size in &sizes {
             if op == "barrier" && size != sizes[0] {
                 continue;
@@ -143,11 +147,12 @@ struct Call<'c> {
 
 impl<'c> Call<'c> {
     fn new(comm: &'c Comm, op: &'static str, size: usize) -> Call<'c> {
-        let bytes = if op == "alltoall" { size * comm.size() } else { size };
+        let blocks = if matches!(op, "alltoall" | "allgather") { comm.size() } else { 1 };
+        let send_blocks = if op == "alltoall" { blocks } else { 1 };
         // Both written, as an application's would be (and as the peers' memset does): a
         // zeroed allocation nobody writes may stay mapped to the kernel's zero page, which a
         // bcast root's readers would then copy from.
-        let (mut send, mut recv) = (vec![1u8; bytes], vec![0u8; bytes]);
+        let (mut send, mut recv) = (vec![1u8; size * send_blocks], vec![0u8; size * blocks]);
         std::hint::black_box(&mut send).fill(1);
         std::hint::black_box(&mut recv).fill(0);
         Call { comm, op, send, recv }
@@ -160,6 +165,10 @@ impl<'c> Call<'c> {
             "allreduce" => {
                 self.comm.allreduce(&self.send, &mut self.recv, Datatype::U64, ReduceOp::Sum)
             }
+            "reduce" => {
+                self.comm.reduce(&self.send, &mut self.recv, Datatype::U64, ReduceOp::Sum, 0)
+            }
+            "allgather" => self.comm.allgather(&self.send, &mut self.recv),
             _ => self.comm.alltoall(&self.send, &mut self.recv),
         }
     }
