@@ -223,7 +223,9 @@ fn finish(area: &Area, me: usize, call: u64) {
 #[derive(Clone, Copy)]
 enum Staged {
     Allreduce,
+    Reduce { root: usize },
     Bcast { root: usize },
+    Allgather,
 }
 
 /// `StagingTurns` and `take_staging`: the buffer for the next use, and for a writer the
@@ -282,6 +284,49 @@ fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
                     assert_eq!(result, expected, "allreduce {k}");
                 }
             }
+            Staged::Reduce { root } => {
+                call += 1;
+                let buffer = turns.take(area, me, call + 1, me != root);
+                if me != root {
+                    for segment in 0..MEMBERS {
+                        // SAFETY: as for the allreduce's stage.
+                        staging[me][buffer][segment]
+                            .with_mut(|v| unsafe { *v = staged_value(me, k, segment) });
+                    }
+                    area.call_word(me, call).store(call, Release);
+                    continue;
+                }
+                finish(area, me, call);
+                for segment in 0..MEMBERS {
+                    // SAFETY: staged before the member published the call.
+                    let sum: u64 = (0..MEMBERS)
+                        .filter(|&m| m != root)
+                        .map(|m| staging[m][buffer][segment].with(|v| unsafe { *v }))
+                        .sum();
+                    let expected: u64 = (0..MEMBERS)
+                        .filter(|&m| m != root)
+                        .map(|m| staged_value(m, k, segment))
+                        .sum();
+                    assert_eq!(sum, expected, "reduce {k}");
+                }
+            }
+            Staged::Allgather => {
+                call += 1;
+                let buffer = turns.take(area, me, call + 1, true);
+                for segment in 0..MEMBERS {
+                    // SAFETY: as for the allreduce's stage.
+                    staging[me][buffer][segment]
+                        .with_mut(|v| unsafe { *v = staged_value(me, k, segment) });
+                }
+                finish(area, me, call);
+                for member in (0..MEMBERS).filter(|&m| m != me) {
+                    for segment in 0..MEMBERS {
+                        // SAFETY: staged before the member published the call.
+                        let value = staging[member][buffer][segment].with(|v| unsafe { *v });
+                        assert_eq!(value, staged_value(member, k, segment), "allgather {k}");
+                    }
+                }
+            }
             Staged::Bcast { root } => {
                 call += 1;
                 let buffer = turns.take(area, me, call, me == root);
@@ -310,10 +355,13 @@ fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
 #[test]
 fn loom_staged_calls_never_rewrite_a_buffer_another_member_reads() {
     // Each buffer is filled again: by a root whose readers may lag (bcast after bcast), by
+    // members that run ahead of a reduce's root, by allgathers with one area call each, by
     // a root after an allreduce, and by an allreduce after bcasts.
-    use Staged::{Allreduce, Bcast};
-    let sequences: [&[Staged]; 2] = [
+    use Staged::{Allgather, Allreduce, Bcast, Reduce};
+    let sequences: [&[Staged]; 4] = [
         &[Allreduce, Allreduce, Allreduce],
+        &[Reduce { root: 0 }, Reduce { root: 0 }, Reduce { root: 0 }],
+        &[Allgather, Allgather, Allgather, Reduce { root: 1 }],
         &[Bcast { root: 0 }, Bcast { root: 0 }, Bcast { root: 0 }, Allreduce, Bcast { root: 1 }],
     ];
     for calls in sequences {

@@ -638,6 +638,17 @@ fn collectives(world: &World) {
         let mut all = vec![0u8; block * n];
         comm.allgather(&mine, &mut all).unwrap();
         assert_eq!(all, everyone, "allgather");
+        if len > 100_000 {
+            // Among ranks sharing CPUs, blocks of several staging buffer-fulls each.
+            let long = len / 2;
+            let mine = contribution(call, me, long);
+            let mut all = vec![0u8; long * n];
+            comm.allgather(&mine, &mut all).unwrap();
+            for (r, got) in all.chunks_exact(long).enumerate() {
+                assert!(got == contribution(call, r, long), "allgather of {long} B from {r}");
+            }
+            checked += 1;
+        }
         for root in [0, n - 1] {
             let mut gathered = vec![0u8; if me == root { block * n } else { 0 }];
             comm.gather(&mine, &mut gathered, root).unwrap();

@@ -81,11 +81,10 @@ impl ShmColl {
         // they beat the schedules 2 to 5 times (1 MiB at 2 ranks: bcast 22 against 96 µs,
         // alltoall 165 against 334 µs; at 8 ranks alltoall 3.8 against 7.0 ms).
         let within_max = shm_max().map_or(true, |max| bytes <= max);
-        if op == CollOp::Allreduce && within_max && self.staged_allreduce_for(bytes) {
-            return Some(
-                self.check_reduce(send, recv, bytes, args.dtype, &args.op, true)
-                    .and_then(|()| self.allreduce_staged(send, recv, args.dtype, &args.op)),
-            );
+        if within_max {
+            if let Some(done) = self.run_staged(op, args, send, recv, root) {
+                return Some(done);
+            }
         }
         if within_max && self.single_copy_for(op, bytes) {
             match op {
@@ -124,9 +123,6 @@ impl ShmColl {
             CollOp::Barrier => {
                 self.barrier();
                 Ok(())
-            }
-            CollOp::Bcast if self.staged_bcast_for(bytes) && recv.len() == bytes => {
-                self.bcast_staged(recv, root?)
             }
             CollOp::Bcast => self.bcast(recv, bytes, root?),
             CollOp::Allreduce => self.reduce(send, recv, bytes, args.dtype, &args.op, None),
@@ -283,7 +279,7 @@ impl ShmColl {
     }
 
     /// Checks a reduction's buffers and that a built-in `op` takes `dtype`.
-    fn check_reduce(
+    pub(super) fn check_reduce(
         &self,
         send: &[u8],
         recv: &[u8],

@@ -8,8 +8,12 @@
 //!   but a member makes two reads of every other member, each a system call that pins the
 //!   owner's pages, and waits three times; on 2 CPUs shared by 8 ranks the kernel's share
 //!   of that costs more than the copies.
+//! - Reduce: every member but the root stages its vector and publishes the call; the root
+//!   folds them in place, in rank order.
 //! - Bcast: the root stages a buffer-full and publishes the call; the readers copy it out
 //!   and publish the call too.
+//! - Allgather: every member stages its block and publishes the call, then copies the
+//!   others' blocks out. One area call per buffer-full, where cells take one per 1 KiB.
 //!
 //! Every member takes the buffers in the same turn, one per buffer-full of a staged call,
 //! and notes for each the call by which every member has published that it is done
@@ -19,7 +23,7 @@ use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
-use commcore::coll::{reduce, Datatype, Op};
+use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op};
 
 use super::single_copy::{segment, single_copy_from_env};
 use super::wait::{wait_until, Awaited};
@@ -29,22 +33,55 @@ use crate::shm::coll_area::{CELL_BYTES, STAGING_BUFFERS};
 use crate::shm::CollArea;
 
 impl ShmColl {
-    /// Whether an allreduce of `bytes` per member goes through the staging buffers: when
-    /// ranks share CPUs, the area has them, no single-copy bound is set for every
-    /// operation, and the vector does not fit one cell (`bench coll-procs`, µs, staged
-    /// against cells up to 1 KiB, then single-copy reads from 16 KiB: 8 ranks on 2 CPUs,
-    /// 1 KiB 7.7 against 6.2, 2 KiB 8.9 against 11.3, 16 KiB 18 against 66, 64 KiB 37
-    /// against 85, 1 MiB 795–820 against 950; 4 ranks, 64 KiB 19.5 against 30.6, 256 KiB
-    /// 76 against 72, 1 MiB 379 against 394).
-    pub(super) fn staged_allreduce_for(&self, bytes: usize) -> bool {
-        self.runtime.oversubscribed
-            && bytes > CELL_BYTES
-            && single_copy_from_env().is_none()
-            && self.area().staging_bytes() > 0
+    /// Runs `op` through the staging buffers when ranks share CPUs, the area has them, and
+    /// `bytes` per member exceed what the cells take in one area call (a bcast:
+    /// [`STAGED_BCAST_ABOVE`]); `None` otherwise. An allreduce takes single-copy reads
+    /// instead when a bound is set for them for every operation. Measured with `bench
+    /// coll-procs`, µs, staged against what ran before (cells up to 1 KiB, then for
+    /// allreduce single-copy reads from 16 KiB), 8 ranks on 2 CPUs:
+    /// - allreduce: 1 KiB 7.7 against 6.2, 2 KiB 8.9 against 11.3, 16 KiB 18 against 66,
+    ///   64 KiB 37 against 85, 1 MiB 795–820 against 950 (4 ranks: 64 KiB 19.5 against
+    ///   30.6, 256 KiB 76 against 72, 1 MiB 379 against 394);
+    /// - allgather (per block): 1 KiB 5.0 against 4.9, 2 KiB 6.8 against 9.9, 64 KiB 131
+    ///   against 392, 1 MiB 2,357 against 10,108 (4 ranks: 64 KiB 26 against 124);
+    /// - reduce: see [`STAGED_REDUCE_ABOVE`].
+    pub(super) fn run_staged(
+        &self,
+        op: CollOp,
+        args: &CollArgs<'_>,
+        send: &[u8],
+        recv: &mut [u8],
+        root: Option<usize>,
+    ) -> Option<Result<(), CollectiveError>> {
+        let bytes = args.message_bytes();
+        let above = match op {
+            CollOp::Allreduce if single_copy_from_env().is_some() => return None,
+            CollOp::Allreduce | CollOp::Allgather => STAGED_ABOVE,
+            CollOp::Reduce => STAGED_REDUCE_ABOVE,
+            CollOp::Bcast => STAGED_BCAST_ABOVE,
+            _ => return None,
+        };
+        if !self.runtime.oversubscribed || bytes <= above || self.area().staging_bytes() == 0 {
+            return None;
+        }
+        let (dtype, reduce_op) = (args.dtype, &args.op);
+        Some(match op {
+            CollOp::Allreduce => self
+                .check_reduce(send, recv, bytes, dtype, reduce_op, true)
+                .and_then(|()| self.allreduce_staged(send, recv, dtype, reduce_op)),
+            CollOp::Reduce => {
+                let root = root?;
+                self.check_reduce(send, recv, bytes, dtype, reduce_op, root == self.me)
+                    .and_then(|()| self.reduce_staged(send, recv, dtype, reduce_op, root))
+            }
+            CollOp::Allgather => self.allgather_staged(send, recv, bytes),
+            _ if recv.len() != bytes => Err(CollectiveError::BadBuffers),
+            _ => self.bcast_staged(recv, root?),
+        })
     }
 
     /// Allreduce in buffer-fulls of whole elements; `send` and `recv` are checked.
-    pub(super) fn allreduce_staged(
+    fn allreduce_staged(
         &self,
         send: &[u8],
         recv: &mut [u8],
@@ -100,14 +137,77 @@ impl ShmColl {
         result
     }
 
-    /// Whether a bcast of `bytes` goes through the staging buffers: when ranks share CPUs,
-    /// the area has them, and the message is longer than [`STAGED_BCAST_ABOVE`].
-    pub(super) fn staged_bcast_for(&self, bytes: usize) -> bool {
-        self.runtime.oversubscribed && bytes > STAGED_BCAST_ABOVE && self.area().staging_bytes() > 0
+    /// Reduce to `root` in buffer-fulls of whole elements; `send` (and at the root `recv`)
+    /// are checked.
+    fn reduce_staged(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        dtype: Datatype,
+        op: &Op,
+        root: usize,
+    ) -> Result<(), CollectiveError> {
+        let area = self.area();
+        let unit = dtype.size().max(1);
+        let mut result = Ok(());
+        for chunk in buffer_fulls(send.len(), area.staging_bytes() / unit * unit) {
+            let staged = self.next_calls(1);
+            // The root is done with the others' buffers once it publishes its next call.
+            let buffer = self.take_staging(&area, staged + 1, self.me != root);
+            let mine = &send[chunk.clone()];
+            if self.me != root {
+                // SAFETY: this member's own buffer, which the root is done with (awaited by
+                // `take_staging`); it reads it only after the publish below.
+                unsafe { area.stage(self.me, buffer, 0, mine) };
+                area.announce(self.me, staged);
+                self.wake(&area);
+                continue;
+            }
+            area.announce(self.me, staged);
+            self.wait_all(&area, staged);
+            let out = &mut recv[chunk.clone()];
+            result =
+                result.and(self.fold_segment(&area, buffer, mine, out, 0..chunk.len(), dtype, op));
+        }
+        result
+    }
+
+    /// Allgather in buffer-fulls of each block of `block` bytes.
+    fn allgather_staged(
+        &self,
+        send: &[u8],
+        recv: &mut [u8],
+        block: usize,
+    ) -> Result<(), CollectiveError> {
+        if send.len() != block || recv.len() != block * self.size() {
+            return Err(CollectiveError::BadBuffers);
+        }
+        let area = self.area();
+        for chunk in buffer_fulls(block, area.staging_bytes()) {
+            let staged = self.next_calls(1);
+            // The others are done with this buffer once they publish their next call.
+            let buffer = self.take_staging(&area, staged + 1, true);
+            // SAFETY: this member's own buffer, which every reader is done with (awaited by
+            // `take_staging`); they read it only after "staged".
+            unsafe { area.stage(self.me, buffer, 0, &send[chunk.clone()]) };
+            self.finish(&area, staged);
+            for member in (0..self.size()).map(|k| (self.me + k) % self.size()) {
+                let out = &mut recv[member * block + chunk.start..member * block + chunk.end];
+                if member == self.me {
+                    out.copy_from_slice(&send[chunk.clone()]);
+                } else {
+                    // SAFETY: `member` staged this before it published "staged" (awaited by
+                    // `finish`), and writes it again only after this member publishes its
+                    // next call.
+                    out.copy_from_slice(unsafe { area.staged(member, buffer, 0..chunk.len()) });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Bcast in buffer-fulls; `buf` is checked.
-    pub(super) fn bcast_staged(&self, buf: &mut [u8], root: usize) -> Result<(), CollectiveError> {
+    fn bcast_staged(&self, buf: &mut [u8], root: usize) -> Result<(), CollectiveError> {
         let area = self.area();
         for chunk in buffer_fulls(buf.len(), area.staging_bytes()) {
             let call = self.next_calls(1);
@@ -152,7 +252,8 @@ impl ShmColl {
         buffer
     }
 
-    /// Folds bytes `range` of every member's staged vector in rank order into `out`.
+    /// Folds bytes `range` of every member's staged vector (this member's own from `send`)
+    /// in rank order into `out`.
     #[allow(clippy::too_many_arguments)]
     fn fold_segment(
         &self,
@@ -168,9 +269,10 @@ impl ShmColl {
             let contribution = if member == self.me {
                 &send[range.clone()]
             } else {
-                // SAFETY: `member` staged its vector before it announced "staged" (seen by
-                // `finish`) and writes into this buffer again only at its own segment,
-                // which is not `range`, until every member announced "folded".
+                // SAFETY: `member` staged its vector before it announced "staged" (awaited
+                // by the caller) and writes this buffer again only after this member
+                // publishes its next call, but for an allreduce's fold into its own
+                // segment, which is not `range`.
                 unsafe { area.staged(member, buffer, range.clone()) }
             };
             if member == 0 {
@@ -182,6 +284,18 @@ impl ShmColl {
         Ok(())
     }
 }
+
+/// The longest allreduce vector or allgather block that goes through the cells when ranks
+/// share CPUs: one cell, a single area call.
+const STAGED_ABOVE: usize = CELL_BYTES;
+
+/// The longest reduce vector that goes through the cells when ranks share CPUs: there the
+/// members other than the root run up to 256 calls ahead of it, against 4 buffer-fulls
+/// (`bench coll-procs`, µs, staged against cells: 8 ranks on 2 CPUs, 4 KiB 3.2 against
+/// 0.73, 8 KiB 4.7 against 3.3, 16 KiB 6.7 against 8.2, 64 KiB 24 against 38, 1 MiB 581
+/// against 2,103 (through the schedules); 4 ranks, 16 KiB 3.7 against 3.9, 64 KiB 11.4
+/// against 17.5).
+const STAGED_REDUCE_ABOVE: usize = 8 * 1024;
 
 /// The longest bcast that pipelines through the cells when ranks share CPUs: there a root
 /// runs further ahead of its readers, 256 cells against 4 buffer-fulls, while longer
