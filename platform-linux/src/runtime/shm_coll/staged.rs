@@ -1,6 +1,8 @@
-//! Long messages through the area's staging buffers, for ranks that share CPUs: a member
-//! copies a whole buffer-full into its staging buffer at once and the others read it in
-//! place, where in cells every 1 KiB piece costs an area call of every member.
+//! Long messages through the area's staging buffers: a member copies a whole buffer-full
+//! into its staging buffer at once and the others read it in place, where in cells every
+//! 1 KiB piece costs an area call of every member. Allgather and reduce always take them
+//! above a cell; allreduce and bcast only when ranks share CPUs (with a CPU each, they read
+//! the members' buffers in place, see `single_copy.rs`).
 //!
 //! - Allreduce: every member stages its vector, folds its segment of everyone's, writes
 //!   the result over its own segment there, and copies the others' results out. Two area
@@ -33,18 +35,24 @@ use crate::shm::coll_area::{CELL_BYTES, STAGING_BUFFERS};
 use crate::shm::CollArea;
 
 impl ShmColl {
-    /// Runs `op` through the staging buffers when ranks share CPUs, the area has them, and
-    /// `bytes` per member exceed what the cells take in one area call (a bcast:
-    /// [`STAGED_BCAST_ABOVE`]); `None` otherwise. An allreduce takes single-copy reads
-    /// instead when a bound is set for them for every operation. Measured with `bench
-    /// coll-procs`, µs, staged against what ran before (cells up to 1 KiB, then for
-    /// allreduce single-copy reads from 16 KiB), 8 ranks on 2 CPUs:
-    /// - allreduce: 1 KiB 7.7 against 6.2, 2 KiB 8.9 against 11.3, 16 KiB 18 against 66,
-    ///   64 KiB 37 against 85, 1 MiB 795–820 against 950 (4 ranks: 64 KiB 19.5 against
-    ///   30.6, 256 KiB 76 against 72, 1 MiB 379 against 394);
-    /// - allgather (per block): 1 KiB 5.0 against 4.9, 2 KiB 6.8 against 9.9, 64 KiB 131
-    ///   against 392, 1 MiB 2,357 against 10,108 (4 ranks: 64 KiB 26 against 124);
-    /// - reduce: see [`STAGED_REDUCE_ABOVE`].
+    /// Runs `op` through the staging buffers when the area has them and `bytes` per member
+    /// exceed what the cells take in one area call, or with ranks sharing CPUs a reduce
+    /// [`STAGED_REDUCE_ABOVE`] and a bcast [`STAGED_BCAST_ABOVE`]; `None` otherwise. With
+    /// a CPU per rank, allreduce and bcast keep single-copy reads, which there win (2
+    /// ranks, 64 KiB, µs, staged against single copy: allreduce 8.3–9.5 against 5.8–6.2,
+    /// bcast 3.3–3.9 against 3.0), and so does an allreduce when a bound is set for them
+    /// for every operation. Measured with `bench coll-procs`, µs, staged against what ran
+    /// before (cells up to 1 KiB or 64 KiB, then single-copy reads or the schedules):
+    /// - allreduce, 8 ranks on 2 CPUs: 1 KiB 7.7 against 6.2, 2 KiB 8.9 against 11.3,
+    ///   16 KiB 18 against 66, 64 KiB 37 against 85, 1 MiB 795–820 against 950 (4 ranks:
+    ///   64 KiB 19.5 against 30.6, 256 KiB 76 against 72, 1 MiB 379 against 394);
+    /// - allgather per block, 8 ranks on 2 CPUs: 1 KiB 5.0 against 4.9, 2 KiB 6.8 against
+    ///   9.9, 64 KiB 131 against 392, 1 MiB 2,357 against 10,108 (4 ranks: 64 KiB 26
+    ///   against 124); 2 ranks with a CPU each: 2 KiB 0.98 against 1.19, 64 KiB 8 against
+    ///   33, 1 MiB 184 against 300;
+    /// - reduce, 2 ranks with a CPU each: 2 KiB 0.33–0.35 against 0.37–0.43, 64 KiB 4.7
+    ///   against 7.7, 1 MiB 96–99 against 302–314; sharing CPUs, see
+    ///   [`STAGED_REDUCE_ABOVE`].
     pub(super) fn run_staged(
         &self,
         op: CollOp,
@@ -54,14 +62,14 @@ impl ShmColl {
         root: Option<usize>,
     ) -> Option<Result<(), CollectiveError>> {
         let bytes = args.message_bytes();
-        let above = match op {
-            CollOp::Allreduce if single_copy_from_env().is_some() => return None,
-            CollOp::Allreduce | CollOp::Allgather => STAGED_ABOVE,
-            CollOp::Reduce => STAGED_REDUCE_ABOVE,
-            CollOp::Bcast => STAGED_BCAST_ABOVE,
+        let above = match (op, self.runtime.oversubscribed) {
+            (CollOp::Allreduce, true) if single_copy_from_env().is_none() => STAGED_ABOVE,
+            (CollOp::Allgather, _) | (CollOp::Reduce, false) => STAGED_ABOVE,
+            (CollOp::Reduce, true) => STAGED_REDUCE_ABOVE,
+            (CollOp::Bcast, true) => STAGED_BCAST_ABOVE,
             _ => return None,
         };
-        if !self.runtime.oversubscribed || bytes <= above || self.area().staging_bytes() == 0 {
+        if bytes <= above || self.area().staging_bytes() == 0 {
             return None;
         }
         let (dtype, reduce_op) = (args.dtype, &args.op);
@@ -285,8 +293,8 @@ impl ShmColl {
     }
 }
 
-/// The longest allreduce vector or allgather block that goes through the cells when ranks
-/// share CPUs: one cell, a single area call.
+/// The longest allreduce vector or allgather block (or with a CPU per rank, reduce vector)
+/// that goes through the cells: one cell, a single area call.
 const STAGED_ABOVE: usize = CELL_BYTES;
 
 /// The longest reduce vector that goes through the cells when ranks share CPUs: there the
