@@ -255,6 +255,33 @@ impl Engine {
         {
             return Direct::Slow;
         }
+        self.take_from_rings(fabric, pattern, buf)
+    }
+
+    /// The same fast path for posted receive `recv` while it is the oldest one posted (a
+    /// nonblocking receive's wait, as in a window of them): no unexpected message accepted
+    /// by it can be queued, as progress would have matched it, and no other posted receive
+    /// may take a message it accepts before it does.
+    pub(crate) fn try_direct_posted(
+        &mut self,
+        fabric: &Fabric,
+        recv: u64,
+        buf: &mut [u8],
+    ) -> Direct {
+        let pattern = match self.posted.front() {
+            Some(&(oldest, pattern)) if oldest == recv => pattern,
+            _ => return Direct::Slow,
+        };
+        let taken = self.take_from_rings(fabric, &pattern, buf);
+        if let Direct::Done(_) = taken {
+            self.posted.pop_front();
+        }
+        taken
+    }
+
+    /// Takes a one-cell message that `pattern` accepts from the head of a source's ring
+    /// into `buf`, when no competing message may come first (see the callers).
+    fn take_from_rings(&mut self, fabric: &Fabric, pattern: &Pattern, buf: &mut [u8]) -> Direct {
         let sources = match pattern.source {
             Some(source) => source..source + 1,
             None => 0..fabric.size,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::comm::Members;
-use super::engine::{Feed, Sink};
+use super::engine::{Direct, Feed, Sink};
 use super::error::P2pError;
 use super::Runtime;
 
@@ -95,6 +95,11 @@ impl<'a> Request<'a> {
                 let members = members.clone();
                 let mut sink = Sink { recv: *id, buf, blocking: block };
                 let mut step = |engine: &mut super::Engine, fabric: &super::Fabric| {
+                    if let Direct::Done(envelope) =
+                        engine.try_direct_posted(fabric, sink.recv, sink.buf)
+                    {
+                        return envelope.map(Some);
+                    }
                     if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
                         return Ok(Some(envelope));
                     }

@@ -120,6 +120,12 @@ fn unexpected(comm: &Comm) {
         // Posted receives are matched in posting order.
         comm.send(&message(0, 100, 8), 1, 50).unwrap();
         comm.send(&message(0, 101, 8), 1, 51).unwrap();
+        // Waiting in the ring before the receives are posted: the oldest posted receive does
+        // not accept the first, a later one does; the last is too long for its receive.
+        comm.send(&message(0, 60, 8), 1, 60).unwrap();
+        comm.send(&message(0, 61, 8), 1, 61).unwrap();
+        comm.send(&message(0, 62, 16), 1, 62).unwrap();
+        comm.barrier().unwrap();
     } else if comm.rank() == 1 {
         comm.barrier().unwrap();
         let mut buf = vec![0u8; 300_000];
@@ -137,7 +143,22 @@ fn unexpected(comm: &Comm) {
         assert_eq!(statuses[0].tag, 51);
         check_message(&first, 0, 100);
         check_message(&second, 0, 101);
+        comm.barrier().unwrap();
+        let (mut first, mut second, mut short) = ([0u8; 8], [0u8; 8], [0u8; 4]);
+        let a = comm.irecv(&mut first, 0, 61).unwrap();
+        let b = comm.irecv(&mut second, 0, 60).unwrap();
+        let c = comm.irecv(&mut short, 0, ANY_TAG).unwrap();
+        assert_eq!(a.wait().unwrap().tag, 61, "the oldest posted receive waits for its tag");
+        assert_eq!(b.wait().unwrap().tag, 60);
+        let truncated = c.wait();
+        assert!(
+            matches!(truncated, Err(P2pError::Truncated { message_len: 16, buffer_len: 4 })),
+            "{truncated:?}"
+        );
+        check_message(&first, 0, 61);
+        check_message(&second, 0, 60);
     } else {
+        comm.barrier().unwrap();
         comm.barrier().unwrap();
     }
 }
