@@ -92,7 +92,6 @@ impl<'a> Request<'a> {
                 }
             }
             State::Recv { id, buf, members } => {
-                let members = members.clone();
                 let mut sink = Sink { recv: *id, buf, blocking: block };
                 let mut step = |engine: &mut super::Engine, fabric: &super::Fabric| {
                     if let Direct::Done(envelope) =
