@@ -15,11 +15,10 @@ use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::CollArea;
 
 /// Environment: the largest message in bytes that `shm` takes at all; larger ones take the
-/// schedules. Unset, single-copy reads take any size, and the area takes messages in
-/// pieces of a cell up to [`DEFAULT_CELL_MAX`] bytes, but a bcast or an allreduce of any
-/// size when ranks share CPUs (the allreduce, and a bcast above 32 KiB, through the
-/// staging buffers: see `staged.rs`). Alltoall blocks go through the area only up to
-/// [`ShmColl::alltoall_cell_max`] (in more pieces they lose to the schedules or to
+/// schedules. Unset, single-copy reads and the staging buffers (see `staged.rs`) take any
+/// size, and the cells take messages in pieces of a cell up to [`DEFAULT_CELL_MAX`] bytes,
+/// but a bcast of any size when ranks share CPUs. Alltoall blocks go through the area only
+/// up to [`ShmColl::alltoall_cell_max`] (in more pieces they lose to the schedules or to
 /// single-copy reads), unless the bound is set above the default.
 pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
 
