@@ -255,6 +255,15 @@ fn staged_value(member: usize, k: usize, segment: usize) -> u64 {
     (100 * k + 10 * member + segment) as u64
 }
 
+/// `ShmColl`'s stage: `member` fills its buffer `buffer` with its values of call `k`.
+fn stage(staging: &Staging, member: usize, buffer: usize, k: usize) {
+    for segment in 0..MEMBERS {
+        // SAFETY: loom reports any read of the previous contents that overlaps.
+        staging[member][buffer][segment]
+            .with_mut(|v| unsafe { *v = staged_value(member, k, segment) });
+    }
+}
+
 /// One member's run of `calls`, checking every result.
 fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
     let mut turns = Turns { uses: 0, done: [0; STAGING_BUFFERS] };
@@ -265,11 +274,7 @@ fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
                 let (staged, folded) = (call + 1, call + 2);
                 call += 2;
                 let buffer = turns.take(area, me, folded + 1, true);
-                for segment in 0..MEMBERS {
-                    // SAFETY: loom reports any read of the previous contents that overlaps.
-                    staging[me][buffer][segment]
-                        .with_mut(|v| unsafe { *v = staged_value(me, k, segment) });
-                }
+                stage(staging, me, buffer, k);
                 finish(area, me, staged);
                 // SAFETY: each member writes only its own segment until "folded".
                 let sum: u64 =
@@ -288,11 +293,7 @@ fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
                 call += 1;
                 let buffer = turns.take(area, me, call + 1, me != root);
                 if me != root {
-                    for segment in 0..MEMBERS {
-                        // SAFETY: as for the allreduce's stage.
-                        staging[me][buffer][segment]
-                            .with_mut(|v| unsafe { *v = staged_value(me, k, segment) });
-                    }
+                    stage(staging, me, buffer, k);
                     area.call_word(me, call).store(call, Release);
                     continue;
                 }
@@ -313,11 +314,7 @@ fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
             Staged::Allgather => {
                 call += 1;
                 let buffer = turns.take(area, me, call + 1, true);
-                for segment in 0..MEMBERS {
-                    // SAFETY: as for the allreduce's stage.
-                    staging[me][buffer][segment]
-                        .with_mut(|v| unsafe { *v = staged_value(me, k, segment) });
-                }
+                stage(staging, me, buffer, k);
                 finish(area, me, call);
                 for member in (0..MEMBERS).filter(|&m| m != me) {
                     for segment in 0..MEMBERS {
@@ -331,11 +328,7 @@ fn run_staged(area: &Area, staging: &Staging, me: usize, calls: &[Staged]) {
                 call += 1;
                 let buffer = turns.take(area, me, call, me == root);
                 if me == root {
-                    for segment in 0..MEMBERS {
-                        // SAFETY: as for the allreduce's stage.
-                        staging[root][buffer][segment]
-                            .with_mut(|v| unsafe { *v = staged_value(root, k, segment) });
-                    }
+                    stage(staging, root, buffer, k);
                 } else {
                     while area.call_word(root, call).load(Acquire) < call {
                         thread::yield_now();

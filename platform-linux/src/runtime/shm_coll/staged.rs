@@ -253,9 +253,7 @@ impl ShmColl {
         let previous = turns.done[buffer].load(Relaxed);
         turns.done[buffer].store(done, Relaxed);
         if writes {
-            let me = self.me;
-            let pending = |m: usize| m != me && !area.published(m, previous);
-            wait_until(&self.runtime, area, me, Awaited::Anyone, || !(0..self.size()).any(pending));
+            self.wait_all(area, previous);
         }
         buffer
     }
