@@ -63,13 +63,18 @@ impl ShmColl {
     ) -> Option<Result<(), CollectiveError>> {
         let bytes = args.message_bytes();
         let above = match (op, self.runtime.oversubscribed) {
-            (CollOp::Allreduce, true) if single_copy_from_env().is_none() => STAGED_ABOVE,
-            (CollOp::Allgather, _) | (CollOp::Reduce, false) => STAGED_ABOVE,
+            (CollOp::Allreduce, true) | (CollOp::Allgather, _) | (CollOp::Reduce, false) => {
+                STAGED_ABOVE
+            }
             (CollOp::Reduce, true) => STAGED_REDUCE_ABOVE,
             (CollOp::Bcast, true) => STAGED_BCAST_ABOVE,
             _ => return None,
         };
-        if bytes <= above || self.area().staging_bytes() == 0 {
+        // The size first: a short call, the common one, decides here.
+        if bytes <= above
+            || (op == CollOp::Allreduce && single_copy_from_env().is_some())
+            || self.area().staging_bytes() == 0
+        {
             return None;
         }
         let (dtype, reduce_op) = (args.dtype, &args.op);
