@@ -36,6 +36,8 @@ checks() {
 no_std_build() {
     step "core builds for x86_64-unknown-none (no std anywhere in its graph)"
     cargo build -p commcore --target x86_64-unknown-none --locked
+    step "commcore-bare builds for x86_64-unknown-none"
+    cargo build -p commcore-bare --target x86_64-unknown-none --locked
 }
 
 loom_models() {
