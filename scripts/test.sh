@@ -21,12 +21,17 @@ install() {
     if ! command -v valgrind >/dev/null; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
     fi
+    if ! command -v qemu-system-x86_64 >/dev/null || ! command -v objdump >/dev/null; then
+        apt-get update -qq &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-x86 binutils
+    fi
 }
 
 checks() {
     step "cargo fmt --check"
     cargo fmt --all -- --check
     (cd fuzz && cargo fmt -- --check)
+    (cd platform-bare/kernel && cargo fmt -- --check)
     step "cargo clippy (warnings denied)"
     cargo clippy --workspace --all-targets --locked -- -D warnings
     step "cargo test --workspace"
@@ -38,6 +43,12 @@ no_std_build() {
     cargo build -p commcore --target x86_64-unknown-none --locked
     step "commcore-bare builds for x86_64-unknown-none"
     cargo build -p commcore-bare --target x86_64-unknown-none --locked
+}
+
+bare_kernel() {
+    step "the commcore-bare test kernel: clippy, no allocator or libc symbols, boots under QEMU"
+    (cd platform-bare/kernel && cargo clippy --release --locked -- -D warnings)
+    ./scripts/bare.sh --json
 }
 
 loom_models() {
@@ -81,6 +92,7 @@ fi
 install
 checks
 no_std_build
+bare_kernel
 loom_models
 miri
 fuzz_smoke
