@@ -35,8 +35,8 @@ pub struct Member<'s, const W: usize> {
     pub request: CidRequest<W>,
 }
 
-/// Why an agreement failed. Every member's request is aborted first, so the spaces keep
-/// no holds.
+/// Why an agreement failed. The spaces keep nothing of it: a member that had finished
+/// gives its CID back, the others abort their requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgreeError<E> {
     /// A request refused (e.g. no CID is free on every member).

@@ -2,8 +2,9 @@
 //! run round-robin over bounded per-pair message queues.
 //!
 //! Each rank is a [`RankRun`]; its [`Transport`] is a view of the [`Mailboxes`]: a send
-//! copies its bytes into the queue from the sender to the receiver (or blocks the sender
-//! while that queue is full), a receive takes the oldest message of its queue. Ranks are
+//! copies its bytes into the queue from the sender to the receiver (while that queue is
+//! full the send stays outstanding and the rank goes on to the rest of its round), a
+//! receive takes the oldest message of its queue. Ranks are
 //! polled in rank order, so a run is reproducible. A pass over all ranks in which none
 //! moves is a deadlock, reported with the steps executed; it never spins.
 
