@@ -107,3 +107,83 @@ fn bad_buffers_and_transport_failures_are_errors() {
     let mut run: RankRun<'_, 4> = RankRun::new(bcast(1));
     assert_eq!(run.poll(&mut bufs, &mut net, &mut []), Err(RunError::Transport("length")));
 }
+
+/// One kernel's link to the others: a channel to each peer and one from each.
+struct Link {
+    to: Vec<std::sync::mpsc::Sender<Vec<u8>>>,
+    from: Vec<std::sync::mpsc::Receiver<Vec<u8>>>,
+}
+
+impl Transport for Link {
+    type Error = &'static str;
+    fn send(&mut self, to: Peer, bytes: &[u8]) -> Result<bool, Self::Error> {
+        let peer = self.to.get(to.rank as usize).ok_or("no such peer")?;
+        peer.send(bytes.to_vec()).map_err(|_| "peer gone")?;
+        Ok(true)
+    }
+    fn recv(&mut self, from: Peer, into: &mut [u8]) -> Result<bool, Self::Error> {
+        let peer = self.from.get(from.rank as usize).ok_or("no such peer")?;
+        match peer.try_recv() {
+            Ok(msg) if msg.len() == into.len() => {
+                into.copy_from_slice(&msg);
+                Ok(true)
+            }
+            Ok(_) => Err("length"),
+            Err(_) => {
+                // Nothing yet: let the other kernels run (bounded by `run`'s idle limit).
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                Ok(false)
+            }
+        }
+    }
+}
+
+#[test]
+fn kernels_on_threads_run_collectives_through_their_own_callbacks() {
+    const P: usize = 5;
+    for (op, alg) in [
+        (CollOp::Allreduce, Algorithm::Ring),
+        (CollOp::Allreduce, Algorithm::RecursiveDoubling),
+        (CollOp::Allreduce, Algorithm::Rabenseifner),
+    ] {
+        let (mut tx, mut rx): (Vec<Vec<_>>, Vec<Vec<_>>) = (Vec::new(), Vec::new());
+        for _ in 0..P {
+            let (row_tx, row_rx): (Vec<_>, Vec<_>) =
+                (0..P).map(|_| std::sync::mpsc::channel()).unzip();
+            tx.push(row_tx);
+            rx.push(row_rx);
+        }
+        // Kernel r sends to s on tx[r][s]; s receives from r on rx[r][s].
+        let mut links: Vec<Link> = tx.into_iter().map(|to| Link { to, from: Vec::new() }).collect();
+        for row in rx {
+            for (s, channel) in row.into_iter().enumerate() {
+                links[s].from.push(channel);
+            }
+        }
+        let kernels: Vec<_> = links
+            .into_iter()
+            .enumerate()
+            .map(|(r, mut link)| {
+                std::thread::spawn(move || {
+                    let args = CollArgs::new(8, Datatype::U32);
+                    let ctx = Ctx::new(r as u32, P as u32).unwrap();
+                    let schedule = Schedule::intra(op, alg, ctx, &args).unwrap();
+                    let send: Vec<u8> =
+                        (0..8u32).flat_map(|i| (i * 10 + r as u32).to_ne_bytes()).collect();
+                    let mut recv = vec![0u8; 32];
+                    let mut scratch = vec![0u8; schedule.scratch_bytes()];
+                    let mut bufs = RankBufs { send: &send, recv: &mut recv, scratch: &mut scratch };
+                    let mut run: RankRun<'_, 16> = RankRun::new(schedule);
+                    run.run(&mut bufs, &mut link, &mut [0u8; 64], 150_000).unwrap();
+                    recv
+                })
+            })
+            .collect();
+        // Sum over ranks of i * 10 + r.
+        let want: Vec<u8> =
+            (0..8u32).flat_map(|i| (P as u32 * i * 10 + 10).to_ne_bytes()).collect();
+        for kernel in kernels {
+            assert_eq!(kernel.join().unwrap(), want, "{op} {}", alg.name());
+        }
+    }
+}
