@@ -28,5 +28,6 @@ extern crate std;
 pub mod av;
 pub mod cid;
 pub mod coll;
+pub mod matching;
 pub mod rankmap;
 pub mod sync;
