@@ -31,3 +31,4 @@ pub mod coll;
 pub mod matching;
 pub mod rankmap;
 pub mod sync;
+pub mod wire;

@@ -225,7 +225,9 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
+    // Slow under miri, and core has no unsafe code for it to check here.
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn matcher_agrees_with_the_naive_model(ops in proptest::collection::vec(op(), 0..200)) {
         let mut m = Matcher::<u32, u32, 6, 5>::new();
         let mut model = Model::default();
@@ -256,7 +258,11 @@ proptest! {
                 Op::Cancel(id) => prop_assert_eq!(m.cancel(RecvId(id)), model.cancel(RecvId(id))),
                 Op::Probe { context, source, tag } => {
                     let p = pattern(context, source, tag);
-                    let want = model.unexpected.values().find(|(e, ..)| p.matches(e)).map(|(e, l, _)| (*e, *l));
+                    let want = model
+                        .unexpected
+                        .values()
+                        .find(|(e, ..)| p.matches(e))
+                        .map(|(e, l, _)| (*e, *l));
                     prop_assert_eq!(m.probe(&p), want);
                 }
             }
