@@ -28,6 +28,7 @@ extern crate std;
 pub mod av;
 pub mod cid;
 pub mod coll;
+pub mod conn;
 pub mod matching;
 pub mod rankmap;
 pub mod sync;
