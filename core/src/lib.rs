@@ -3,7 +3,9 @@
 //! Layer: **core**. This crate decides; platforms act. It holds the mechanisms that need no
 //! operating system: who every process is (address vectors, [`av`]), how a communicator's
 //! ranks map to those processes ([`rankmap`]), how members agree on a context identifier
-//! ([`cid`]) and which collective algorithm runs and in which steps ([`coll`]).
+//! ([`cid`]) and which collective algorithm runs and in which steps ([`coll`]); and, for the
+//! message path, which receive an arriving message completes ([`matching`]), the
+//! point-to-point header ([`wire`]) and the on-demand connection handshake ([`conn`]).
 //!
 //! Rules, checked by CI:
 //! - `#![no_std]`; `std` only under `cfg(test)`. CI builds this crate for
