@@ -11,6 +11,8 @@ use super::inter::RemoteLinear;
 use super::layout::NodeLayout;
 use super::step::{Buf, Group, Peer, Region, Step};
 
+mod algorithm;
+
 /// One leaf algorithm instance.
 #[derive(Clone, Copy, Debug)]
 #[allow(missing_docs)]

@@ -1,0 +1,592 @@
+//! Schedules: one call's steps, which the host iterates one POD step at a time.
+
+use std::sync::Arc;
+
+use commcore::coll::{
+    Blocks, Buf, CollArgs, CollOp, CollTable, Datatype, Group, Op, Region, Root, Schedule, Step,
+    UserOp,
+};
+
+use crate::coll::{coll_op, commcore_coll, CollValue};
+use crate::handle::{self, handle, Shell};
+use crate::reduce::{
+    commcore_datatype, commcore_reduce_op, commcore_user_op, datatype, reduce_op, COMMCORE_OP_USER,
+};
+use crate::result::*;
+
+/// The root of a rooted operation on an inter-communicator, in the root's group: this
+/// process is the root (MPI_ROOT).
+pub const COMMCORE_ROOT_HERE: i32 = -1;
+/// On an inter-communicator, in the root's group: another process is the root
+/// (MPI_PROC_NULL).
+pub const COMMCORE_ROOT_ELSEWHERE: i32 = -2;
+
+/// The arguments of one collective call on one rank. Zero-initialise, then set what the
+/// operation uses.
+///
+/// `count` is, per operation: bcast, reduce, allreduce, scan, exscan: the elements of the
+/// message; gather, scatter, allgather, alltoall, reduce_scatter_block: the elements of
+/// each rank's block; the `v` variants and reduce_scatter: this rank's own send count
+/// where one is needed. Block lists (elements; copied during the call): `recv_*` for
+/// gatherv (at the root), allgatherv, alltoallv and reduce_scatter; `send_*` for scatterv
+/// (at the root) and alltoallv. A NULL displacement array means the blocks are contiguous
+/// in rank order.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct commcore_coll_args {
+    /// A `COMMCORE_COLL_*` operation.
+    pub coll_op: u32,
+    /// A `COMMCORE_DT_*` element type.
+    pub dtype: commcore_datatype,
+    /// A `COMMCORE_OP_*` built-in reduction (reducing operations; ignored when `user_op` is
+    /// set).
+    pub reduce_op: commcore_reduce_op,
+    /// Non-zero for MPI_IN_PLACE: the input is in the receive buffer (at this rank's block
+    /// for gather and allgather). Intra-communicators only; at the root only for reduce,
+    /// gather(v) and scatter(v); not for barrier and bcast.
+    pub in_place: u32,
+    /// A user reduction (or NULL); REDUCE steps then carry `COMMCORE_OP_USER`.
+    pub user_op: *const commcore_user_op,
+    /// Elements (see above).
+    pub count: usize,
+    /// The root's rank; on inter-communicators also `COMMCORE_ROOT_HERE` or
+    /// `COMMCORE_ROOT_ELSEWHERE`.
+    pub root: i32,
+    /// Entries in `send_counts` and `send_displs`.
+    pub nsend: u32,
+    /// Elements per rank in the send buffer, or NULL.
+    pub send_counts: *const i32,
+    /// Offsets (elements) of those blocks, or NULL.
+    pub send_displs: *const i32,
+    /// Entries in `recv_counts` and `recv_displs`.
+    pub nrecv: u32,
+    /// Elements per rank in the receive buffer, or NULL.
+    pub recv_counts: *const i32,
+    /// Offsets (elements) of those blocks, or NULL.
+    pub recv_displs: *const i32,
+}
+
+/// Which buffer a region lies in (`commcore_region.buf`).
+pub type commcore_buf = u32;
+/// The caller's send buffer (read-only to a schedule).
+pub const COMMCORE_BUF_SEND: commcore_buf = 0;
+/// The caller's receive buffer (for bcast: the one buffer).
+pub const COMMCORE_BUF_RECV: commcore_buf = 1;
+/// Scratch of `commcore_schedule_scratch_bytes` bytes, owned by the host for the
+/// schedule's lifetime (not zeroed).
+pub const COMMCORE_BUF_SCRATCH: commcore_buf = 2;
+
+/// `len` bytes at byte `offset` of buffer `buf`. Hosts bounds-check every region against
+/// their buffers (absurd `v` layouts yield regions that fit no buffer).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct commcore_region {
+    /// A `COMMCORE_BUF_*`.
+    pub buf: commcore_buf,
+    /// First byte.
+    pub offset: usize,
+    /// Bytes (may be zero: a zero-byte message still synchronises).
+    pub len: usize,
+}
+
+/// What a step does (`commcore_step.kind`).
+pub type commcore_step_kind = u32;
+/// The schedule is finished (after the last transfer completes).
+pub const COMMCORE_STEP_END: commcore_step_kind = 0;
+/// Start sending region `src` to peer (`group`, `rank`); do not wait.
+pub const COMMCORE_STEP_SEND: commcore_step_kind = 1;
+/// Start receiving into region `dst` from peer (`group`, `rank`); do not wait.
+pub const COMMCORE_STEP_RECV: commcore_step_kind = 2;
+/// Wait for every started transfer, then `dst = src ∘ dst` (`src_left` non-zero) or
+/// `dst = dst ∘ src` with `op` over `dtype` (`commcore_reduce`/`commcore_reduce_user`).
+pub const COMMCORE_STEP_REDUCE: commcore_step_kind = 3;
+/// Wait for every started transfer, then copy `src` to `dst` (same length).
+pub const COMMCORE_STEP_COPY: commcore_step_kind = 4;
+/// End of a round: wait for every started transfer.
+pub const COMMCORE_STEP_WAIT: commcore_step_kind = 5;
+
+/// The group a peer rank is numbered in.
+pub type commcore_group = u32;
+/// The caller's own group (the whole communicator for an intra-communicator).
+pub const COMMCORE_GROUP_LOCAL: commcore_group = 0;
+/// The remote group of an inter-communicator.
+pub const COMMCORE_GROUP_REMOTE: commcore_group = 1;
+
+/// One step, written by `commcore_schedule_next` (no allocation). Fields a kind does not
+/// use are unspecified.
+///
+/// Execution model: SEND and RECV start transfers; messages between one ordered pair of
+/// ranks match in the order they were started, and a receive's length equals the
+/// matching send's. REDUCE, COPY and WAIT first wait for every transfer this rank has
+/// started; a send region is not modified before then. END waits for every transfer too.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct commcore_step {
+    /// A `COMMCORE_STEP_*`.
+    pub kind: commcore_step_kind,
+    /// SEND, RECV: the peer's group (`COMMCORE_GROUP_*`).
+    pub group: commcore_group,
+    /// SEND, RECV: the peer's rank in that group.
+    pub rank: u32,
+    /// REDUCE: a `COMMCORE_OP_*` (`COMMCORE_OP_USER` for the call's user reduction).
+    pub op: commcore_reduce_op,
+    /// REDUCE: the element type.
+    pub dtype: commcore_datatype,
+    /// REDUCE: non-zero when `src` is the left (lower-rank) operand.
+    pub src_left: u32,
+    /// SEND: the bytes sent; REDUCE, COPY: the source.
+    pub src: commcore_region,
+    /// RECV: where the bytes land; REDUCE, COPY: the destination.
+    pub dst: commcore_region,
+}
+
+/// One call's schedule (opaque), reusable for call after call. Created by
+/// `commcore_schedule_create`, built by `commcore_coll_schedule`, stepped by
+/// `commcore_schedule_next`, freed by `commcore_schedule_free`. One thread at a time.
+pub struct commcore_schedule {
+    shell: Shell<ScheduleValue>,
+}
+handle!(commcore_schedule, ScheduleValue, 0xC0C0_0008);
+
+/// The schedule first: it borrows the block lists and the framework instance.
+pub(crate) struct ScheduleValue {
+    schedule: Schedule<'static>,
+    in_place: Option<Box<InPlace>>,
+    scratch: usize,
+    _coll: Option<Arc<CollValue>>,
+    blocks: Box<CallBlocks>,
+}
+
+/// How an in-place call is run: the input is copied from the receive buffer into scratch
+/// first (the prologue), and the schedule's send regions read that copy. Scatter's root
+/// sends its own block into scratch instead of the receive buffer.
+struct InPlace {
+    prologue: Option<Step>,
+    send_at: Option<usize>,
+    recv_at: Option<usize>,
+    /// The end of the scratch the call needs in all.
+    end: usize,
+}
+
+/// The block lists of one call, in core's element units.
+#[derive(Default)]
+pub(crate) struct CallBlocks {
+    send: Option<(Vec<usize>, Vec<usize>)>,
+    recv: Option<(Vec<usize>, Vec<usize>)>,
+}
+
+impl CallBlocks {
+    fn send(&self) -> Option<Blocks<'_>> {
+        self.send.as_ref().map(|(counts, displs)| Blocks { counts, displs })
+    }
+    fn recv(&self) -> Option<Blocks<'_>> {
+        self.recv.as_ref().map(|(counts, displs)| Blocks { counts, displs })
+    }
+}
+
+/// Copies one C block list (`displs` NULL: contiguous).
+///
+/// # Safety
+/// `counts` and `displs` are NULL or valid for `n` reads.
+unsafe fn block_list(
+    counts: *const i32,
+    displs: *const i32,
+    n: u32,
+    what: &str,
+) -> Outcome<Option<(Vec<usize>, Vec<usize>)>> {
+    if counts.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: forwarded.
+    let counts = unsafe { handle::slice(counts, n as usize, what)? };
+    let element = |i: usize, v: i32, name: &str| {
+        usize::try_from(v).map_err(|_| Fail::arg(format!("{what} {name}[{i}] = {v} is negative")))
+    };
+    let counts: Vec<usize> =
+        counts.iter().enumerate().map(|(i, &c)| element(i, c, "counts")).collect::<Outcome<_>>()?;
+    let displs = if displs.is_null() {
+        let mut at = 0usize;
+        counts.iter().map(|&c| (at, at = at.saturating_add(c)).0).collect()
+    } else {
+        // SAFETY: forwarded.
+        let displs = unsafe { handle::slice(displs, n as usize, what)? };
+        displs.iter().enumerate().map(|(i, &d)| element(i, d, "displs")).collect::<Outcome<_>>()?
+    };
+    Ok(Some((counts, displs)))
+}
+
+/// Copies the block lists of one call into `blocks`.
+pub(crate) fn fill_blocks(args: &commcore_coll_args, blocks: &mut CallBlocks) -> Outcome<()> {
+    // SAFETY: block lists as documented on `commcore_coll_args`.
+    unsafe {
+        blocks.send = block_list(args.send_counts, args.send_displs, args.nsend, "send")?;
+        blocks.recv = block_list(args.recv_counts, args.recv_displs, args.nrecv, "recv")?;
+    }
+    if args.coll_op == crate::coll::COMMCORE_COLL_ALLTOALLV && args.in_place != 0 {
+        blocks.send = blocks.recv.clone();
+    }
+    Ok(())
+}
+
+/// Core's arguments of one call over the block lists `blocks` (see `fill_blocks`).
+fn call_args<'b>(
+    args: &commcore_coll_args,
+    blocks: &'b CallBlocks,
+) -> Outcome<(CollOp, CollArgs<'b>)> {
+    let op = coll_op(args.coll_op)?;
+    let dtype = datatype(args.dtype)?;
+    let mut core_args = CollArgs::new(args.count, dtype);
+    if op.reduces() {
+        let reduction = if args.user_op.is_null() {
+            Op::Builtin(reduce_op(args.reduce_op)?)
+        } else {
+            // SAFETY: a user-op handle by the documented contract.
+            let user = unsafe { handle::get::<commcore_user_op>(args.user_op, "args->user_op")? };
+            Op::User(UserOp { func: host_applies, commutative: user.commutative })
+        };
+        core_args = core_args.with_op(reduction);
+    }
+    if op.rooted() {
+        core_args = core_args.with_root(match args.root {
+            COMMCORE_ROOT_HERE => Root::Here,
+            COMMCORE_ROOT_ELSEWHERE => Root::Elsewhere,
+            r if r >= 0 => Root::Rank(r as u32),
+            r => return Err(Fail::arg(format!("root {r} is neither a rank nor COMMCORE_ROOT_*"))),
+        });
+    }
+    if let Some(send) = blocks.send() {
+        core_args = core_args.with_send(send);
+    }
+    if let Some(recv) = blocks.recv() {
+        core_args = core_args.with_recv(recv);
+    }
+    Ok((op, core_args))
+}
+
+/// The function core's user operation carries. Schedules never apply operations, they
+/// name them in REDUCE steps; the host applies the call's user reduction itself, with
+/// `commcore_reduce_user`. So this is never called.
+fn host_applies(_: &[u8], _: &mut [u8], _: Datatype, _: bool) {}
+
+/// The schedule of one call on `coll`, borrowing `blocks` (filled by `fill_blocks`).
+pub(crate) fn build_schedule<'a>(
+    coll: &'a CollValue,
+    args: &commcore_coll_args,
+    blocks: &'a CallBlocks,
+) -> Outcome<Schedule<'a>> {
+    let (op, core_args) = call_args(args, blocks)?;
+    let table: &CollTable<'a> = &coll.table;
+    table.schedule(op, &core_args).map_err(|e| Fail::new(COMMCORE_ERR_COLL, e.to_string()))
+}
+
+/// A schedule that yields nothing: what a schedule holds before it is built.
+fn empty() -> Schedule<'static> {
+    let ctx = commcore::coll::Ctx::new(0, 1).ok();
+    let args = CollArgs::new(0, Datatype::U8);
+    ctx.and_then(|c| {
+        Schedule::intra(CollOp::Barrier, commcore::coll::Algorithm::Dissemination, c, &args).ok()
+    })
+    .unwrap_or_else(|| unreachable!("a one-rank barrier always schedules"))
+}
+
+/// Creates an unbuilt schedule (stepping it yields END).
+#[no_mangle]
+pub extern "C" fn commcore_schedule_create(out: *mut *mut commcore_schedule) -> commcore_result {
+    guard(|| {
+        if out.is_null() {
+            return Err(Fail::null("out"));
+        }
+        let value = ScheduleValue {
+            schedule: empty(),
+            in_place: None,
+            scratch: 0,
+            _coll: None,
+            blocks: Box::default(),
+        };
+        // SAFETY: checked above.
+        unsafe { handle::put(out, handle::create::<commcore_schedule>(value), "out") }
+    })
+}
+
+/// Frees a schedule. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn commcore_schedule_free(schedule: *mut commcore_schedule) -> commcore_result {
+    // SAFETY: as documented.
+    guard(|| unsafe { handle::take::<commcore_schedule>(schedule, "schedule").map(drop) })
+}
+
+/// Builds into `schedule` this rank's steps of one call on `coll` (replacing what it held).
+/// The algorithm is the one selected for the operation and message size. On an error the
+/// schedule is left unbuilt.
+///
+/// ```c
+/// #include <commcore.h>
+/// int example_schedule(const commcore_coll *coll) {
+///     commcore_coll_args args = {0};
+///     args.coll_op = COMMCORE_COLL_ALLREDUCE;
+///     args.dtype = COMMCORE_DT_F64;
+///     args.reduce_op = COMMCORE_OP_SUM;
+///     args.count = 16;
+///     commcore_schedule *schedule = NULL;
+///     commcore_step step;
+///     size_t scratch = 0;
+///     if (commcore_schedule_create(&schedule)) return 1;
+///     if (commcore_coll_schedule(coll, &args, schedule)) return 1;
+///     if (commcore_schedule_scratch_bytes(schedule, &scratch)) return 1;
+///     do {
+///         if (commcore_schedule_next(schedule, &step)) return 1;
+///         // SEND/RECV: start a transfer; REDUCE/COPY/WAIT: complete them first.
+///     } while (step.kind != COMMCORE_STEP_END);
+///     return commcore_schedule_free(schedule);
+/// }
+/// ```
+#[no_mangle]
+pub extern "C" fn commcore_coll_schedule(
+    coll: *const commcore_coll,
+    args: *const commcore_coll_args,
+    schedule: *mut commcore_schedule,
+) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented.
+        let (coll, value) = unsafe {
+            (
+                handle::get::<commcore_coll>(coll, "coll")?,
+                handle::get_mut::<commcore_schedule>(schedule, "schedule")?,
+            )
+        };
+        if args.is_null() {
+            return Err(Fail::null("args"));
+        }
+        // SAFETY: not NULL; valid by the caller's contract.
+        let args = unsafe { &*args };
+        // Drop the old schedule's borrows before the storage they point to changes.
+        value.schedule = empty();
+        value.in_place = None;
+        value.scratch = 0;
+        value._coll = None;
+        let coll = Arc::clone(coll);
+        // SAFETY: the block lists live in `value.blocks` (a box that does not move) and
+        // the instance in `coll`, which `value` keeps (`_coll`) for as long as the schedule
+        // borrows them: both are replaced only after `value.schedule` is reset above.
+        let (coll_ref, blocks) =
+            unsafe { (&*Arc::as_ptr(&coll), &mut *(value.blocks.as_mut() as *mut CallBlocks)) };
+        fill_blocks(args, blocks)?;
+        let blocks: &'static CallBlocks = blocks;
+        let built = build_schedule(coll_ref, args, blocks)?;
+        let scratch = built.scratch_bytes();
+        let in_place = if args.in_place != 0 {
+            Some(Box::new(in_place(coll_ref, args, blocks, scratch)?))
+        } else {
+            None
+        };
+        value.scratch = in_place.as_ref().map_or(scratch, |p| p.end);
+        value.in_place = in_place;
+        value.schedule = built;
+        value._coll = Some(coll);
+        Ok(())
+    })
+}
+
+const ALIGN: usize = 64;
+
+fn align_up(n: usize) -> Outcome<usize> {
+    n.checked_add(ALIGN - 1)
+        .map(|v| v / ALIGN * ALIGN)
+        .ok_or_else(|| Fail::new(COMMCORE_ERR_LENGTH, "scratch size overflows"))
+}
+
+fn too_large() -> Fail {
+    Fail::new(COMMCORE_ERR_LENGTH, "in-place input overflows the address space")
+}
+
+/// Where an in-place call's input lies in the receive buffer, and the remapping.
+fn in_place(
+    coll: &CollValue,
+    args: &commcore_coll_args,
+    blocks: &CallBlocks,
+    scratch: usize,
+) -> Outcome<InPlace> {
+    let op = coll_op(args.coll_op)?;
+    let dtype = datatype(args.dtype)?;
+    if coll.remote_size != 0 {
+        return Err(Fail::arg("in_place is not defined on inter-communicators"));
+    }
+    let es = dtype.size();
+    let (rank, size) = (coll.rank as usize, coll.size as usize);
+    let bytes = |elems: usize| elems.checked_mul(es).ok_or_else(too_large);
+    let is_root = args.root >= 0 && args.root as usize == rank;
+    let root_only = |name: &str| -> Outcome<()> {
+        if is_root {
+            Ok(())
+        } else {
+            Err(Fail::arg(format!("in_place {name} is allowed at the root only")))
+        }
+    };
+    let extent = |b: Option<Blocks<'_>>| -> Outcome<usize> {
+        let b = b.ok_or_else(|| Fail::arg("in_place needs the receive block list"))?;
+        let mut end = 0usize;
+        for (c, d) in b.counts.iter().zip(b.displs) {
+            end = end.max(c.checked_add(*d).ok_or_else(too_large)?);
+        }
+        bytes(end)
+    };
+    let own = |b: Option<Blocks<'_>>| -> Outcome<(usize, usize)> {
+        let b = b.ok_or_else(|| Fail::arg("in_place needs the receive block list"))?;
+        let (c, d) = (b.counts.get(rank), b.displs.get(rank));
+        match (c, d) {
+            (Some(&c), Some(&d)) => Ok((bytes(d)?, bytes(c)?)),
+            _ => Err(Fail::new(
+                COMMCORE_ERR_LENGTH,
+                "the receive block list is shorter than the group",
+            )),
+        }
+    };
+    let block = bytes(args.count)?;
+    let (at, len) = match op {
+        CollOp::Allreduce | CollOp::Scan | CollOp::Exscan => (0, block),
+        CollOp::Reduce => {
+            root_only("reduce")?;
+            (0, block)
+        }
+        CollOp::Allgather => (rank.checked_mul(block).ok_or_else(too_large)?, block),
+        CollOp::Gather => {
+            root_only("gather")?;
+            (rank.checked_mul(block).ok_or_else(too_large)?, block)
+        }
+        CollOp::Allgatherv => own(blocks.recv())?,
+        CollOp::Gatherv => {
+            root_only("gatherv")?;
+            own(blocks.recv())?
+        }
+        CollOp::ReduceScatterBlock | CollOp::Alltoall => {
+            (0, size.checked_mul(block).ok_or_else(too_large)?)
+        }
+        CollOp::ReduceScatter | CollOp::Alltoallv => (0, extent(blocks.recv())?),
+        CollOp::Scatter | CollOp::Scatterv => {
+            root_only("scatter")?;
+            let recv_at = align_up(scratch)?;
+            let end = recv_at.checked_add(block).ok_or_else(too_large)?;
+            return Ok(InPlace { prologue: None, send_at: None, recv_at: Some(recv_at), end });
+        }
+        CollOp::Barrier | CollOp::Bcast => {
+            return Err(Fail::arg(format!("{op} takes no in_place")))
+        }
+    };
+    let send_at = align_up(scratch)?;
+    let end = send_at.checked_add(len).ok_or_else(too_large)?;
+    at.checked_add(len).ok_or_else(too_large)?;
+    let prologue = Step::Copy {
+        src: Region::new(Buf::Recv, at, len),
+        dst: Region::new(Buf::Scratch, send_at, len),
+    };
+    Ok(InPlace { prologue: Some(prologue), send_at: Some(send_at), recv_at: None, end })
+}
+
+impl InPlace {
+    fn map(&self, r: Region) -> Region {
+        match (r.buf, self.send_at, self.recv_at) {
+            (Buf::Send, Some(at), _) | (Buf::Recv, _, Some(at)) => {
+                Region::new(Buf::Scratch, at.saturating_add(r.offset), r.len)
+            }
+            _ => r,
+        }
+    }
+
+    fn step(&self, step: Step) -> Step {
+        match step {
+            Step::Send { to, region } => Step::Send { to, region: self.map(region) },
+            Step::Recv { from, region } => Step::Recv { from, region: self.map(region) },
+            Step::Reduce { op, dtype, src, dst, src_left } => {
+                Step::Reduce { op, dtype, src: self.map(src), dst: self.map(dst), src_left }
+            }
+            Step::Copy { src, dst } => Step::Copy { src: self.map(src), dst: self.map(dst) },
+            Step::Wait => Step::Wait,
+        }
+    }
+}
+
+/// Writes the scratch bytes the built schedule needs to `*bytes`.
+#[no_mangle]
+pub extern "C" fn commcore_schedule_scratch_bytes(
+    schedule: *const commcore_schedule,
+    bytes: *mut usize,
+) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented.
+        let value = unsafe { handle::get::<commcore_schedule>(schedule, "schedule")? };
+        // SAFETY: as documented.
+        unsafe { handle::put(bytes, value.scratch, "bytes") }
+    })
+}
+
+#[inline(always)]
+fn region(r: Region) -> commcore_region {
+    commcore_region { buf: r.buf as u32, offset: r.offset, len: r.len }
+}
+
+#[inline(always)]
+fn write_step(out: &mut commcore_step, step: Option<Step>) {
+    match step {
+        Some(Step::Send { to, region: r }) => {
+            out.kind = COMMCORE_STEP_SEND;
+            out.group = (to.group == Group::Remote) as u32;
+            out.rank = to.rank;
+            out.src = region(r);
+        }
+        Some(Step::Recv { from, region: r }) => {
+            out.kind = COMMCORE_STEP_RECV;
+            out.group = (from.group == Group::Remote) as u32;
+            out.rank = from.rank;
+            out.dst = region(r);
+        }
+        Some(Step::Reduce { op, dtype, src, dst, src_left }) => {
+            out.kind = COMMCORE_STEP_REDUCE;
+            out.op = match op {
+                Op::Builtin(b) => b as u32,
+                Op::User(_) => COMMCORE_OP_USER,
+            };
+            out.dtype = dtype as u32;
+            out.src_left = src_left as u32;
+            out.src = region(src);
+            out.dst = region(dst);
+        }
+        Some(Step::Copy { src, dst }) => {
+            out.kind = COMMCORE_STEP_COPY;
+            out.src = region(src);
+            out.dst = region(dst);
+        }
+        Some(Step::Wait) => out.kind = COMMCORE_STEP_WAIT,
+        None => out.kind = COMMCORE_STEP_END,
+    }
+}
+
+/// Writes the schedule's next step to `*step` (END once finished, and again on every later
+/// call). No allocation; the hot path of a collective.
+#[no_mangle]
+pub extern "C" fn commcore_schedule_next(
+    schedule: *mut commcore_schedule,
+    step: *mut commcore_step,
+) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented.
+        let value = unsafe { handle::get_mut::<commcore_schedule>(schedule, "schedule")? };
+        if step.is_null() {
+            return Err(Fail::null("step"));
+        }
+        let next = match &mut value.in_place {
+            None => value.schedule.next(),
+            Some(p) => next_in_place(p, &mut value.schedule),
+        };
+        // SAFETY: not NULL; valid for writes by the caller's contract.
+        write_step(unsafe { &mut *step }, next);
+        Ok(())
+    })
+}
+
+#[cold]
+fn next_in_place(p: &mut InPlace, schedule: &mut Schedule<'static>) -> Option<Step> {
+    if let Some(first) = p.prologue.take() {
+        return Some(first);
+    }
+    schedule.next().map(|s| p.step(s))
+}
