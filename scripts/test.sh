@@ -25,6 +25,13 @@ install() {
         apt-get update -qq &&
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-x86 binutils
     fi
+    # The C ABI's checks: a C compiler with the ASan/UBSan runtimes, nm, pkg-config, and
+    # cbindgen at the version that generated ffi/include/commcore.h.
+    if ! command -v cc >/dev/null || ! command -v nm >/dev/null || ! command -v pkg-config >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc binutils pkg-config
+    fi
+    cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.27.0" ||
+        cargo install --locked --force cbindgen --version 0.27.0
 }
 
 checks() {
@@ -55,6 +62,11 @@ loom_models() {
     step "loom models (--cfg loom)"
     RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
         cargo test -p commcore -p commcore-linux --lib --locked loom
+}
+
+c_abi() {
+    step "C ABI: header regenerated and diffed, exports, C tests under ASan/UBSan, examples, install"
+    ./ffi/tests/run.sh
 }
 
 miri() {
@@ -94,6 +106,7 @@ checks
 no_std_build
 bare_kernel
 loom_models
+c_abi
 miri
 fuzz_smoke
 benches_run

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use commcore::cid::MAX_WIDTH;
-use commcore::cid::{
+use commcore_core::cid::MAX_WIDTH;
+use commcore_core::cid::{
     words_for, Algorithm, CidError, CidRequest, CidSpace, ReduceOp, SpaceConfig, Step,
 };
 
@@ -155,10 +155,10 @@ pub extern "C" fn commcore_cid_space_release(
     })
 }
 
-fn space_fail(e: commcore::cid::SpaceError, cid: u32) -> Fail {
+fn space_fail(e: commcore_core::cid::SpaceError, cid: u32) -> Fail {
     let code = match e {
-        commcore::cid::SpaceError::OutOfRange => COMMCORE_ERR_RANGE,
-        commcore::cid::SpaceError::WrongState => COMMCORE_ERR_STATE,
+        commcore_core::cid::SpaceError::OutOfRange => COMMCORE_ERR_RANGE,
+        commcore_core::cid::SpaceError::WrongState => COMMCORE_ERR_STATE,
         _ => COMMCORE_ERR_ARG,
     };
     Fail::new(code, format!("cid {cid}: {e}"))
@@ -311,9 +311,8 @@ pub extern "C" fn commcore_cid_request_abort(
 pub extern "C" fn commcore_cid_request_free(request: *mut commcore_cid_request) -> commcore_result {
     guard(|| {
         // SAFETY: as documented.
-        if let Some(mut value) =
-            unsafe { handle::take::<commcore_cid_request>(request, "request")? }
-        {
+        let taken = unsafe { handle::take::<commcore_cid_request>(request, "request")? };
+        if let Some(mut value) = taken {
             value.request.abort(&value.space);
         }
         Ok(())

@@ -2,7 +2,7 @@
 
 use std::sync::RwLock;
 
-use commcore::cid::store::{CidStore, Flat, StoreError};
+use commcore_core::cid::store::{CidStore, Flat, StoreError};
 
 use crate::handle::{self, handle, Shell};
 use crate::result::*;
@@ -33,7 +33,7 @@ pub extern "C" fn commcore_cid_store_create(
         if out.is_null() {
             return Err(Fail::null("out"));
         }
-        if width == 0 || width > commcore::cid::MAX_WIDTH {
+        if width == 0 || width > commcore_core::cid::MAX_WIDTH {
             return Err(Fail::arg(format!("width {width} is not in 1..=65536")));
         }
         let (owner, slots) = Storage::new(vec![None; width as usize]);

@@ -4,9 +4,11 @@
 use core::ffi::{c_char, CStr};
 use std::sync::Arc;
 
-use commcore::coll::component::BUILTIN;
-use commcore::coll::component::BUILTIN_NAMES;
-use commcore::coll::{CollOp, CollTable, CommInfo, CommKind, Control, NodeLayout, ThreadLevel};
+use commcore_core::coll::component::BUILTIN;
+use commcore_core::coll::component::BUILTIN_NAMES;
+use commcore_core::coll::{
+    CollOp, CollTable, CommInfo, CommKind, Control, NodeLayout, ThreadLevel,
+};
 
 use crate::handle::{self, handle, Shell};
 use crate::result::*;

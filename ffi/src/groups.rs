@@ -4,9 +4,9 @@
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use commcore::av::TransportId;
-use commcore::av::{Address, AddressHandle, AddressStore, Ave, NodeId, Pgid, ProcessGroups};
-use commcore::rankmap::TableArena;
+use commcore_core::av::TransportId;
+use commcore_core::av::{Address, AddressHandle, AddressStore, Ave, NodeId, Pgid, ProcessGroups};
+use commcore_core::rankmap::TableArena;
 
 use crate::handle::{self, handle, Shell};
 use crate::result::*;

@@ -17,6 +17,9 @@
 //! - Ownership and thread-safety are stated on every type and function.
 #![deny(missing_docs)]
 #![allow(non_camel_case_types)]
+// The exports are the C boundary: `unsafe` on them would be invisible to their C callers, so
+// each states its pointer contract in the header instead, and checks what it can.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod cid;
 mod cid_store;
@@ -37,3 +40,6 @@ pub use rankmap::*;
 pub use reduce::*;
 pub use result::*;
 pub use schedule::*;
+
+#[cfg(test)]
+mod tests;

@@ -4,8 +4,8 @@
 use core::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-use commcore::av::{Lpid, Pgid};
-use commcore::rankmap::{self as rm, InterMaps, RankMap, RankMapError};
+use commcore_core::av::{Lpid, Pgid};
+use commcore_core::rankmap::{self as rm, InterMaps, RankMap, RankMapError};
 
 use crate::groups::{commcore_entry, commcore_groups, entry_of, GroupsShared, GroupsState};
 use crate::handle::{self, handle, Shell};

@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use commcore::coll::{reduce as core_reduce, Datatype, Op, OpError, ReduceOp};
+use commcore_core::coll::{reduce as core_reduce, Datatype, Op, OpError, ReduceOp};
 
 use crate::handle::{self, handle, Shell};
 use crate::result::*;

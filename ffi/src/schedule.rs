@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use commcore::coll::{
+use commcore_core::coll::{
     Blocks, Buf, CollArgs, CollOp, CollTable, Datatype, Group, Op, Region, Root, Schedule, Step,
     UserOp,
 };
@@ -281,10 +281,11 @@ pub(crate) fn build_schedule<'a>(
 
 /// A schedule that yields nothing: what a schedule holds before it is built.
 fn empty() -> Schedule<'static> {
-    let ctx = commcore::coll::Ctx::new(0, 1).ok();
+    let ctx = commcore_core::coll::Ctx::new(0, 1).ok();
     let args = CollArgs::new(0, Datatype::U8);
     ctx.and_then(|c| {
-        Schedule::intra(CollOp::Barrier, commcore::coll::Algorithm::Dissemination, c, &args).ok()
+        Schedule::intra(CollOp::Barrier, commcore_core::coll::Algorithm::Dissemination, c, &args)
+            .ok()
     })
     .unwrap_or_else(|| unreachable!("a one-rank barrier always schedules"))
 }

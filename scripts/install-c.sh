@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the C ABI under PREFIX: PREFIX/lib/libcommcore.{so,a}, PREFIX/include/commcore.h
+# and PREFIX/lib/pkgconfig/commcore.pc, so that
+#   PKG_CONFIG_PATH=PREFIX/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs commcore)
+# builds (add --static for the static library).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=${1:-}
+if [ -z "$prefix" ]; then
+    echo "usage: scripts/install-c.sh PREFIX" >&2
+    exit 2
+fi
+mkdir -p "$prefix"
+prefix=$(cd "$prefix" && pwd)
+cargo build --release --locked -q -p commcore-ffi
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+install -d "$prefix/lib/pkgconfig" "$prefix/include"
+install -m 0755 target/release/libcommcore.so "$prefix/lib/"
+install -m 0644 target/release/libcommcore.a "$prefix/lib/"
+install -m 0644 ffi/include/commcore.h "$prefix/include/"
+sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" ffi/commcore.pc.in \
+    >"$prefix/lib/pkgconfig/commcore.pc"
+echo "installed libcommcore $version under $prefix"
