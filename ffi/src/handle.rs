@@ -127,6 +127,40 @@ fn wrong_tag<H: Handle>(tag: u32, what: &str) -> Fail {
     }
 }
 
+/// The value of a live handle, or `None` for NULL, a freed handle or one of another type:
+/// the hot paths' check (one compare and branch besides the NULL test), whose callers
+/// report the failure with [`get`] out of line.
+///
+/// # Safety
+/// As for [`get`].
+#[inline(always)]
+pub(crate) unsafe fn live<'a, H: Handle>(ptr: *const H) -> Option<&'a H::Value> {
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: as in `checked`: every handle starts with its tag; shells are never freed.
+    if unsafe { *(ptr as *const u32) } != H::TAG {
+        return None;
+    }
+    // SAFETY: a live tag is set only while the value is `Some` (see `create` and `take`).
+    Some(unsafe { (*ptr).shell().value.as_ref().unwrap_unchecked() })
+}
+
+/// [`live`], mutably.
+///
+/// # Safety
+/// As for [`get_mut`].
+#[inline(always)]
+pub(crate) unsafe fn live_mut<'a, H: Handle>(ptr: *mut H) -> Option<&'a mut H::Value> {
+    // SAFETY: as in `live`, with exclusive access by the caller's contract.
+    unsafe {
+        if ptr.is_null() || *(ptr as *const u32) != H::TAG {
+            return None;
+        }
+        Some((*ptr).shell_mut().value.as_mut().unwrap_unchecked())
+    }
+}
+
 /// The value of a live handle.
 ///
 /// # Safety

@@ -272,18 +272,38 @@ pub extern "C" fn commcore_rankmap_free(map: *mut commcore_rankmap) -> commcore_
 pub extern "C" fn commcore_rankmap_translate(map: *const commcore_rankmap, rank: u32) -> i64 {
     let body = || {
         // SAFETY: as documented.
-        match unsafe { handle::get::<commcore_rankmap>(map, "map") } {
-            Ok(value) => match value.map.translate(rank) {
+        match unsafe { handle::live::<commcore_rankmap>(map) } {
+            Some(value) => match value.map.translate(rank) {
                 Some((pgid, lpid)) => word(pgid, lpid) as i64,
-                None => -(COMMCORE_ERR_RANGE as i64),
+                None => out_of_range(map, rank),
             },
-            Err(fail) => -(record(fail) as i64),
+            None => translate_failed(map),
         }
     };
-    match std::panic::catch_unwind(body) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
         Ok(process) => process,
         Err(payload) => -(panicked(payload) as i64),
     }
+}
+
+/// A rank at or past the size, out of the hot path (`extern "C"`, as `translate_failed`).
+#[cold]
+#[inline(never)]
+extern "C" fn out_of_range(map: *const commcore_rankmap, rank: u32) -> i64 {
+    -(guard(|| {
+        // SAFETY: as documented on `commcore_rankmap_translate`.
+        let size = unsafe { handle::get::<commcore_rankmap>(map, "map")? }.map.size();
+        Err(Fail::new(COMMCORE_ERR_RANGE, format!("rank {rank}, the map has {size} ranks")))
+    }) as i64)
+}
+
+/// The error of a translation through a bad handle, out of the hot path. `extern "C"`, so
+/// that it cannot unwind (it catches its own panics) and the hot path needs no landing pad.
+#[cold]
+#[inline(never)]
+extern "C" fn translate_failed(map: *const commcore_rankmap) -> i64 {
+    // SAFETY: as documented on `commcore_rankmap_translate`.
+    -(guard(|| unsafe { handle::get::<commcore_rankmap>(map, "map") }.map(drop)) as i64)
 }
 
 /// Translates `ranks[0..n]` into `processes[0..n]` (process words). Stops at the first

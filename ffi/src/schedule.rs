@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use commcore_core::coll::{
-    Blocks, Buf, CollArgs, CollOp, CollTable, Datatype, Group, Op, Region, Root, Schedule, Step,
-    UserOp,
+    Blocks, Buf, CollArgs, CollOp, CollTable, Datatype, Op, Region, Root, Schedule, Step, UserOp,
 };
 
 use crate::coll::{coll_op, commcore_coll, CollValue};
@@ -159,8 +158,11 @@ pub(crate) struct ScheduleValue {
 
 /// How an in-place call is run: the input is copied from the receive buffer into scratch
 /// first (the prologue), and the schedule's send regions read that copy. Scatter's root
-/// sends its own block into scratch instead of the receive buffer.
+/// sends its own block into scratch instead of the receive buffer. The call's schedule
+/// lives here, and the value's own schedule is empty: the hot path sees its end at once
+/// and turns here, so plain calls pay nothing for this.
 struct InPlace {
+    schedule: Schedule<'static>,
     prologue: Option<Step>,
     send_at: Option<usize>,
     recv_at: Option<usize>,
@@ -376,13 +378,15 @@ pub extern "C" fn commcore_coll_schedule(
         let built = build_schedule(coll_ref, args, blocks)?;
         let scratch = built.scratch_bytes();
         let in_place = if args.in_place != 0 {
-            Some(Box::new(in_place(coll_ref, args, blocks, scratch)?))
+            Some(Box::new(in_place(coll_ref, args, blocks, built)?))
         } else {
             None
         };
         value.scratch = in_place.as_ref().map_or(scratch, |p| p.end);
+        if in_place.is_none() {
+            value.schedule = built;
+        }
         value.in_place = in_place;
-        value.schedule = built;
         value._coll = Some(coll);
         Ok(())
     })
@@ -405,8 +409,9 @@ fn in_place(
     coll: &CollValue,
     args: &commcore_coll_args,
     blocks: &CallBlocks,
-    scratch: usize,
+    schedule: Schedule<'static>,
 ) -> Outcome<InPlace> {
+    let scratch = schedule.scratch_bytes();
     let op = coll_op(args.coll_op)?;
     let dtype = datatype(args.dtype)?;
     if coll.remote_size != 0 {
@@ -467,7 +472,13 @@ fn in_place(
             root_only("scatter")?;
             let recv_at = align_up(scratch)?;
             let end = recv_at.checked_add(block).ok_or_else(too_large)?;
-            return Ok(InPlace { prologue: None, send_at: None, recv_at: Some(recv_at), end });
+            return Ok(InPlace {
+                schedule,
+                prologue: None,
+                send_at: None,
+                recv_at: Some(recv_at),
+                end,
+            });
         }
         CollOp::Barrier | CollOp::Bcast => {
             return Err(Fail::arg(format!("{op} takes no in_place")))
@@ -480,7 +491,7 @@ fn in_place(
         src: Region::new(Buf::Recv, at, len),
         dst: Region::new(Buf::Scratch, send_at, len),
     };
-    Ok(InPlace { prologue: Some(prologue), send_at: Some(send_at), recv_at: None, end })
+    Ok(InPlace { schedule, prologue: Some(prologue), send_at: Some(send_at), recv_at: None, end })
 }
 
 impl InPlace {
@@ -526,21 +537,21 @@ fn region(r: Region) -> commcore_region {
 }
 
 #[inline(always)]
-fn write_step(out: &mut commcore_step, step: Option<Step>) {
-    match step {
-        Some(Step::Send { to, region: r }) => {
+fn write_step(out: &mut commcore_step, step: &Step) {
+    match *step {
+        Step::Send { to, region: r } => {
             out.kind = COMMCORE_STEP_SEND;
-            out.group = (to.group == Group::Remote) as u32;
+            out.group = to.group as u32;
             out.rank = to.rank;
             out.src = region(r);
         }
-        Some(Step::Recv { from, region: r }) => {
+        Step::Recv { from, region: r } => {
             out.kind = COMMCORE_STEP_RECV;
-            out.group = (from.group == Group::Remote) as u32;
+            out.group = from.group as u32;
             out.rank = from.rank;
             out.dst = region(r);
         }
-        Some(Step::Reduce { op, dtype, src, dst, src_left }) => {
+        Step::Reduce { op, dtype, src, dst, src_left } => {
             out.kind = COMMCORE_STEP_REDUCE;
             out.op = match op {
                 Op::Builtin(b) => b as u32,
@@ -551,13 +562,12 @@ fn write_step(out: &mut commcore_step, step: Option<Step>) {
             out.src = region(src);
             out.dst = region(dst);
         }
-        Some(Step::Copy { src, dst }) => {
+        Step::Copy { src, dst } => {
             out.kind = COMMCORE_STEP_COPY;
             out.src = region(src);
             out.dst = region(dst);
         }
-        Some(Step::Wait) => out.kind = COMMCORE_STEP_WAIT,
-        None => out.kind = COMMCORE_STEP_END,
+        Step::Wait => out.kind = COMMCORE_STEP_WAIT,
     }
 }
 
@@ -568,26 +578,54 @@ pub extern "C" fn commcore_schedule_next(
     schedule: *mut commcore_schedule,
     step: *mut commcore_step,
 ) -> commcore_result {
-    guard(|| {
+    let body = || {
         // SAFETY: as documented.
-        let value = unsafe { handle::get_mut::<commcore_schedule>(schedule, "schedule")? };
-        if step.is_null() {
-            return Err(Fail::null("step"));
+        match (unsafe { handle::live_mut::<commcore_schedule>(schedule) }, step.is_null()) {
+            (Some(value), false) => {
+                // SAFETY: not NULL; valid for writes by the caller's contract.
+                let out = unsafe { &mut *step };
+                let in_place = &mut value.in_place;
+                value.schedule.next_with(|next| match next {
+                    Some(next) => write_step(out, next),
+                    None => match in_place.as_mut().and_then(|p| p.next()) {
+                        Some(next) => write_step(out, &next),
+                        None => out.kind = COMMCORE_STEP_END,
+                    },
+                });
+                COMMCORE_OK
+            }
+            _ => next_failed(schedule, step),
         }
-        let next = match &mut value.in_place {
-            None => value.schedule.next(),
-            Some(p) => next_in_place(p, &mut value.schedule),
-        };
-        // SAFETY: not NULL; valid for writes by the caller's contract.
-        write_step(unsafe { &mut *step }, next);
-        Ok(())
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(code) => code,
+        Err(payload) => panicked(payload),
+    }
+}
+
+/// The error of a step through a bad handle or a NULL step, out of the hot path (`extern
+/// "C"` as `translate_failed` is, for the same reason).
+#[cold]
+#[inline(never)]
+extern "C" fn next_failed(
+    schedule: *mut commcore_schedule,
+    _step: *mut commcore_step,
+) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented on `commcore_schedule_next`.
+        unsafe { handle::get_mut::<commcore_schedule>(schedule, "schedule")? };
+        Err(Fail::null("step"))
     })
 }
 
-#[cold]
-fn next_in_place(p: &mut InPlace, schedule: &mut Schedule<'static>) -> Option<Step> {
-    if let Some(first) = p.prologue.take() {
-        return Some(first);
+impl InPlace {
+    /// The next step: the prologue, then the schedule's steps remapped.
+    #[cold]
+    fn next(&mut self) -> Option<Step> {
+        if let Some(first) = self.prologue.take() {
+            return Some(first);
+        }
+        let step = self.schedule.next()?;
+        Some(self.step(step))
     }
-    schedule.next().map(|s| p.step(s))
 }

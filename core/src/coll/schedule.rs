@@ -387,26 +387,36 @@ impl Iterator for Schedule<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<Step> {
+        self.next_with(|step| step.copied())
+    }
+}
+
+impl Schedule<'_> {
+    /// [`Iterator::next`], always inlined: for a boundary that converts every step (the C
+    /// ABI). `convert` is applied where the step is produced (`None` at the end), so the
+    /// step is converted in place rather than returned through memory first.
+    #[inline(always)]
+    pub fn next_with<R>(&mut self, convert: impl FnOnce(Option<&Step>) -> R) -> R {
         loop {
             if self.round >= self.rounds {
-                return None;
+                return convert(None);
             }
             let emit = match &mut self.kind {
                 Kind::Flat(f) => f.step(self.round, self.index),
                 Kind::Phased(p) => p.step(self.round, self.index),
             };
-            match emit {
+            match &emit {
                 Emit::Step(step) => {
                     self.index += 1;
                     self.in_round = true;
-                    return Some(step);
+                    return convert(Some(step));
                 }
                 Emit::Skip => self.index += 1,
                 Emit::End => {
                     self.round += 1;
                     self.index = 0;
                     if core::mem::take(&mut self.in_round) && self.round < self.rounds {
-                        return Some(Step::Wait);
+                        return convert(Some(&Step::Wait));
                     }
                 }
             }
