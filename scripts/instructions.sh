@@ -5,6 +5,9 @@
 #                                      {"direct": n, ...}}: one translation plus the load of
 #                                      the entry's address, per model, through
 #                                      RankMap::entry (top level) and RankMap::address_word
+#   scripts/instructions.sh ffi        the C ABI's hot calls against the Rust calls doing the
+#                                      same work, exports and library size (see
+#                                      ffi/bench/instructions.sh)
 # Builds what it needs (release commcore), then runs each model's non-inlined probe a
 # million times under callgrind, collecting only inside the probe, and divides.
 set -euo pipefail
@@ -14,8 +17,9 @@ calls=${CALLS:-1000000}
 
 case "$what" in
 rankmap) ;;
+ffi) exec ffi/bench/instructions.sh ;;
 *)
-    echo "usage: scripts/instructions.sh rankmap" >&2
+    echo "usage: scripts/instructions.sh rankmap|ffi" >&2
     exit 2
     ;;
 esac

@@ -95,6 +95,7 @@ benches_run() {
     ./target/release/commcore bench coll-procs --procs 3 --sizes 8,1536,70000,300000 \
         --iterations 8 --batches 1 --json >/dev/null
     ./scripts/instructions.sh rankmap
+    CALLS=200000 REPS=50 ./scripts/instructions.sh ffi
 }
 
 if [ "$quick" = "--quick" ]; then
