@@ -60,7 +60,7 @@ fi
 out=target/peers
 mkdir -p "$out"
 log "building commcore (release) and the peer programs"
-cargo build --release --locked -q -p commcore-linux --bin commcore >&2
+cargo build --release --locked -q -p commcore-cli --bin commcore >&2
 for program in scripts/peers/*.c; do
     name=$(basename "$program" .c)
     mpicc.openmpi -O2 -Wall -Werror -o "$out/$name-openmpi" "$program"

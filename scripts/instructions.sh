@@ -28,7 +28,7 @@ command -v valgrind >/dev/null || {
     echo "instructions.sh: valgrind is not installed (apt-get install valgrind)" >&2
     exit 1
 }
-cargo build --release --locked -q -p commcore-linux --bin commcore
+cargo build --release --locked -q -p commcore-cli --bin commcore
 bin=target/release/commcore
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -85,7 +85,7 @@ fuzz_smoke() {
 
 benches_run() {
     step "benchmarks run and their invariants hold (figures are not asserted)"
-    cargo build --release -p commcore-linux --bin commcore --locked
+    cargo build --release -p commcore-cli --bin commcore --locked
     ./target/release/commcore demo
     # The full rank-map measurement checks that every map names the same processes as the
     # baseline and that every table returns to its arena; it errs otherwise.

@@ -17,7 +17,7 @@ use commcore::coll::{
     Algorithm, Blocks, Buf, CollArgs, CollOp, Ctx, Datatype, Group, NodeLayout, Op, ReduceOp,
     Region, Root, Schedule, Step,
 };
-use commcore_linux::sim::coll_exec::{run, RankBufs, Topology};
+use commcore_sim::coll_exec::{run, RankBufs, Topology};
 use libfuzzer_sys::fuzz_target;
 
 /// Steps one rank's schedule may take before it counts as endless: far above what any

@@ -1,16 +1,14 @@
 //! # commcore-linux: the Linux platform of commcore
 //!
 //! Layer: **platform**. It owns memory, clocks, threads, processes and the network, hands
-//! core the storage and the results of communication, and performs the steps core returns.
-//! It also carries the simulated worlds that tests and benchmarks share ([`sim`]) and the
-//! benchmarks behind the `commcore` binary ([`bench`]).
+//! core the storage and the results of communication, and performs the steps core returns:
+//! the runtime ([`runtime`]), shared memory ([`shm`]) and the launcher ([`launch`]). It
+//! depends on `commcore` and `libc` only. The simulated worlds live in `commcore-sim`; the
+//! `commcore` binary with its demo and benchmarks lives in `commcore-cli`.
 //!
 //! Rules: every `unsafe` block carries a `// SAFETY:` comment (clippy denies one without);
 //! no panic on a path a user's input can reach: command-line and runtime errors are values.
 
-pub mod bench;
-pub mod demo;
 pub mod launch;
 pub mod runtime;
 pub mod shm;
-pub mod sim;

@@ -13,7 +13,7 @@ fn bench_cid_reports_every_row_and_its_invariants_hold() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let report = commcore_linux::bench::cid::run(&args).unwrap();
+    let report = commcore_cli::bench::cid::run(&args).unwrap();
     let allocation = rows(&report, "allocation");
     assert_eq!(allocation.len(), 3 * 3 * 2);
     for row in allocation {
@@ -71,7 +71,7 @@ fn bench_cid_reports_every_row_and_its_invariants_hold() {
 #[test]
 fn bench_cid_refuses_bad_options() {
     let run = |args: &[&str]| {
-        commcore_linux::bench::cid::run(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        commcore_cli::bench::cid::run(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     };
     assert!(run(&["--ranks", "500"]).is_err());
     assert!(run(&["--ranks", "x"]).is_err());

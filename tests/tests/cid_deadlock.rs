@@ -1,7 +1,7 @@
 //! The two-process, two-thread deadlock of the multithreaded-allocation paper (§3.1).
 
 use commcore::cid::{words_for, Algorithm, SpaceConfig};
-use commcore_linux::sim::cid_world::{deadlock_scenario, explore, SimFailure, World};
+use commcore_sim::cid_world::{deadlock_scenario, explore, SimFailure, World};
 
 const W: usize = words_for(64);
 const CONFIG: SpaceConfig = SpaceConfig { width: 64, eager: 32, threaded: true };
@@ -66,7 +66,7 @@ fn every_shipped_algorithm_completes_under_random_schedules() {
 /// world told apart by tag, over overlapping groups, in every interleaving.
 #[test]
 fn every_shipped_algorithm_completes_every_interleaving_of_overlapping_group_creations() {
-    use commcore_linux::sim::cid_world::Script;
+    use commcore_sim::cid_world::Script;
     for algorithm in SHIPPED {
         let mut script = Script::new(3, 2);
         script.allocate(0, Script::WORLD, 1, vec![0, 1, 2], vec![0, 1, 2]);

@@ -2,9 +2,7 @@
 //! allocation, group-collective creation with tags, and reuse of freed CIDs.
 
 use commcore::cid::{words_for, Algorithm, SpaceConfig};
-use commcore_linux::sim::cid_world::{
-    stress, Participation, Script, SimFailure, StressConfig, World,
-};
+use commcore_sim::cid_world::{stress, Participation, Script, SimFailure, StressConfig, World};
 
 const W: usize = words_for(2048);
 const CONFIG: SpaceConfig = SpaceConfig { width: 2048, eager: 64, threaded: true };

@@ -2,7 +2,7 @@
 //! never asserted).
 
 use commcore::coll::{Algorithm, CollOp};
-use commcore_linux::bench::coll;
+use commcore_cli::bench::coll;
 
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()

@@ -12,7 +12,7 @@ use commcore::coll::{
     Blocks, CollArgs, CollError, CollOp, CollTable, CommInfo, Control, Ctx, Datatype, Op, ReduceOp,
     Root, Schedule,
 };
-use commcore_linux::sim::coll_exec::{run, RankBufs, Topology};
+use commcore_sim::coll_exec::{run, RankBufs, Topology};
 
 const PAIRS: [(u32, u32); 8] = [(1, 1), (1, 5), (5, 1), (2, 3), (3, 4), (4, 3), (7, 9), (16, 3)];
 

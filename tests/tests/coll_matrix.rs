@@ -142,7 +142,7 @@ fn bad_arguments_are_errors() {
 #[test]
 fn gatherv_and_scatterv_need_counts_only_at_the_root() {
     use commcore::coll::{Algorithm, Blocks, Root};
-    use commcore_linux::sim::coll_exec::{run, RankBufs, Topology};
+    use commcore_sim::coll_exec::{run, RankBufs, Topology};
     let p = 7u32;
     let counts: Vec<usize> = (0..p as usize).map(|r| r % 3).collect();
     let displs: Vec<usize> =

@@ -136,7 +136,7 @@ pub fn roots(op: CollOp, size: u32) -> Vec<u32> {
 }
 
 use commcore::coll::{Algorithm, Blocks, CollArgs, Ctx, Root, Schedule};
-use commcore_linux::sim::coll_exec::{run, RankBufs, Stats, Topology};
+use commcore_sim::coll_exec::{run, RankBufs, Stats, Topology};
 
 pub const SENTINEL: u8 = 0xAB;
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use commcore::coll::{CollOp, Datatype, ReduceOp};
 
-use crate::runtime::{Comm, World};
+use commcore_linux::runtime::{Comm, World};
 
 type DemoResult = Result<(), Box<dyn Error>>;
 

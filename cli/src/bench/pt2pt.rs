@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use super::option;
 use super::stats::median;
-use crate::launch::{env, run_job, JobSpec};
-use crate::runtime::{Comm, P2pError, Request, World};
+use commcore_linux::launch::{env, run_job, JobSpec};
+use commcore_linux::runtime::{Comm, P2pError, Request, World};
 
 const LATENCY_SIZES: [usize; 3] = [8, 64 * 1024, 1024 * 1024];
 const BANDWIDTH_BYTES: usize = 1024 * 1024;

@@ -12,7 +12,7 @@ mod ranks;
 use std::time::Duration;
 
 use crate::bench::option;
-use crate::launch::{self, JobSpec, Placement};
+use commcore_linux::launch::{self, JobSpec, Placement};
 
 /// The argument that makes `commcore demo` the rank program of its own job.
 const RANK_PROGRAM: &str = "--rank-program";

@@ -25,7 +25,7 @@ use commcore::coll::{
 
 use crate::bench::option;
 use crate::bench::stats::median;
-use crate::sim::coll_exec::{intra_buffers, run as execute, Executor, RankBufs, Topology};
+use commcore_sim::coll_exec::{intra_buffers, run as execute, Executor, RankBufs, Topology};
 
 /// Runs the benchmark.
 pub fn run(args: &[String]) -> Result<Value, String> {

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use super::cid_floor::Floor;
 use super::cid_one_load::{density_bound, one_load_cells, Seen};
 use super::option;
-use crate::sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
+use commcore_sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
 
 /// Capacity of every simulated space: the widest CID space.
 const W: usize = words_for(MAX_WIDTH);

@@ -26,8 +26,8 @@ use serde_json::{json, Value};
 use super::option;
 use super::pt2pt::launch_self;
 use super::stats::{quantile, sorted};
-use crate::launch::env;
-use crate::runtime::{Comm, World, UNDEFINED};
+use commcore_linux::launch::env;
+use commcore_linux::runtime::{Comm, World, UNDEFINED};
 
 /// Live communicators kept at most; the oldest is freed beyond this.
 const LIVE: usize = 64;

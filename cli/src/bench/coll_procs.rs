@@ -20,8 +20,8 @@ use serde_json::{json, Value};
 use super::option;
 use super::pt2pt::launch_self;
 use super::stats::median;
-use crate::launch::env;
-use crate::runtime::{CollectiveError, Comm, World};
+use commcore_linux::launch::env;
+use commcore_linux::runtime::{CollectiveError, Comm, World};
 
 const SIZES: [usize; 2] = [8, 64 * 1024];
 /// Bytes up to which a figure runs the full `--iterations`.
@@ -59,12 +59,13 @@ pub fn run(args: &[String]) -> Result<Value, String> {
 
 fn launch_nodes(procs: usize, nodes: usize, args: &[String]) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let mut spec = crate::launch::JobSpec::new(procs, exe);
+    let mut spec = commcore_linux::launch::JobSpec::new(procs, exe);
     spec.nodes = nodes;
     spec.args =
         ["bench", "coll-procs"].iter().map(Into::into).chain(args.iter().map(Into::into)).collect();
     spec.capture_rank0_stdout = true;
-    let output = crate::launch::run_job(&spec).map_err(|f| format!("benchmark job failed: {f}"))?;
+    let output =
+        commcore_linux::launch::run_job(&spec).map_err(|f| format!("benchmark job failed: {f}"))?;
     let text = String::from_utf8_lossy(&output.rank0_stdout);
     serde_json::from_str(text.trim())
         .map_err(|e| format!("rank 0 printed no figures ({e}): {text:?}"))

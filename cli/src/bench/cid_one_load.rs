@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 
 use commcore::cid::Cid;
 
-use crate::sim::cid_world::StoreEvent;
+use commcore_sim::cid_world::StoreEvent;
 
 /// Samples per trace list above which the bound is sampled at every k-th insert only.
 const SAMPLES: usize = 1 << 17;
@@ -147,7 +147,7 @@ pub(super) fn density_bound(traces: &[Vec<StoreEvent>]) -> (f64, usize) {
 #[cfg(test)]
 mod tests {
     use super::{density_bound, one_load_cells, Seen};
-    use crate::sim::cid_world::StoreEvent;
+    use commcore_sim::cid_world::StoreEvent;
 
     fn cells(cids: &[u32]) -> usize {
         one_load_cells(cids, &mut Seen::new())

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use commcore_linux::bench::{report, BENCHES};
+use commcore_cli::bench::{report, BENCHES};
 
 const USAGE: &str = "usage:
   commcore run -n N [--nodes K] [--placement block|cyclic] [--timeout SECS] -- PROGRAM ARGS...
@@ -28,7 +28,7 @@ fn run(args: &[String]) -> Result<(), String> {
                 .map_err(|message| format!("{message}\n{USAGE}"))?;
             commcore_linux::launch::run_job(&spec).map(drop).map_err(|failure| failure.to_string())
         }
-        Some("demo") => commcore_linux::demo::run(&args[1..]),
+        Some("demo") => commcore_cli::demo::run(&args[1..]),
         Some("bench") => {
             let name = args.get(1).ok_or_else(|| format!("bench needs a NAME\n{USAGE}"))?;
             let (_, bench) = BENCHES
