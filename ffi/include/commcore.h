@@ -1369,6 +1369,15 @@ commcore_result commcore_coll_schedule(const struct commcore_coll *coll,
                                        struct commcore_schedule *schedule);
 
 /**
+ * Writes the provider of the built schedule, as `commcore_coll_provider` names it, without
+ * building anything: the component to `*module` and the algorithm to `*algorithm` (static
+ * strings). `COMMCORE_ERR_STATE` for a schedule not built (or whose build failed).
+ */
+commcore_result commcore_schedule_provider(const struct commcore_schedule *schedule,
+                                           const char **module,
+                                           const char **algorithm);
+
+/**
  * Writes the scratch bytes the built schedule needs to `*bytes`.
  */
 commcore_result commcore_schedule_scratch_bytes(const struct commcore_schedule *schedule,

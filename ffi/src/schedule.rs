@@ -6,7 +6,9 @@ use commcore_core::coll::{
     Blocks, Buf, CollArgs, CollOp, CollTable, Datatype, Op, Region, Root, Schedule, Step, UserOp,
 };
 
-use crate::coll::{coll_op, commcore_coll, CollValue};
+use core::ffi::c_char;
+
+use crate::coll::{coll_op, commcore_coll, static_name, CollValue};
 use crate::handle::{self, handle, Shell};
 use crate::reduce::{
     commcore_datatype, commcore_reduce_op, commcore_user_op, datatype, reduce_op, COMMCORE_OP_USER,
@@ -152,6 +154,8 @@ pub(crate) struct ScheduleValue {
     schedule: Schedule<'static>,
     in_place: Option<Box<InPlace>>,
     scratch: usize,
+    /// The component and algorithm of the built schedule (static names; NULL unbuilt).
+    provider: Option<(*const c_char, *const c_char)>,
     _coll: Option<Arc<CollValue>>,
     blocks: Box<CallBlocks>,
 }
@@ -303,6 +307,7 @@ pub extern "C" fn commcore_schedule_create(out: *mut *mut commcore_schedule) -> 
             schedule: empty(),
             in_place: None,
             scratch: 0,
+            provider: None,
             _coll: None,
             blocks: Box::default(),
         };
@@ -366,6 +371,7 @@ pub extern "C" fn commcore_coll_schedule(
         value.schedule = empty();
         value.in_place = None;
         value.scratch = 0;
+        value.provider = None;
         value._coll = None;
         let coll = Arc::clone(coll);
         // SAFETY: the block lists live in `value.blocks` (a box that does not move) and
@@ -377,6 +383,8 @@ pub extern "C" fn commcore_coll_schedule(
         let blocks: &'static CallBlocks = blocks;
         let built = build_schedule(coll_ref, args, blocks)?;
         let scratch = built.scratch_bytes();
+        let module = coll_ref.table.provider(coll_op(args.coll_op)?).unwrap_or("none");
+        let provider = (static_name(module), static_name(built.algorithm().name()));
         let in_place = if args.in_place != 0 {
             Some(Box::new(in_place(coll_ref, args, blocks, built)?))
         } else {
@@ -387,6 +395,7 @@ pub extern "C" fn commcore_coll_schedule(
             value.schedule = built;
         }
         value.in_place = in_place;
+        value.provider = Some(provider);
         value._coll = Some(coll);
         Ok(())
     })
@@ -515,6 +524,29 @@ impl InPlace {
             Step::Wait => Step::Wait,
         }
     }
+}
+
+/// Writes the provider of the built schedule, as `commcore_coll_provider` names it, without
+/// building anything: the component to `*module` and the algorithm to `*algorithm` (static
+/// strings). `COMMCORE_ERR_STATE` for a schedule not built (or whose build failed).
+#[no_mangle]
+pub extern "C" fn commcore_schedule_provider(
+    schedule: *const commcore_schedule,
+    module: *mut *const c_char,
+    algorithm: *mut *const c_char,
+) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented.
+        let value = unsafe { handle::get::<commcore_schedule>(schedule, "schedule")? };
+        let (m, a) = value.provider.ok_or_else(|| {
+            Fail::new(COMMCORE_ERR_STATE, "the schedule is not built; call commcore_coll_schedule")
+        })?;
+        // SAFETY: as documented.
+        unsafe {
+            handle::put(module, m, "module")?;
+            handle::put(algorithm, a, "algorithm")
+        }
+    })
 }
 
 /// Writes the scratch bytes the built schedule needs to `*bytes`.

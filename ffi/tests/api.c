@@ -375,11 +375,16 @@ static void coll(void) {
     EXPECT(step.kind == COMMCORE_STEP_END);
     OK(commcore_schedule_scratch_bytes(s, &scratch));
     EXPECT(scratch == 0);
+    RC(commcore_schedule_provider(s, &module, &algorithm), COMMCORE_ERR_STATE);
     RC(commcore_schedule_next(s, NULL), COMMCORE_ERR_NULL);
     RC(commcore_coll_schedule(c, NULL, s), COMMCORE_ERR_NULL);
     RC(commcore_coll_schedule(c, &a, NULL), COMMCORE_ERR_NULL);
     RC(commcore_coll_schedule(NULL, &a, s), COMMCORE_ERR_NULL);
     OK(commcore_coll_schedule(c, &a, s));
+    const char *built_module = NULL, *built_algorithm = NULL;
+    OK(commcore_schedule_provider(s, &built_module, &built_algorithm));
+    EXPECT(strcmp(built_module, "hier") == 0 && strcmp(built_algorithm, "hier") == 0);
+    RC(commcore_schedule_provider(s, NULL, &built_algorithm), COMMCORE_ERR_NULL);
     int steps = 0;
     do {
         OK(commcore_schedule_next(s, &step));
@@ -444,6 +449,8 @@ static void coll(void) {
     EXPECT(remote_steps > 0);
     OK(commcore_coll_provider(inter, &a, &module, &algorithm));
     EXPECT(strcmp(algorithm, "leaders") == 0);
+    OK(commcore_schedule_provider(s, &built_module, &built_algorithm));
+    EXPECT(strcmp(built_module, module) == 0 && strcmp(built_algorithm, "leaders") == 0);
     a.in_place = 1;
     RC(commcore_coll_schedule(inter, &a, s), COMMCORE_ERR_ARG);
     a.in_place = 0, a.coll_op = COMMCORE_COLL_BCAST, a.root = COMMCORE_ROOT_HERE;

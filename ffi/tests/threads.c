@@ -225,9 +225,11 @@ static void collectives(int rank, const char *control, const commcore_user_op *k
         for (int i = 0; i < count; i++) (in_place ? recv : send)[i] = rank * 100 + i;
         run(rank, coll, &a, &b, NULL);
         for (int i = 0; i < count; i++) EXPECT(rank, recv[i] == 100 * n * (n - 1) / 2 + n * i);
-        const char *module = NULL, *algorithm = NULL;
+        const char *module = NULL, *algorithm = NULL, *built_module = NULL, *built_algorithm = NULL;
         CHECK(rank, commcore_coll_provider(coll, &a, &module, &algorithm));
         EXPECT(rank, module && algorithm && strcmp(algorithm, "unknown") != 0);
+        CHECK(rank, commcore_schedule_provider(schedules[rank], &built_module, &built_algorithm));
+        EXPECT(rank, strcmp(module, built_module) == 0 && strcmp(algorithm, built_algorithm) == 0);
     }
     { /* allreduce with a non-commutative user op: everyone gets rank 0's vector */
         memset(&a, 0, sizeof a);
