@@ -72,6 +72,8 @@ c_abi() {
 miri() {
     step "miri on core's tests"
     MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p commcore --lib --locked
+    step "miri on the C ABI's boundary tests (handles, panics, slices from C)"
+    MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p commcore-ffi --lib --locked
 }
 
 fuzz_smoke() {

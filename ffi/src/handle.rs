@@ -226,16 +226,14 @@ pub(crate) unsafe fn put<T>(out: *mut T, value: T, what: &str) -> Outcome<()> {
     Ok(())
 }
 
-/// The slice `ptr[..len]`; NULL is allowed when `len` is 0.
-///
-/// # Safety
-/// When `len > 0`, `ptr` is NULL or valid for reads of `len` elements that nothing writes
-/// during the call.
-pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Outcome<&'a [T]> {
+/// Checks a C array before a slice is made of it: `Ok(false)` for an empty one (any
+/// pointer), `Ok(true)` when `ptr` may be read for `len` elements of `T` (not NULL, the
+/// byte length within `isize`).
+fn array<T>(is_null: bool, len: usize, what: &str) -> Outcome<bool> {
     if len == 0 {
-        return Ok(&[]);
+        return Ok(false);
     }
-    if ptr.is_null() {
+    if is_null {
         return Err(Fail::null(what));
     }
     if len.checked_mul(core::mem::size_of::<T>()).map_or(true, |b| b > isize::MAX as usize) {
@@ -243,6 +241,18 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Outc
             crate::result::COMMCORE_ERR_LENGTH,
             format!("`{what}` length {len} overflows the address space"),
         ));
+    }
+    Ok(true)
+}
+
+/// The slice `ptr[..len]`; NULL is allowed when `len` is 0.
+///
+/// # Safety
+/// When `len > 0`, `ptr` is NULL or valid for reads of `len` elements that nothing writes
+/// during the call.
+pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Outcome<&'a [T]> {
+    if !array::<T>(ptr.is_null(), len, what)? {
+        return Ok(&[]);
     }
     // SAFETY: not NULL, the byte length fits `isize`, validity by the caller's contract.
     Ok(unsafe { core::slice::from_raw_parts(ptr, len) })
@@ -254,17 +264,8 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Outc
 /// When `len > 0`, `ptr` is NULL or valid for writes of `len` elements that nothing else
 /// accesses during the call.
 pub(crate) unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize, what: &str) -> Outcome<&'a mut [T]> {
-    if len == 0 {
+    if !array::<T>(ptr.is_null(), len, what)? {
         return Ok(&mut []);
-    }
-    if ptr.is_null() {
-        return Err(Fail::null(what));
-    }
-    if len.checked_mul(core::mem::size_of::<T>()).map_or(true, |b| b > isize::MAX as usize) {
-        return Err(Fail::new(
-            crate::result::COMMCORE_ERR_LENGTH,
-            format!("`{what}` length {len} overflows the address space"),
-        ));
     }
     // SAFETY: as in `slice`, with exclusive access by the caller's contract.
     Ok(unsafe { core::slice::from_raw_parts_mut(ptr, len) })
