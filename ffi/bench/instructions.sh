@@ -17,7 +17,7 @@ command -v valgrind >/dev/null || {
     echo "instructions.sh: valgrind is not installed (apt-get install valgrind)" >&2
     exit 1
 }
-cargo build --release --locked -q -p commcore-ffi --example probe
+cargo build --release --locked -q -p commcore-ffi --lib --example probe
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cc -O2 -std=c11 -Wall -Wextra -Werror -Iffi/include ffi/bench/probe.c -L"$PWD/target/release" \

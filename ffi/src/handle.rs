@@ -9,6 +9,7 @@
 //! (a freed one, for the next `QUARANTINE` frees at least).
 
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
 use std::sync::Mutex;
 
 use crate::result::{Fail, Outcome, COMMCORE_ERR_FREED, COMMCORE_ERR_HANDLE};
@@ -19,11 +20,14 @@ pub(crate) const QUARANTINE: usize = 1024;
 /// The tag of a freed handle.
 const FREED: u32 = 0xDEAD_F4EE;
 
-/// The memory behind a handle: the tag first, at the same offset for every type.
+/// The memory behind a handle: the tag first, at the same offset for every type. The value
+/// is initialised exactly while the tag is the type's live tag (`create` writes it before
+/// setting the tag, `take` poisons the tag as it moves the value out), so a live handle's
+/// value is reached with the one compare of the tag and no other check.
 #[repr(C)]
 pub(crate) struct Shell<T> {
     tag: u32,
-    value: Option<T>,
+    value: MaybeUninit<T>,
 }
 
 /// A pointer kept in a pool (the pool only hands it back; nothing reads through it there).
@@ -91,11 +95,13 @@ pub(crate) fn create<H: Handle>(value: H::Value) -> *mut H {
             // nothing else owns it. Stale copies of it held by the caller only read the tag
             // (a data race with this write is a use-after-free race the caller must avoid).
             let shell = unsafe { (*ptr).shell_mut() };
-            shell.value = Some(value);
+            shell.value.write(value);
             shell.tag = H::TAG;
             ptr
         }
-        None => Box::into_raw(Box::new(H::wrap(Shell { tag: H::TAG, value: Some(value) }))),
+        None => {
+            Box::into_raw(Box::new(H::wrap(Shell { tag: H::TAG, value: MaybeUninit::new(value) })))
+        }
     }
 }
 
@@ -142,8 +148,8 @@ pub(crate) unsafe fn live<'a, H: Handle>(ptr: *const H) -> Option<&'a H::Value> 
     if unsafe { *(ptr as *const u32) } != H::TAG {
         return None;
     }
-    // SAFETY: a live tag is set only while the value is `Some` (see `create` and `take`).
-    Some(unsafe { (*ptr).shell().value.as_ref().unwrap_unchecked() })
+    // SAFETY: a live tag means an initialised value (see `Shell`).
+    Some(unsafe { (*ptr).shell().value.assume_init_ref() })
 }
 
 /// [`live`], mutably.
@@ -157,7 +163,7 @@ pub(crate) unsafe fn live_mut<'a, H: Handle>(ptr: *mut H) -> Option<&'a mut H::V
         if ptr.is_null() || *(ptr as *const u32) != H::TAG {
             return None;
         }
-        Some((*ptr).shell_mut().value.as_mut().unwrap_unchecked())
+        Some((*ptr).shell_mut().value.assume_init_mut())
     }
 }
 
@@ -168,12 +174,8 @@ pub(crate) unsafe fn live_mut<'a, H: Handle>(ptr: *mut H) -> Option<&'a mut H::V
 /// of each function's thread-safety contract).
 #[inline(always)]
 pub(crate) unsafe fn get<'a, H: Handle>(ptr: *const H, what: &str) -> Outcome<&'a H::Value> {
-    // SAFETY: forwarded contract.
-    let shell = unsafe { checked(ptr, what)? };
-    match &shell.value {
-        Some(v) => Ok(v),
-        None => Err(wrong_tag::<H>(FREED, what)),
-    }
+    // SAFETY: forwarded contract; a live tag means an initialised value (see `Shell`).
+    unsafe { Ok(checked(ptr, what)?.value.assume_init_ref()) }
 }
 
 /// The value of a live handle, mutably.
@@ -182,13 +184,11 @@ pub(crate) unsafe fn get<'a, H: Handle>(ptr: *const H, what: &str) -> Outcome<&'
 /// As for [`get`], and no other reference to the value exists during the call.
 #[inline(always)]
 pub(crate) unsafe fn get_mut<'a, H: Handle>(ptr: *mut H, what: &str) -> Outcome<&'a mut H::Value> {
-    // SAFETY: the tag check of `checked`, then exclusive access by the caller's contract.
+    // SAFETY: the tag check of `checked` (a live tag means an initialised value), then
+    // exclusive access by the caller's contract.
     unsafe {
         checked(ptr, what)?;
-        match &mut (*ptr).shell_mut().value {
-            Some(v) => Ok(v),
-            None => Err(wrong_tag::<H>(FREED, what)),
-        }
+        Ok((*ptr).shell_mut().value.assume_init_mut())
     }
 }
 
@@ -201,15 +201,17 @@ pub(crate) unsafe fn take<H: Handle>(ptr: *mut H, what: &str) -> Outcome<Option<
     if ptr.is_null() {
         return Ok(None);
     }
-    // SAFETY: `checked` validates the tag; exclusive access by the caller's contract.
+    // SAFETY: `checked` validates the tag, so the value is initialised; it is moved out
+    // as the tag is poisoned, so it is never read again. Exclusive access by the caller's
+    // contract.
     let value = unsafe {
         checked(ptr, what)?;
         let shell = (*ptr).shell_mut();
         shell.tag = FREED;
-        shell.value.take()
+        shell.value.assume_init_read()
     };
     H::pool().lock().unwrap_or_else(|e| e.into_inner()).push_back(Parked(ptr));
-    Ok(value)
+    Ok(Some(value))
 }
 
 /// Writes `value` through `out`, checked for NULL.
