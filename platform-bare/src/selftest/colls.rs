@@ -71,10 +71,16 @@ pub struct CollReport {
 }
 
 /// The roots a rooted operation runs with: the first, the second and the last rank.
-fn roots(op: CollOp, p: u32) -> impl Iterator<Item = u32> {
-    let list = if op.rooted() { [0, 1.min(p - 1), p - 1] } else { [0, 0, 0] };
-    let n = if op.rooted() { 3 } else { 1 };
-    list.into_iter().take(n).enumerate().filter(move |(i, r)| !list[..*i].contains(r)).map(|x| x.1)
+fn roots(op: CollOp, p: u32) -> heapless::Vec<u32, 3> {
+    let candidates: &[u32] = if op.rooted() { &[0, 1, p.saturating_sub(1)] } else { &[0] };
+    let mut roots = heapless::Vec::new();
+    for &root in candidates {
+        if root < p.max(1) && !roots.contains(&root) {
+            // Cannot fail: at most three candidates.
+            let _ = roots.push(root);
+        }
+    }
+    roots
 }
 
 /// Runs every operation with every algorithm core offers for it (the flat ones and the
@@ -238,10 +244,9 @@ mod tests {
 
     #[test]
     fn the_roots_are_distinct() {
-        let list = |op, p| roots(op, p).collect::<std::vec::Vec<_>>();
-        assert_eq!(list(CollOp::Bcast, 17), [0, 1, 16]);
-        assert_eq!(list(CollOp::Bcast, 1), [0]);
-        assert_eq!(list(CollOp::Bcast, 2), [0, 1]);
-        assert_eq!(list(CollOp::Allreduce, 17), [0]);
+        assert_eq!(roots(CollOp::Bcast, 17), [0, 1, 16]);
+        assert_eq!(roots(CollOp::Bcast, 1), [0]);
+        assert_eq!(roots(CollOp::Bcast, 2), [0, 1]);
+        assert_eq!(roots(CollOp::Allreduce, 17), [0]);
     }
 }
