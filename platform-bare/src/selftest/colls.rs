@@ -2,11 +2,10 @@
 //! and checked on every rank.
 
 use commcore::coll::{
-    ctor, Algorithm, Blocks, CollArgs, CollOp, Ctx, Datatype, NodeLayout, Op, ReduceOp, Root,
-    Schedule,
+    ctor, Algorithm, Blocks, CollArgs, CollOp, Ctx, Datatype, NodeLayout, Root, Schedule,
 };
 
-use super::expect::{fill, needed, Layouts, Lens, RankIo};
+use super::expect::{fill, needed, Layouts, Lens, RankIo, Reduction};
 use super::SelftestError;
 use crate::exec::Executor;
 use crate::transport::{RankBufs, RankRun};
@@ -85,7 +84,8 @@ fn roots(op: CollOp, p: u32) -> heapless::Vec<u32, 3> {
 
 /// Runs every operation with every algorithm core offers for it (the flat ones and the
 /// hierarchical one over nodes of four ranks) for `P` ranks: rooted operations at roots
-/// 0, 1 and P-1, reductions with SUM and MAX, all on u32. Every checked rank's receive
+/// 0, 1 and P-1, reductions with SUM, MAX and (where the algorithm keeps rank order) a
+/// non-commutative user operation, all on u32. Every checked rank's receive
 /// buffer must equal the directly computed one.
 pub fn collectives<const P: usize, const R: usize, const D: usize, const M: usize>(
     bufs: &mut CollBuffers<P>,
@@ -110,8 +110,12 @@ pub fn collectives<const P: usize, const R: usize, const D: usize, const M: usiz
                 continue;
             }
             report.pairs += 1;
-            let rops: &[ReduceOp] =
-                if op.reduces() { &[ReduceOp::Sum, ReduceOp::Max] } else { &[ReduceOp::Sum] };
+            // Algorithms that combine out of rank order refuse a non-commutative operation.
+            let rops: &[Reduction] = match (op.reduces(), alg.reorders()) {
+                (false, _) => &[Reduction::Sum],
+                (true, true) => &[Reduction::Sum, Reduction::Max],
+                (true, false) => &[Reduction::Sum, Reduction::Max, Reduction::First],
+            };
             for root in roots(op, p) {
                 for &rop in rops {
                     let case = Case { op, alg, root, rop, layout: hier.then_some(layout) };
@@ -128,7 +132,7 @@ struct Case<'l> {
     op: CollOp,
     alg: Algorithm,
     root: u32,
-    rop: ReduceOp,
+    rop: Reduction,
     layout: Option<NodeLayout<'l>>,
 }
 
@@ -189,7 +193,7 @@ fn schedule<'a, const P: usize>(
     let Case { op, alg, root, rop, layout } = *case;
     let blocks = |l: &'a super::expect::Layout<P>| Blocks { counts: &l.counts, displs: &l.displs };
     let mut args =
-        CollArgs::new(COUNT, Datatype::U32).with_op(Op::Builtin(rop)).with_root(Root::Rank(root));
+        CollArgs::new(COUNT, Datatype::U32).with_op(rop.op()).with_root(Root::Rank(root));
     match op {
         CollOp::Allgatherv | CollOp::Gatherv | CollOp::ReduceScatter => {
             args = args.with_recv(blocks(&layouts.shared))

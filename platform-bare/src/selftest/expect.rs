@@ -1,7 +1,7 @@
 //! Inputs and directly computed results of every collective, for `p` ranks of u32
 //! elements.
 
-use commcore::coll::{CollOp, ReduceOp};
+use commcore::coll::{CollOp, Datatype, Op, ReduceOp, UserOp};
 
 /// Bytes of one element (u32).
 pub const E: usize = 4;
@@ -13,15 +13,44 @@ pub fn value(src: usize, i: usize, salt: u32) -> u32 {
     ((src as u32).wrapping_mul(0x9e37_79b1) ^ (i as u32).wrapping_mul(40_503)) ^ salt
 }
 
-/// `op` over `srcs` of element `i`.
-pub fn fold(op: ReduceOp, srcs: core::ops::Range<usize>, i: usize, salt: u32) -> u32 {
+/// The reductions the self-test runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    /// Built-in SUM (wrapping).
+    Sum,
+    /// Built-in MAX.
+    Max,
+    /// A user operation that keeps its left operand: associative, not commutative, so a
+    /// reduction that combines out of rank order, or swaps operands, gives a wrong result.
+    First,
+}
+
+impl Reduction {
+    /// The operation as a collective takes it.
+    pub fn op(self) -> Op {
+        match self {
+            Self::Sum => Op::Builtin(ReduceOp::Sum),
+            Self::Max => Op::Builtin(ReduceOp::Max),
+            Self::First => Op::User(UserOp { func: keep_left, commutative: false }),
+        }
+    }
+}
+
+/// `dst = src ∘ dst` or `dst ∘ src` where `a ∘ b = a`.
+fn keep_left(src: &[u8], dst: &mut [u8], _: Datatype, src_left: bool) {
+    if src_left {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// `op` over `srcs` (in rank order) of element `i`.
+pub fn fold(op: Reduction, srcs: core::ops::Range<usize>, i: usize, salt: u32) -> u32 {
     let mut values = srcs.map(|s| value(s, i, salt));
     let first = values.next().unwrap_or(0);
     values.fold(first, |acc, v| match op {
-        ReduceOp::Max => acc.max(v),
-        ReduceOp::Min => acc.min(v),
-        ReduceOp::Bxor => acc ^ v,
-        _ => acc.wrapping_add(v),
+        Reduction::Sum => acc.wrapping_add(v),
+        Reduction::Max => acc.max(v),
+        Reduction::First => acc,
     })
 }
 
@@ -109,7 +138,7 @@ impl<const P: usize> Layouts<P> {
 #[allow(clippy::too_many_arguments)]
 pub fn fill<const P: usize>(
     op: CollOp,
-    rop: ReduceOp,
+    rop: Reduction,
     p: usize,
     r: usize,
     root: usize,
