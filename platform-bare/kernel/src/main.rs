@@ -39,6 +39,7 @@ const COLL_RANKS: usize = 17;
 const QUEUE_DEPTH: usize = 4;
 const QUEUE_BYTES: usize = 512;
 const SEED: u64 = 0x5eed_0021;
+const CONFIG: SpaceConfig = SpaceConfig { width: CID_WIDTH, eager: 64, threaded: false };
 
 static AV: AvStorage<PROCESSES> = av_storage();
 /// The working list communicators are built from (and the random permutation).
@@ -52,6 +53,9 @@ static CID_SLOTS: StaticCell<[Option<u16>; CID_RANKS * CID_WIDTH as usize]> =
 static COLL_BUFFERS: StaticCell<CollBuffers<COLL_RANKS>> = StaticCell::new(CollBuffers::new());
 static MAILBOXES: StaticCell<Mailboxes<COLL_RANKS, QUEUE_DEPTH, QUEUE_BYTES>> =
     StaticCell::new(Mailboxes::new());
+/// The CID store the hot-path check looks up in.
+static HOT_SLOTS: StaticCell<[Option<u16>; CID_WIDTH as usize]> =
+    StaticCell::new([None; CID_WIDTH as usize]);
 
 /// The kernel's allreduce over kernels: this kernel is the whole job, so the words are
 /// already reduced; it counts the calls.
@@ -67,7 +71,7 @@ impl Allreduce for OneKernel {
     }
 }
 
-/// What the hot-path wrappers returned, checked against the self-tests' answers.
+/// How many answers of each hot-path wrapper were checked.
 struct HotReport {
     translations: u64,
     lookups: u64,
@@ -115,11 +119,6 @@ fn run(out: &mut Serial) -> Result<(), selftest::SelftestError> {
     print_json(out, &rankmaps, &cids, net.calls, &colls, &hot);
     Ok(())
 }
-
-const CONFIG: SpaceConfig = SpaceConfig { width: CID_WIDTH, eager: 64, threaded: false };
-
-static HOT_SLOTS: StaticCell<[Option<u16>; CID_WIDTH as usize]> =
-    StaticCell::new([None; CID_WIDTH as usize]);
 
 /// Runs each hot-path wrapper and checks it: every world rank translates to itself, every
 /// mapped CID finds its communicator, a schedule yields the same steps through the wrapper.
