@@ -190,8 +190,12 @@ pub extern "C" fn commcore_rankmap_from_callback(
         // SAFETY: as documented.
         let shared = unsafe { handle::get::<commcore_groups>(groups, "groups")? };
         let callback = callback.ok_or_else(|| Fail::null("callback"))?;
+        let mut words: Vec<u64> = Vec::new();
+        words.try_reserve_exact(n as usize).map_err(|_| {
+            Fail::new(COMMCORE_ERR_FULL, format!("no memory to read the processes of {n} ranks"))
+        })?;
         // SAFETY: the host's callback with the host's context, as documented.
-        let words: Vec<u64> = (0..n).map(|r| unsafe { callback(ctx, r) }).collect();
+        words.extend((0..n).map(|r| unsafe { callback(ctx, r) }));
         let members = unpack_all(&words)?;
         build(shared, out, |s| rm::from_processes(&members, &s.groups, &mut s.arena))
     })

@@ -263,7 +263,13 @@ static void collectives(int rank, const char *control, const commcore_user_op *k
             for (int i = 0; i < count; i++) send[r * count + i] = r * 1000 + i;
         run(rank, coll, &a, &b, NULL);
         for (int i = 0; i < count; i++) EXPECT(rank, recv[i] == rank * 1000 + i);
-        if (n == 1) break;
+        if (rank == root) { /* in place at the root: its receive buffer is left alone */
+            a.in_place = 1;
+            for (int i = 0; i < count; i++) recv[i] = -5;
+        }
+        run(rank, coll, &a, &b, NULL);
+        for (int i = 0; i < count; i++) EXPECT(rank, recv[i] == (rank == root ? -5 : rank * 1000 + i));
+        a.in_place = 0;
     }
     { /* allgather, allgatherv (rank r contributes r + 1 elements), alltoall */
         memset(&a, 0, sizeof a);
@@ -272,6 +278,13 @@ static void collectives(int rank, const char *control, const commcore_user_op *k
         run(rank, coll, &a, &b, NULL);
         for (int r = 0; r < n; r++)
             for (int i = 0; i < count; i++) EXPECT(rank, recv[r * count + i] == r * 10 + i);
+
+        a.in_place = 1; /* each rank's block already in place */
+        for (int i = 0; i < n * count; i++) recv[i] = i / count == rank ? rank * 10 + i % count : -1;
+        run(rank, coll, &a, &b, NULL);
+        for (int r = 0; r < n; r++)
+            for (int i = 0; i < count; i++) EXPECT(rank, recv[r * count + i] == r * 10 + i);
+        a.in_place = 0;
 
         int32_t counts[MAX_RANKS], displs[MAX_RANKS];
         for (int r = 0, at = 0; r < n; r++) counts[r] = r + 1, displs[r] = at, at += r + 1;
@@ -294,6 +307,12 @@ static void collectives(int rank, const char *control, const commcore_user_op *k
         for (int i = 0; i < 2 * n; i++) send[i] = i + rank;
         run(rank, coll, &a, &b, NULL);
         for (int i = 0; i < 2; i++) EXPECT(rank, recv[i] == n * (2 * rank + i) + n * (n - 1) / 2);
+
+        a.in_place = 1; /* the input vector in the receive buffer */
+        for (int i = 0; i < 2 * n; i++) recv[i] = i + rank;
+        run(rank, coll, &a, &b, NULL);
+        for (int i = 0; i < 2; i++) EXPECT(rank, recv[i] == n * (2 * rank + i) + n * (n - 1) / 2);
+        a.in_place = 0;
 
         a.coll_op = COMMCORE_COLL_SCAN, a.count = 1;
         send[0] = rank + 1;
