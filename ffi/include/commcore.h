@@ -38,6 +38,13 @@
 #define COMMCORE_ROOT_ELSEWHERE -2
 
 /**
+ * One member's side of an inter-communicator CID agreement (opaque), for
+ * `MPI_Intercomm_create`. Created by `commcore_cid_inter_request_create`, owned by the
+ * caller, freed by `commcore_cid_inter_request_free`. One thread at a time.
+ */
+typedef struct commcore_cid_inter_request commcore_cid_inter_request;
+
+/**
  * One member's side of one CID agreement (opaque). Created by
  * `commcore_cid_request_create`, owned by the caller, freed by `commcore_cid_request_free`.
  * A request is used by one thread at a time; requests of one space may run on different
@@ -147,9 +154,14 @@ typedef struct commcore_cid_step {
    */
   size_t nwords;
   /**
-   * For DONE: the agreed CID.
+   * For DONE: the agreed CID (for an inter-communicator request, this group's); for
+   * EXCHANGE: this group's CID to send to the remote leader.
    */
   uint32_t cid;
+  /**
+   * For DONE of an inter-communicator request: the remote group's CID.
+   */
+  uint32_t remote_cid;
 } commcore_cid_step;
 
 /**
@@ -457,6 +469,12 @@ typedef struct commcore_step {
  * Bitwise AND.
  */
 #define COMMCORE_CID_OP_BAND 2
+
+/**
+ * Leader only: send `cid` (this group's CID) to the remote group's leader, receive its
+ * CID, and hand it to `commcore_cid_inter_request_handle_exchange`.
+ */
+#define COMMCORE_CID_EXCHANGE 5
 
 /**
  * MPI_Barrier.
@@ -949,6 +967,47 @@ commcore_result commcore_cid_request_free(struct commcore_cid_request *request);
  */
 commcore_result commcore_cid_request_allreduces(const struct commcore_cid_request *request,
                                                 uint32_t *allreduces);
+
+/**
+ * A request on this side's group, under the local group's communicator CID `parent` with
+ * `tag`; exactly one member per side passes `leader` non-zero. Steps: ALLREDUCE over the
+ * local group (as for `commcore_cid_request_poll`), EXCHANGE at the leader, one more
+ * ALLREDUCE (MAX of one word) that carries the remote CID to the group, then DONE with
+ * `cid` (this group's CID: messages arrive with it) and `remote_cid` (the other group's:
+ * messages to it carry it).
+ */
+commcore_result commcore_cid_inter_request_create(const struct commcore_cid_space *space,
+                                                  uint32_t algorithm_code,
+                                                  uint32_t parent,
+                                                  uint32_t tag,
+                                                  int32_t leader,
+                                                  struct commcore_cid_inter_request **out);
+
+/**
+ * Writes the request's next step to `*step` (see `commcore_cid_inter_request_create`). On
+ * an error the request is finished and `step->kind` is `COMMCORE_CID_ERROR`.
+ */
+commcore_result commcore_cid_inter_request_poll(struct commcore_cid_inter_request *request,
+                                                struct commcore_cid_step *step);
+
+/**
+ * Leader: hands in the remote leader's CID after an EXCHANGE step.
+ */
+commcore_result commcore_cid_inter_request_handle_exchange(struct commcore_cid_inter_request *request,
+                                                           uint32_t remote_cid);
+
+/**
+ * Hands in the reduced words of the outstanding allreduce (over this side's group).
+ */
+commcore_result commcore_cid_inter_request_handle_allreduce(struct commcore_cid_inter_request *request,
+                                                            const uint32_t *reduced,
+                                                            size_t nwords);
+
+/**
+ * Frees a request, aborting it first (the local CID, once agreed, stays claimed: release
+ * it with `commcore_cid_space_release`). NULL is a no-op.
+ */
+commcore_result commcore_cid_inter_request_free(struct commcore_cid_inter_request *request);
 
 /**
  * Creates a store for CIDs `0..width` (at most 65536).

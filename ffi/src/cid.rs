@@ -12,7 +12,7 @@ use crate::handle::{self, handle, Shell};
 use crate::result::*;
 
 /// Words of the widest space: every space and request is sized for it.
-const W: usize = words_for(MAX_WIDTH);
+pub(crate) const W: usize = words_for(MAX_WIDTH);
 
 /// A process's CID space (opaque): which CIDs are free here, shared by every request of
 /// the process. Created by `commcore_cid_space_create`, owned by the caller, freed by
@@ -82,11 +82,39 @@ pub struct commcore_cid_step {
     pub words: *const u32,
     /// For ALLREDUCE: the number of words.
     pub nwords: usize,
-    /// For DONE: the agreed CID.
+    /// For DONE: the agreed CID (for an inter-communicator request, this group's); for
+    /// EXCHANGE: this group's CID to send to the remote leader.
     pub cid: u32,
+    /// For DONE of an inter-communicator request: the remote group's CID.
+    pub remote_cid: u32,
 }
 
-fn cid_fail(e: CidError) -> Fail {
+impl commcore_cid_step {
+    pub(crate) fn empty(kind: commcore_cid_step_kind) -> Self {
+        Self { kind, op: 0, words: core::ptr::null(), nwords: 0, cid: 0, remote_cid: 0 }
+    }
+}
+
+/// The C code of a CID reduction.
+pub(crate) fn cid_op(op: ReduceOp) -> commcore_cid_op {
+    match op {
+        ReduceOp::Max => COMMCORE_CID_OP_MAX,
+        ReduceOp::Min => COMMCORE_CID_OP_MIN,
+        ReduceOp::BitAnd => COMMCORE_CID_OP_BAND,
+    }
+}
+
+/// The algorithm numbered `code`.
+pub(crate) fn algorithm(code: commcore_cid_algorithm) -> Outcome<Algorithm> {
+    match code {
+        COMMCORE_CID_LOWEST => Ok(Algorithm::Lowest),
+        COMMCORE_CID_MASK => Ok(Algorithm::Mask),
+        COMMCORE_CID_HIGHEST => Ok(Algorithm::Highest),
+        other => Err(Fail::arg(format!("unknown CID algorithm {other}"))),
+    }
+}
+
+pub(crate) fn cid_fail(e: CidError) -> Fail {
     let code = match e {
         CidError::Exhausted => COMMCORE_ERR_CID_EXHAUSTED,
         CidError::WrongLength { .. } => COMMCORE_ERR_LENGTH,
@@ -214,13 +242,7 @@ pub extern "C" fn commcore_cid_request_create(
         if out.is_null() {
             return Err(Fail::null("out"));
         }
-        let algorithm = match algorithm {
-            COMMCORE_CID_LOWEST => Algorithm::Lowest,
-            COMMCORE_CID_MASK => Algorithm::Mask,
-            COMMCORE_CID_HIGHEST => Algorithm::Highest,
-            other => return Err(Fail::arg(format!("unknown CID algorithm {other}"))),
-        };
-        let request = Box::new(CidRequest::new(algorithm, parent, tag));
+        let request = Box::new(CidRequest::new(self::algorithm(algorithm)?, parent, tag));
         let value = RequestValue { request, space: Arc::clone(space) };
         // SAFETY: checked above.
         unsafe { handle::put(out, handle::create::<commcore_cid_request>(value), "out") }
@@ -241,22 +263,12 @@ pub extern "C" fn commcore_cid_request_poll(
         if step.is_null() {
             return Err(Fail::null("step"));
         }
-        let mut out = commcore_cid_step {
-            kind: COMMCORE_CID_ERROR,
-            op: 0,
-            words: core::ptr::null(),
-            nwords: 0,
-            cid: 0,
-        };
+        let mut out = commcore_cid_step::empty(COMMCORE_CID_ERROR);
         let polled = value.request.poll(&value.space);
         match &polled {
             Ok(Step::Allreduce { op, words }) => {
                 out.kind = COMMCORE_CID_ALLREDUCE;
-                out.op = match op {
-                    ReduceOp::Max => COMMCORE_CID_OP_MAX,
-                    ReduceOp::Min => COMMCORE_CID_OP_MIN,
-                    ReduceOp::BitAnd => COMMCORE_CID_OP_BAND,
-                };
+                out.op = cid_op(*op);
                 out.words = words.as_ptr();
                 out.nwords = words.len();
             }

@@ -22,6 +22,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod cid;
+mod cid_inter;
 mod cid_store;
 mod coll;
 mod groups;
@@ -33,6 +34,7 @@ mod schedule;
 mod storage;
 
 pub use cid::*;
+pub use cid_inter::*;
 pub use cid_store::*;
 pub use coll::*;
 pub use groups::*;

@@ -98,7 +98,7 @@ fn a_one_member_cid_agreement_finishes() {
         commcore_cid_request_create(space, COMMCORE_CID_MASK, 0, 0, &mut request),
         COMMCORE_OK
     );
-    let mut step = commcore_cid_step { kind: 0, op: 0, words: null(), nwords: 0, cid: 0 };
+    let mut step = commcore_cid_step::empty(0);
     for _ in 0..10 {
         assert_eq!(commcore_cid_request_poll(request, &mut step), COMMCORE_OK);
         if step.kind == COMMCORE_CID_DONE {

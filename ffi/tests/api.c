@@ -323,6 +323,54 @@ static void cid(void) {
     OK(commcore_cid_store_free(NULL));
 }
 
+/* An inter-communicator CID between groups {0, 1} (leader 0) and {2, 3} (leader 2), each
+ * member with its own space, driven in lockstep in one thread. */
+static void inter_cid(void) {
+    commcore_cid_space *spaces[4];
+    commcore_cid_inter_request *req[4];
+    commcore_cid_step st[4];
+    uint32_t claimed[4] = {3, 1, 1, 5}; /* member m holds CIDs 0..claimed[m]-1 */
+    for (int m = 0; m < 4; m++) {
+        OK(commcore_cid_space_create(256, 64, 0, &spaces[m]));
+        for (uint32_t c = 0; c < claimed[m]; c++) OK(commcore_cid_space_claim(spaces[m], c));
+        OK(commcore_cid_inter_request_create(spaces[m], COMMCORE_CID_MASK, 0, 0, m % 2 == 0, &req[m]));
+    }
+    RC(commcore_cid_inter_request_create(spaces[0], 7, 0, 0, 1, &req[0]), COMMCORE_ERR_ARG);
+    RC(commcore_cid_inter_request_handle_exchange(req[1], 9), COMMCORE_ERR_STATE);
+    RC(commcore_cid_inter_request_poll(req[0], NULL), COMMCORE_ERR_NULL);
+    int done = 0;
+    for (int round = 0; round < 50 && !done; round++) {
+        for (int m = 0; m < 4; m++) OK(commcore_cid_inter_request_poll(req[m], &st[m]));
+        for (int side = 0; side < 2; side++) {
+            commcore_cid_step *a = &st[2 * side], *b = &st[2 * side + 1];
+            if (a->kind != COMMCORE_CID_ALLREDUCE || b->kind != COMMCORE_CID_ALLREDUCE) continue;
+            EXPECT(a->nwords == b->nwords && a->op == b->op && a->nwords <= 16);
+            uint32_t out[16];
+            for (size_t w = 0; w < a->nwords; w++) {
+                uint32_t x = a->words[w], y = b->words[w];
+                out[w] = a->op == COMMCORE_CID_OP_MAX ? (x > y ? x : y) : a->op == COMMCORE_CID_OP_MIN ? (x < y ? x : y) : (x & y);
+            }
+            OK(commcore_cid_inter_request_handle_allreduce(req[2 * side], out, a->nwords));
+            OK(commcore_cid_inter_request_handle_allreduce(req[2 * side + 1], out, a->nwords));
+        }
+        if (st[0].kind == COMMCORE_CID_EXCHANGE && st[2].kind == COMMCORE_CID_EXCHANGE) {
+            OK(commcore_cid_inter_request_handle_exchange(req[0], st[2].cid));
+            OK(commcore_cid_inter_request_handle_exchange(req[2], st[0].cid));
+        }
+        done = 1;
+        for (int m = 0; m < 4; m++) done &= st[m].kind == COMMCORE_CID_DONE;
+    }
+    EXPECT(done);
+    for (int m = 0; m < 4; m++) {
+        uint32_t local = m < 2 ? 3 : 5, remote = m < 2 ? 5 : 3;
+        EXPECT(st[m].cid == local && st[m].remote_cid == remote);
+        OK(commcore_cid_inter_request_free(req[m]));
+        OK(commcore_cid_space_free(spaces[m]));
+    }
+    RC(commcore_cid_inter_request_poll(req[0], &st[0]), COMMCORE_ERR_FREED);
+    OK(commcore_cid_inter_request_free(NULL));
+}
+
 static void coll(void) {
     uint32_t nodes[4] = {0, 0, 1, 1}, remote_nodes[3] = {5, 6, 7};
     commcore_coll_config config = {1, 4, 0, COMMCORE_THREAD_SINGLE, nodes, NULL, NULL};
@@ -519,6 +567,7 @@ int main(void) {
     groups();
     rankmaps();
     cid();
+    inter_cid();
     coll();
     reductions();
     printf("api: %d checks passed\n", checks);
