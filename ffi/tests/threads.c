@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,18 +38,54 @@ static void fail(int rank, const char *what, commcore_result rc) {
         }                                                                    \
     } while (0)
 
-/* ---- shared-memory allreduce over a team of threads ---- */
+/* ---- a barrier that fails the test after TIMEOUT_S instead of hanging ---- */
 typedef struct {
-    pthread_barrier_t barrier;
+    pthread_mutex_t lock;
+    pthread_cond_t turned;
+    int members, count;
+    unsigned generation;
+} barrier;
+
+static void barrier_init(barrier *b, int members) {
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->turned, NULL);
+    b->members = members, b->count = 0, b->generation = 0;
+}
+
+static void barrier_wait(barrier *b) {
+    pthread_mutex_lock(&b->lock);
+    unsigned generation = b->generation;
+    if (++b->count == b->members) {
+        b->count = 0;
+        b->generation++;
+        pthread_cond_broadcast(&b->turned);
+    } else {
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += TIMEOUT_S;
+        while (generation == b->generation)
+            if (pthread_cond_timedwait(&b->turned, &b->lock, &deadline) == ETIMEDOUT) {
+                fprintf(stderr, "a barrier of %d threads timed out after %d s\n", b->members, TIMEOUT_S);
+                exit(1);
+            }
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- shared-memory allreduce over a team of threads ---- */
+#define SHARED_THREADS 3 /* threads per process in the shared-space test */
+
+typedef struct {
+    barrier barrier;
     uint32_t slots[MAX_RANKS][2049];
 } team;
 
-static team world_team, pair_team;
+static team world_team, pair_team, shared_pairs[SHARED_THREADS];
 
 static void team_allreduce(team *t, int index, int members, commcore_cid_op op, const uint32_t *words,
                            size_t n, uint32_t *out) {
     memcpy(t->slots[index], words, n * sizeof *words);
-    pthread_barrier_wait(&t->barrier);
+    barrier_wait(&t->barrier);
     for (size_t w = 0; w < n; w++) {
         uint32_t acc = t->slots[0][w];
         for (int m = 1; m < members; m++) {
@@ -57,7 +94,7 @@ static void team_allreduce(team *t, int index, int members, commcore_cid_op op, 
         }
         out[w] = acc;
     }
-    pthread_barrier_wait(&t->barrier);
+    barrier_wait(&t->barrier);
 }
 
 static uint32_t agree(int rank, team *t, int index, int members, commcore_cid_space *space,
@@ -66,13 +103,17 @@ static uint32_t agree(int rank, team *t, int index, int members, commcore_cid_sp
     commcore_cid_step step;
     static _Thread_local uint32_t reduced[2049];
     CHECK(rank, commcore_cid_request_create(space, algorithm, parent, tag, &request));
-    for (int guard = 0; guard < 100000; guard++) {
+    for (int guard = 0; guard < 10000000; guard++) {
         CHECK(rank, commcore_cid_request_poll(request, &step));
         if (step.kind == COMMCORE_CID_DONE) {
             CHECK(rank, commcore_cid_request_free(request));
             return step.cid;
         }
-        EXPECT(rank, step.kind == COMMCORE_CID_ALLREDUCE); /* one request per process: no WAIT */
+        if (step.kind == COMMCORE_CID_WAIT) { /* another thread of this process has priority */
+            sched_yield();
+            continue;
+        }
+        EXPECT(rank, step.kind == COMMCORE_CID_ALLREDUCE);
         team_allreduce(t, index, members, step.op, step.words, step.nwords, reduced);
         CHECK(rank, commcore_cid_request_handle_allreduce(request, reduced, step.nwords));
     }
@@ -378,14 +419,50 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
+/* ---- two processes of SHARED_THREADS threads each, one CID space per process ----
+ * Thread t of process 0 and thread t of process 1 form a communicator (parent CID 1 + t)
+ * and agree on a new CID while the other pairs do the same through the same two spaces. */
+static commcore_cid_space *shared_spaces[2];
+static uint32_t shared_cids[2][SHARED_THREADS];
+static barrier shared_all;
+
+static void *shared_main(void *arg) {
+    int index = (int)(intptr_t)arg, process = index / SHARED_THREADS, t = index % SHARED_THREADS;
+    const commcore_cid_algorithm algorithms[3] = {COMMCORE_CID_LOWEST, COMMCORE_CID_MASK, COMMCORE_CID_HIGHEST};
+    for (int a = 0; a < 3; a++) {
+        if (t == 0) {
+            CHECK(index, commcore_cid_space_create(2048, 64, 1, &shared_spaces[process]));
+            for (uint32_t c = 0; c <= SHARED_THREADS; c++) CHECK(index, commcore_cid_space_claim(shared_spaces[process], c));
+        }
+        barrier_wait(&shared_all);
+        shared_cids[process][t] = agree(index, &shared_pairs[t], process, 2, shared_spaces[process], algorithms[a], 1 + (uint32_t)t, 0);
+        barrier_wait(&shared_all);
+        if (t == 0) {
+            for (int u = 0; u < SHARED_THREADS; u++) {
+                EXPECT(index, shared_cids[0][u] == shared_cids[1][u]);
+                EXPECT(index, shared_cids[process][u] > SHARED_THREADS);
+                for (int v = 0; v < u; v++) EXPECT(index, shared_cids[process][u] != shared_cids[process][v]);
+                int is_free = 1;
+                CHECK(index, commcore_cid_space_is_free(shared_spaces[process], shared_cids[process][u], &is_free));
+                EXPECT(index, !is_free);
+            }
+            CHECK(index, commcore_cid_space_free(shared_spaces[process]));
+        }
+        barrier_wait(&shared_all);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     nranks = argc > 1 ? atoi(argv[1]) : 4;
     if (nranks < 3 || nranks > MAX_RANKS) {
         fprintf(stderr, "usage: threads N (3 <= N <= %d)\n", MAX_RANKS);
         return 2;
     }
-    pthread_barrier_init(&world_team.barrier, NULL, (unsigned)nranks);
-    pthread_barrier_init(&pair_team.barrier, NULL, 2);
+    barrier_init(&world_team.barrier, nranks);
+    barrier_init(&pair_team.barrier, 2);
+    barrier_init(&shared_all, 2 * SHARED_THREADS);
+    for (int t = 0; t < SHARED_THREADS; t++) barrier_init(&shared_pairs[t].barrier, 2);
     for (int i = 0; i < MAX_RANKS; i++)
         for (int j = 0; j < MAX_RANKS; j++) {
             pthread_mutex_init(&boxes[i][j].lock, NULL);
@@ -396,5 +473,10 @@ int main(int argc, char **argv) {
     for (int r = 0; r < nranks; r++) pthread_join(threads[r], NULL);
     printf("threads: %d ranks agreed on CIDs (3 algorithms, a group request) and ran every collective under %zu control strings\n",
            nranks, sizeof controls / sizeof controls[0]);
+    pthread_t shared[2 * SHARED_THREADS];
+    for (int i = 0; i < 2 * SHARED_THREADS; i++) pthread_create(&shared[i], NULL, shared_main, (void *)(intptr_t)i);
+    for (int i = 0; i < 2 * SHARED_THREADS; i++) pthread_join(shared[i], NULL);
+    printf("threads: 2 processes of %d threads agreed on %d CIDs at once per algorithm through shared spaces\n",
+           SHARED_THREADS, SHARED_THREADS);
     return 0;
 }
