@@ -1,0 +1,263 @@
+/* cc_abi.h over commcore's C ABI (ffi/include/commcore.h): framework instances, schedules,
+ * reductions, CID agreement and the CID store. The only file that includes commcore.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <commcore.h>
+
+#include "cc_abi.h"
+
+/* Live communicators per process: the CID space's and store's width. */
+#define CC_CID_WIDTH 4096
+#define CC_CID_EAGER 64
+/* Built schedules kept for reuse (commcore_schedule objects are reusable call after call). */
+#define CC_SPARE_SCHEDULES 8
+
+struct cc_coll {
+    commcore_coll *coll;
+};
+
+struct cc_sched {
+    commcore_schedule *schedule;
+};
+
+static char *control;
+static commcore_cid_space *space;
+static commcore_cid_store *store;
+static commcore_cid_algorithm cid_algorithm = COMMCORE_CID_MASK;
+static commcore_user_op *ordered_op, *commuting_op; /* stand-ins: this library reduces */
+static cc_sched *spare[CC_SPARE_SCHEDULES];
+static int nspare;
+int cc_abi_names; /* ask commcore which module and algorithm serve each call */
+
+/* Never called: REDUCE steps of a call with a callback reduction are applied by the
+ * executor, which knows the MPI function and datatype. */
+static void unused_user_fn(const void *src, void *dst, size_t count, commcore_datatype dtype,
+                           int32_t src_left, void *ctx) {
+    (void)src, (void)dst, (void)count, (void)dtype, (void)src_left, (void)ctx;
+}
+
+static int fail(char *why, size_t len, const char *what, commcore_result rc) {
+    snprintf(why, len, "%s: %s (%s)", what, commcore_strerror(rc), commcore_last_error());
+    return -1;
+}
+
+int cc_abi_init(const char *text, char *why, size_t why_len) {
+    commcore_result rc;
+    const char *alg = getenv("COMMCORE_CID");
+    if (alg && !strcmp(alg, "lowest"))
+        cid_algorithm = COMMCORE_CID_LOWEST;
+    else if (alg && !strcmp(alg, "highest"))
+        cid_algorithm = COMMCORE_CID_HIGHEST;
+    else if (alg && strcmp(alg, "mask")) {
+        snprintf(why, why_len, "COMMCORE_CID=%s is not one of mask, lowest, highest", alg);
+        return -1;
+    }
+    control = text ? strdup(text) : NULL;
+    /* A one-rank instance checks the control string once, naming a refused token. */
+    commcore_coll_config config = {.rank = 0, .size = 1, .control = control};
+    commcore_coll *probe = NULL;
+    if ((rc = commcore_coll_create(&config, &probe)) != COMMCORE_OK)
+        return fail(why, why_len, "COMMCORE_COLL refused", rc);
+    commcore_coll_free(probe);
+    if ((rc = commcore_cid_space_create(CC_CID_WIDTH, CC_CID_EAGER, 0, &space)) ||
+        (rc = commcore_cid_store_create(CC_CID_WIDTH, &store)) ||
+        (rc = commcore_user_op_create(unused_user_fn, NULL, 0, &ordered_op)) ||
+        (rc = commcore_user_op_create(unused_user_fn, NULL, 1, &commuting_op)))
+        return fail(why, why_len, "commcore set-up failed", rc);
+    return 0;
+}
+
+void cc_abi_finalize(void) {
+    while (nspare) {
+        cc_sched *s = spare[--nspare];
+        commcore_schedule_free(s->schedule);
+        free(s);
+    }
+    commcore_user_op_free(ordered_op);
+    commcore_user_op_free(commuting_op);
+    commcore_cid_store_free(store);
+    commcore_cid_space_free(space);
+    free(control);
+    control = NULL;
+}
+
+cc_coll *cc_coll_new(uint32_t rank, uint32_t size, int inter, uint32_t remote_size,
+                     const uint32_t *nodes, const uint32_t *remote_nodes,
+                     int thread_level) {
+    cc_coll *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    commcore_coll_config config = {
+        .rank = rank,
+        .size = size,
+        .remote_size = inter ? remote_size : 0,
+        .thread_level = (commcore_thread_level)thread_level,
+        .node_ids = nodes,
+        .remote_node_ids = inter ? remote_nodes : NULL,
+        .control = control,
+    };
+    if (commcore_coll_create(&config, &c->coll) != COMMCORE_OK) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void cc_coll_free(cc_coll *coll) {
+    if (coll) {
+        commcore_coll_free(coll->coll);
+        free(coll);
+    }
+}
+
+/* Counts and displacements as commcore takes them (int32 elements); NULL on overflow. */
+static int32_t *narrow(const size_t *v, uint32_t n, int32_t *out) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i] > (size_t)INT32_MAX)
+            return NULL;
+        out[i] = (int32_t)v[i];
+    }
+    return out;
+}
+
+cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes, const char **module, const char **algorithm) {
+    commcore_coll_args a = {0};
+    a.coll_op = (uint32_t)call->op;
+    a.dtype = (commcore_datatype)call->dtype;
+    a.count = call->count;
+    if (call->rop == CC_ROP_CALLBACK)
+        a.user_op = call->commutative ? commuting_op : ordered_op;
+    else
+        a.reduce_op = (commcore_reduce_op)call->rop;
+    a.root = call->root_kind == CC_ROOT_HERE        ? COMMCORE_ROOT_HERE
+             : call->root_kind == CC_ROOT_ELSEWHERE ? COMMCORE_ROOT_ELSEWHERE
+                                                    : (int32_t)call->root;
+    uint32_t nblocks = call->nblocks;
+    int32_t stack[4 * 64], *arrays = stack;
+    if ((call->send_counts || call->recv_counts) && nblocks > 64 &&
+        !(arrays = malloc(4 * (size_t)nblocks * sizeof *arrays)))
+        return NULL;
+    int ok = 1;
+    if (call->send_counts) {
+        a.nsend = nblocks;
+        a.send_counts = narrow(call->send_counts, nblocks, arrays);
+        a.send_displs = narrow(call->send_displs, nblocks, arrays + nblocks);
+        ok = a.send_counts && a.send_displs;
+    }
+    if (call->recv_counts) {
+        a.nrecv = nblocks;
+        a.recv_counts = narrow(call->recv_counts, nblocks, arrays + 2 * nblocks);
+        a.recv_displs = narrow(call->recv_displs, nblocks, arrays + 3 * nblocks);
+        ok = ok && a.recv_counts && a.recv_displs;
+    }
+    cc_sched *s = NULL;
+    if (ok) {
+        s = nspare ? spare[--nspare] : calloc(1, sizeof *s);
+        if (s && !s->schedule && commcore_schedule_create(&s->schedule) != COMMCORE_OK) {
+            free(s);
+            s = NULL;
+        }
+    }
+    if (s && (commcore_coll_schedule(coll->coll, &a, s->schedule) != COMMCORE_OK ||
+              commcore_schedule_scratch_bytes(s->schedule, scratch_bytes) != COMMCORE_OK)) {
+        cc_sched_free(s);
+        s = NULL;
+    }
+    if (s && cc_abi_names &&
+        commcore_coll_provider(coll->coll, &a, module, algorithm) != COMMCORE_OK)
+        *module = *algorithm = "?";
+    if (arrays != stack)
+        free(arrays);
+    return s;
+}
+
+int cc_next(cc_sched *sched, cc_step *out) {
+    commcore_step s;
+    if (commcore_schedule_next(sched->schedule, &s) != COMMCORE_OK)
+        return -1;
+    switch (s.kind) {
+    case COMMCORE_STEP_SEND: out->kind = CC_STEP_SEND; break;
+    case COMMCORE_STEP_RECV: out->kind = CC_STEP_RECV; break;
+    case COMMCORE_STEP_REDUCE: out->kind = CC_STEP_REDUCE; break;
+    case COMMCORE_STEP_COPY: out->kind = CC_STEP_COPY; break;
+    case COMMCORE_STEP_WAIT: out->kind = CC_STEP_WAIT; return 0;
+    case COMMCORE_STEP_END: out->kind = CC_STEP_END; return 0;
+    default: return -1;
+    }
+    out->remote = s.group == COMMCORE_GROUP_REMOTE;
+    out->peer = s.rank;
+    /* Transfers name one region: a send's source or a receive's destination. */
+    const commcore_region *one = s.kind == COMMCORE_STEP_RECV ? &s.dst : &s.src;
+    out->a = (cc_region){(enum cc_buf)one->buf, one->offset, one->len};
+    out->b = (cc_region){(enum cc_buf)s.dst.buf, s.dst.offset, s.dst.len};
+    out->src_left = s.src_left != 0;
+    return 0;
+}
+
+void cc_sched_free(cc_sched *sched) {
+    if (!sched)
+        return;
+    if (nspare < CC_SPARE_SCHEDULES && sched->schedule) {
+        spare[nspare++] = sched;
+        return;
+    }
+    commcore_schedule_free(sched->schedule);
+    free(sched);
+}
+
+int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, size_t bytes,
+              int src_left) {
+    return commcore_reduce((commcore_reduce_op)rop, (commcore_datatype)dtype, src, dst, bytes,
+                           src_left) == COMMCORE_OK
+               ? 0
+               : -1;
+}
+
+int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx) {
+    commcore_cid_request *req = NULL;
+    commcore_cid_step step;
+    int64_t cid = -1;
+    uint32_t words[CC_CID_WIDTH / 32];
+    if (commcore_cid_request_create(space, cid_algorithm, 0, 0, &req) != COMMCORE_OK)
+        return -1;
+    while (commcore_cid_request_poll(req, &step) == COMMCORE_OK) {
+        if (step.kind == COMMCORE_CID_DONE) {
+            cid = step.cid;
+            break;
+        }
+        if (step.kind != COMMCORE_CID_ALLREDUCE)
+            continue; /* WAIT: another request of this process goes first */
+        if (step.nwords > sizeof words / sizeof *words)
+            break;
+        memcpy(words, step.words, step.nwords * sizeof *words);
+        int op = step.op == COMMCORE_CID_OP_BAND ? 0 : step.op == COMMCORE_CID_OP_MAX ? 1 : 2;
+        if (allreduce(words, step.nwords, op, ctx) != 0 ||
+            commcore_cid_request_handle_allreduce(req, words, step.nwords) != COMMCORE_OK)
+            break;
+    }
+    commcore_cid_request_free(req);
+    return cid;
+}
+
+int cc_cid_store(int64_t cid, void *state) {
+    return commcore_cid_store_insert(store, (uint32_t)cid, (uint64_t)(uintptr_t)state) ==
+                   COMMCORE_OK
+               ? 0
+               : -1;
+}
+
+void *cc_cid_lookup(int64_t cid) {
+    uint64_t value = 0;
+    if (cid < 0 || commcore_cid_store_get(store, (uint32_t)cid, &value) != COMMCORE_OK)
+        return NULL;
+    return (void *)(uintptr_t)value;
+}
+
+void cc_cid_release(int64_t cid) {
+    if (cid < 0)
+        return;
+    commcore_cid_store_remove(store, (uint32_t)cid, NULL);
+    commcore_cid_space_release(space, (uint32_t)cid);
+}

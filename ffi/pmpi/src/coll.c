@@ -1,0 +1,131 @@
+/* The blocking collectives, served by commcore's schedules (serve.h), else by the host. */
+#include "serve.h"
+
+int cc_finish(cc_job *job) {
+    int done = cc_job_advance(job, 1);
+    cc_job_release(job);
+    return done == 1 ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+    CC_SERVE(CC_BARRIER, comm, cc_prep_barrier(job_, cs_, CC_BARRIER), PMPI_Barrier(comm));
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+    CC_SERVE(CC_BCAST, comm, cc_prep_bcast(job_, cs_, CC_BCAST, buf, count, type, root),
+             PMPI_Bcast(buf, count, type, root, comm));
+}
+
+int MPI_Reduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, int root,
+               MPI_Comm comm) {
+    CC_SERVE(CC_REDUCE, comm,
+             cc_prep_reduction(job_, cs_, CC_REDUCE, CC_REDUCE, send, recv, count, type, op,
+                               root),
+             PMPI_Reduce(send, recv, count, type, op, root, comm));
+}
+
+int MPI_Allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
+    CC_SERVE(CC_ALLREDUCE, comm,
+             cc_prep_reduction(job_, cs_, CC_ALLREDUCE, CC_ALLREDUCE, send, recv, count, type,
+                               op, -1),
+             PMPI_Allreduce(send, recv, count, type, op, comm));
+}
+
+int MPI_Scan(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+             MPI_Comm comm) {
+    CC_SERVE(CC_SCAN, comm,
+             cc_prep_reduction(job_, cs_, CC_SCAN, CC_SCAN, send, recv, count, type, op, -1),
+             PMPI_Scan(send, recv, count, type, op, comm));
+}
+
+int MPI_Exscan(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+               MPI_Comm comm) {
+    CC_SERVE(CC_EXSCAN, comm,
+             cc_prep_reduction(job_, cs_, CC_EXSCAN, CC_EXSCAN, send, recv, count, type, op,
+                               -1),
+             PMPI_Exscan(send, recv, count, type, op, comm));
+}
+
+int MPI_Allgather(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
+                  MPI_Datatype rtype, MPI_Comm comm) {
+    CC_SERVE(CC_ALLGATHER, comm,
+             cc_prep_allgather(job_, cs_, CC_ALLGATHER, send, scount, stype, recv, rcount,
+                               rtype),
+             PMPI_Allgather(send, scount, stype, recv, rcount, rtype, comm));
+}
+
+int MPI_Allgatherv(const void *send, int scount, MPI_Datatype stype, void *recv,
+                   const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm) {
+    CC_SERVE(CC_ALLGATHERV, comm,
+             cc_prep_allgatherv(job_, cs_, CC_ALLGATHERV, send, scount, stype, recv, rcounts,
+                                displs, rtype),
+             PMPI_Allgatherv(send, scount, stype, recv, rcounts, displs, rtype, comm));
+}
+
+int MPI_Alltoall(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
+                 MPI_Datatype rtype, MPI_Comm comm) {
+    CC_SERVE(CC_ALLTOALL, comm,
+             cc_prep_alltoall(job_, cs_, CC_ALLTOALL, send, scount, stype, recv, rcount,
+                              rtype),
+             PMPI_Alltoall(send, scount, stype, recv, rcount, rtype, comm));
+}
+
+int MPI_Alltoallv(const void *send, const int scounts[], const int sdispls[],
+                  MPI_Datatype stype, void *recv, const int rcounts[], const int rdispls[],
+                  MPI_Datatype rtype, MPI_Comm comm) {
+    CC_SERVE(CC_ALLTOALLV, comm,
+             cc_prep_alltoallv(job_, cs_, CC_ALLTOALLV, send, scounts, sdispls, stype, recv,
+                               rcounts, rdispls, rtype),
+             PMPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype,
+                            comm));
+}
+
+int MPI_Gather(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
+               MPI_Datatype rtype, int root, MPI_Comm comm) {
+    CC_SERVE(CC_GATHER, comm,
+             cc_prep_gather_scatter(job_, cs_, CC_GATHER, 0, send, scount, stype, recv, rcount,
+                                    rtype, root),
+             PMPI_Gather(send, scount, stype, recv, rcount, rtype, root, comm));
+}
+
+int MPI_Scatter(const void *send, int scount, MPI_Datatype stype, void *recv, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm) {
+    CC_SERVE(CC_SCATTER, comm,
+             cc_prep_gather_scatter(job_, cs_, CC_SCATTER, 1, send, scount, stype, recv,
+                                    rcount, rtype, root),
+             PMPI_Scatter(send, scount, stype, recv, rcount, rtype, root, comm));
+}
+
+int MPI_Gatherv(const void *send, int scount, MPI_Datatype stype, void *recv,
+                const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+                MPI_Comm comm) {
+    CC_SERVE(CC_GATHERV, comm,
+             cc_prep_gatherv_scatterv(job_, cs_, CC_GATHERV, 0, send, NULL, scount, displs,
+                                      stype, recv, rcounts, 0, rtype, root),
+             PMPI_Gatherv(send, scount, stype, recv, rcounts, displs, rtype, root, comm));
+}
+
+int MPI_Scatterv(const void *send, const int scounts[], const int displs[], MPI_Datatype stype,
+                 void *recv, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {
+    CC_SERVE(CC_SCATTERV, comm,
+             cc_prep_gatherv_scatterv(job_, cs_, CC_SCATTERV, 1, send, scounts, 0, displs,
+                                      stype, recv, NULL, rcount, rtype, root),
+             PMPI_Scatterv(send, scounts, displs, stype, recv, rcount, rtype, root, comm));
+}
+
+int MPI_Reduce_scatter(const void *send, void *recv, const int rcounts[], MPI_Datatype type,
+                       MPI_Op op, MPI_Comm comm) {
+    CC_SERVE(CC_REDUCE_SCATTER, comm,
+             cc_prep_reduce_scatter(job_, cs_, CC_REDUCE_SCATTER, send, recv, rcounts, 0, type,
+                                    op),
+             PMPI_Reduce_scatter(send, recv, rcounts, type, op, comm));
+}
+
+int MPI_Reduce_scatter_block(const void *send, void *recv, int rcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
+    CC_SERVE(CC_REDUCE_SCATTER_BLOCK, comm,
+             cc_prep_reduce_scatter(job_, cs_, CC_REDUCE_SCATTER_BLOCK, send, recv, NULL,
+                                    rcount, type, op),
+             PMPI_Reduce_scatter_block(send, recv, rcount, type, op, comm));
+}

@@ -1,0 +1,197 @@
+/* The executor: runs one call's commcore schedule with PMPI_Isend/PMPI_Irecv on the
+ * communicator's shadow. Transfers of a round are all started; a local step (reduce, copy)
+ * or a WAIT first completes them, as core/src/coll/step.rs prescribes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmpi.h"
+
+/* Tags: one per collective started on the communicator, so the traffic of nonblocking calls
+ * in flight together never matches across calls (every rank starts them in the same order). */
+#define CC_TAG_SPAN 32768
+
+void cc_job_own(cc_job *job, void *ptr) {
+    for (int i = 0; i < 4; i++) {
+        if (!job->owned[i]) {
+            job->owned[i] = ptr;
+            return;
+        }
+    }
+    free(ptr); /* four are the most any call needs; never reached */
+}
+
+int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const void *send,
+                 size_t send_len, void *recv, size_t recv_len) {
+    const char *module = "?", *algorithm = "?";
+    size_t scratch = 0;
+    job->cs = cs;
+    job->slot = slot;
+    job->sched = cc_schedule(cs->coll, call, &scratch, &module, &algorithm);
+    if (!job->sched)
+        return -1;
+    if (scratch) {
+        job->scratch = malloc(scratch);
+        if (!job->scratch) {
+            cc_sched_free(job->sched);
+            job->sched = NULL;
+            return -1;
+        }
+    }
+    job->scratch_len = scratch;
+    job->send = send;
+    job->send_len = send_len;
+    job->recv = recv;
+    job->recv_len = recv_len;
+    job->tag = (int)(cs->seq++ % CC_TAG_SPAN);
+    cc_count_served(slot, module, algorithm);
+    return 0;
+}
+
+/* The memory of `r`, or NULL when it does not lie in its buffer. */
+static char *resolve(cc_job *job, cc_region r) {
+    char *base;
+    size_t len;
+    switch (r.buf) {
+    case CC_BUF_SEND:
+        base = (char *)job->send;
+        len = job->send_len;
+        break;
+    case CC_BUF_RECV:
+        base = job->recv;
+        len = job->recv_len;
+        break;
+    default:
+        base = job->scratch;
+        len = job->scratch_len;
+        break;
+    }
+    if (r.len == 0) /* an empty block may sit past a buffer's end (a v layout's last ones) */
+        return (char *)job;
+    if (r.offset > len || r.len > len - r.offset)
+        return NULL;
+    return base + r.offset;
+}
+
+static int shadow_rank(const cc_job *job, const cc_step *s) {
+    const cc_comm *cs = job->cs;
+    return (int)s->peer + (s->remote ? cs->remote_offset : cs->local_offset);
+}
+
+static int post(cc_job *job, const cc_step *s) {
+    char *mem = resolve(job, s->a);
+    if (!mem || s->a.len > (size_t)INT32_MAX)
+        return -1;
+    if (job->nreq == job->cap) {
+        int cap = job->cap ? 2 * job->cap : 8;
+        MPI_Request *reqs = realloc(job->reqs, (size_t)cap * sizeof *reqs);
+        if (!reqs)
+            return -1;
+        job->reqs = reqs;
+        job->cap = cap;
+    }
+    MPI_Request *req = &job->reqs[job->nreq++];
+    int peer = shadow_rank(job, s), len = (int)s->a.len;
+    int rc = s->kind == CC_STEP_SEND
+                 ? PMPI_Isend(mem, len, MPI_BYTE, peer, job->tag, job->cs->shadow, req)
+                 : PMPI_Irecv(mem, len, MPI_BYTE, peer, job->tag, job->cs->shadow, req);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+static int apply(cc_job *job, const cc_step *s) {
+    if (s->kind == CC_STEP_WAIT)
+        return 0;
+    char *src = resolve(job, s->a), *dst = resolve(job, s->b);
+    if (!src || !dst || s->a.len != s->b.len)
+        return -1;
+    if (s->a.len == 0 || src == dst)
+        return 0;
+    if (s->kind == CC_STEP_COPY) {
+        memmove(dst, src, s->a.len);
+        return 0;
+    }
+    const cc_reduction *r = &job->red;
+    if (r->rop == CC_ROP_CALLBACK) {
+        if (s->a.len % r->elem)
+            return -1;
+        r->apply(r, src, dst, s->a.len / r->elem, s->src_left);
+        return 0;
+    }
+    return cc_reduce(r->rop, r->dtype, src, dst, s->a.len, s->src_left);
+}
+
+/* Completes the round's transfers: waits, or tests once; 1 when complete. */
+static int complete_round(cc_job *job, int blocking) {
+    if (job->nreq == 0)
+        return 1;
+    if (blocking && !cc_jobs_in_flight()) {
+        if (PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return -1;
+    } else if (blocking) { /* nonblocking calls in flight progress while this one waits */
+        for (int flag = 0; !flag; cc_progress_all())
+            if (PMPI_Testall(job->nreq, job->reqs, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+                return -1;
+    } else {
+        int flag = 0;
+        if (PMPI_Testall(job->nreq, job->reqs, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+            return -1;
+        if (!flag)
+            return 0;
+    }
+    job->nreq = 0;
+    return 1;
+}
+
+int cc_job_advance(cc_job *job, int blocking) {
+    if (job->failed)
+        return -1;
+    for (;;) {
+        int done = complete_round(job, blocking);
+        if (done <= 0) {
+            job->failed = done < 0;
+            return done;
+        }
+        if (job->has_pending) {
+            job->has_pending = 0;
+            if (apply(job, &job->pending) < 0)
+                break;
+        }
+        if (job->ended)
+            return 1;
+        /* Start the next round: transfers up to the next local step or the end. */
+        for (;;) {
+            cc_step s;
+            if (cc_next(job->sched, &s) < 0)
+                goto fail;
+            if (s.kind == CC_STEP_END) {
+                job->ended = 1;
+                break;
+            }
+            if (s.kind == CC_STEP_SEND || s.kind == CC_STEP_RECV) {
+                if (post(job, &s) < 0)
+                    goto fail;
+                continue;
+            }
+            job->pending = s;
+            job->has_pending = 1;
+            break;
+        }
+    }
+fail:
+    job->failed = 1;
+    return -1;
+}
+
+void cc_job_release(cc_job *job) {
+    /* A failed job may leave transfers started; they are waited for so no buffer is freed
+     * under the host MPI. */
+    if (job->nreq)
+        PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE);
+    if (job->sched)
+        cc_sched_free(job->sched);
+    free(job->reqs);
+    free(job->scratch);
+    free(job->arrays);
+    for (int i = 0; i < 4; i++)
+        free(job->owned[i]);
+    memset(job, 0, sizeof *job);
+}

@@ -1,0 +1,103 @@
+/* libcommcore_pmpi: runs an MPI program's collectives through commcore's schedules over the
+ * host MPI's point-to-point. Shared declarations of the library's parts. */
+#ifndef COMMCORE_PMPI_H
+#define COMMCORE_PMPI_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cc_abi.h"
+
+/* Report slots: the 16 blocking operations, then their nonblocking forms. */
+#define CC_SLOTS (2 * CC_OP_COUNT)
+#define CC_NONBLOCKING(op) ((op) + CC_OP_COUNT)
+
+/* Process-wide settings. */
+extern int cc_enabled; /* 0: every wrapper passes through (COMMCORE_PMPI=off or set-up failed) */
+
+/* Per-communicator state, cached on the user's communicator as an attribute. */
+typedef struct cc_comm {
+    MPI_Comm shadow;        /* our traffic: a duplicate (intra) or the merged pair (inter) */
+    int inter;
+    int rank, size, remote_size;
+    int local_offset, remote_offset; /* where the groups sit in `shadow` (inter) */
+    cc_coll *coll;
+    int64_t cid;
+    unsigned seq;           /* collectives started, for tags */
+} cc_comm;
+
+/* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
+ * when commcore does not serve it (then the caller falls back). May communicate only when
+ * `may_create`. */
+cc_comm *cc_comm_get(MPI_Comm comm, int may_create);
+/* Builds the state of a communicator just made (collective over its members). */
+void cc_comm_attach(MPI_Comm comm);
+int cc_state_init(void);
+void cc_state_finalize(void);
+
+/* Datatypes and ops. */
+typedef struct cc_reduction {
+    enum cc_dtype dtype;          /* core's type for the schedule (same element size) */
+    enum cc_rop rop;
+    enum cc_rop base;             /* the predefined op a callback implements */
+    int commutative;
+    /* CC_ROP_CALLBACK: applied by this library. */
+    void (*apply)(const struct cc_reduction *r, const void *src, void *dst, size_t n,
+                  int src_left);
+    MPI_User_function *user;
+    MPI_Datatype mpi_type;
+    size_t elem;                  /* bytes of one element of `dtype` */
+    size_t per_item;              /* elements of `dtype` per element of `mpi_type` */
+} cc_reduction;
+
+/* Bytes of a predefined, contiguous datatype, or 0 when the library does not move it. */
+size_t cc_type_bytes(MPI_Datatype type);
+/* The reduction of `op` over `type`; 0 or -1 when it cannot be mapped. */
+int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
+void cc_ops_finalize(void);
+
+/* One collective call in flight. */
+typedef struct cc_job {
+    cc_comm *cs;
+    int slot;
+    cc_sched *sched;
+    const char *send;
+    char *recv, *scratch;
+    size_t send_len, recv_len, scratch_len;
+    void *owned[4];             /* buffers this job allocated (in-place copies, scratch) */
+    cc_reduction red;
+    MPI_Request *reqs;
+    int nreq, cap;
+    int tag;
+    cc_step pending;            /* a local step waiting for the round's transfers */
+    int has_pending, ended, failed;
+    /* Nonblocking: */
+    MPI_Request greq;
+    struct cc_job *next;
+    /* After the schedule: copy a result out (scatter in place drops its block). */
+    size_t *arrays;             /* counts/displacements in elements, owned */
+} cc_job;
+
+/* Prepares a job from `call` on `cs`; 0, or -1 when commcore cannot serve it (nothing was
+ * sent; the caller falls back). */
+int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const void *send,
+                 size_t send_len, void *recv, size_t recv_len);
+/* Runs a job on: blocking until done, or as far as possible; 1 done, 0 pending, <0 error. */
+int cc_job_advance(cc_job *job, int blocking);
+void cc_job_release(cc_job *job);
+/* Keeps `ptr` (malloc'd) until the job is released. */
+void cc_job_own(cc_job *job, void *ptr);
+
+/* Nonblocking jobs: progressed inside the Wait/Test family. */
+int cc_progress_all(void);
+int cc_jobs_in_flight(void);
+void cc_nonblocking_finalize(void);
+
+/* Report. */
+void cc_count_served(int slot, const char *module, const char *algorithm);
+void cc_count_host(int slot);
+void cc_report(void);
+const char *cc_slot_name(int slot);
+
+#endif

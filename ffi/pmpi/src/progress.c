@@ -1,0 +1,70 @@
+/* Nonblocking collectives: each is a generalized request (MPI_Grequest_start) whose job this
+ * library progresses inside the Wait/Test family and inside its own blocking calls, and
+ * completes with MPI_Grequest_complete. While any is in flight, waits become test loops
+ * that progress them, so a call that waits for a peer never starves a collective the peer
+ * waits for. */
+#include <stdlib.h>
+
+#include "serve.h"
+
+static cc_job *active; /* jobs in flight, in start order */
+
+static int query(void *extra, MPI_Status *status) {
+    cc_job *job = extra;
+    MPI_Status_set_elements(status, MPI_BYTE, 0);
+    MPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return job->failed ? MPI_ERR_INTERN : MPI_SUCCESS;
+}
+
+static int release(void *extra) {
+    cc_job_release(extra);
+    free(extra);
+    return MPI_SUCCESS;
+}
+
+static int cancel(void *extra, int complete) {
+    (void)extra, (void)complete; /* a collective cannot be cancelled; it runs to its end */
+    return MPI_SUCCESS;
+}
+
+int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
+    if (PMPI_Grequest_start(query, release, cancel, job, request) != MPI_SUCCESS) {
+        cc_job_release(job);
+        free(job);
+        return MPI_ERR_INTERN;
+    }
+    job->greq = *request;
+    cc_job **tail = &active;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = job;
+    cc_progress_all();
+    return MPI_SUCCESS;
+}
+
+int cc_progress_all(void) {
+    int progressed = 0;
+    for (cc_job **p = &active; *p;) {
+        cc_job *job = *p;
+        if (cc_job_advance(job, 0) == 0) {
+            p = &job->next;
+            continue;
+        }
+        *p = job->next; /* done or failed: the user's wait reports it */
+        job->next = NULL;
+        progressed = 1;
+        PMPI_Grequest_complete(job->greq);
+    }
+    return progressed;
+}
+
+int cc_jobs_in_flight(void) {
+    return active != NULL;
+}
+
+void cc_nonblocking_finalize(void) {
+    while (active)
+        cc_progress_all();
+}

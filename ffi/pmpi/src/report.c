@@ -1,0 +1,78 @@
+/* The report (COMMCORE_PMPI_REPORT=1): per operation, the calls commcore served by module and
+ * algorithm, and the calls handed to the host MPI. Rank 0 prints its own breakdown and the
+ * totals over every rank of MPI_COMM_WORLD. */
+#include <stdio.h>
+#include <string.h>
+
+#include "pmpi.h"
+
+#define CC_KINDS 6 /* distinct module/algorithm pairs kept per operation */
+
+typedef struct {
+    const char *module, *algorithm;
+    unsigned long calls;
+} served_row;
+
+static served_row served[CC_SLOTS][CC_KINDS];
+static unsigned long served_other[CC_SLOTS]; /* beyond CC_KINDS pairs */
+static unsigned long host[CC_SLOTS];
+
+static const char *const names[CC_OP_COUNT] = {
+    "barrier", "bcast",   "reduce",  "allreduce", "allgather",      "allgatherv",
+    "alltoall", "alltoallv", "gather", "gatherv", "scatter",        "scatterv",
+    "reduce_scatter", "reduce_scatter_block", "scan", "exscan"};
+
+const char *cc_slot_name(int slot) {
+    return names[slot % CC_OP_COUNT];
+}
+
+void cc_count_served(int slot, const char *module, const char *algorithm) {
+    for (int i = 0; i < CC_KINDS; i++) {
+        served_row *r = &served[slot][i];
+        if (!r->module) {
+            r->module = module;
+            r->algorithm = algorithm;
+        }
+        /* Names are static strings from the ABI: equal pointers for equal names. */
+        if (r->module == module && r->algorithm == algorithm) {
+            r->calls++;
+            return;
+        }
+    }
+    served_other[slot]++;
+}
+
+void cc_count_host(int slot) {
+    host[slot]++;
+}
+
+void cc_report(void) {
+    unsigned long mine[2 * CC_SLOTS], all[2 * CC_SLOTS];
+    for (int s = 0; s < CC_SLOTS; s++) {
+        unsigned long n = served_other[s];
+        for (int i = 0; i < CC_KINDS; i++)
+            n += served[s][i].calls;
+        mine[2 * s] = n;
+        mine[2 * s + 1] = host[s];
+    }
+    int rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Reduce(mine, all, 2 * CC_SLOTS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank != 0)
+        return;
+    for (int s = 0; s < CC_SLOTS; s++) {
+        if (all[2 * s] == 0 && all[2 * s + 1] == 0)
+            continue;
+        char detail[512] = "";
+        size_t at = 0;
+        for (int i = 0; i < CC_KINDS && served[s][i].module && at < sizeof detail; i++)
+            at += (size_t)snprintf(detail + at, sizeof detail - at, "%s%s/%s=%lu",
+                                   at ? "," : "", served[s][i].module,
+                                   served[s][i].algorithm, served[s][i].calls);
+        printf("commcore_pmpi: %s%s commcore=%lu [%s] host=%lu all_ranks_commcore=%lu "
+               "all_ranks_host=%lu\n",
+               s >= CC_OP_COUNT ? "i" : "", cc_slot_name(s), mine[2 * s], detail,
+               mine[2 * s + 1], all[2 * s], all[2 * s + 1]);
+    }
+    fflush(stdout);
+}

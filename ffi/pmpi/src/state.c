@@ -1,0 +1,180 @@
+/* Per-communicator state: a shadow communicator for our traffic, commcore's selection over
+ * the members' node ids, and a context id agreed through PMPI_Allreduce and kept in
+ * commcore's CID store. Cached on the user's communicator as an attribute whose copy
+ * callback does not copy (a duplicate gets state of its own) and whose delete callback frees. */
+#include <stdlib.h>
+
+#include "pmpi.h"
+
+static int keyval = MPI_KEYVAL_INVALID;
+/* The attribute of a communicator commcore does not serve (creation failed). */
+static char unserved;
+/* Node id of every rank of MPI_COMM_WORLD: the world rank of its node's first process. */
+static uint32_t *world_nodes;
+static int world_size;
+
+static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
+    (void)comm, (void)key, (void)extra;
+    if (value == &unserved)
+        return MPI_SUCCESS;
+    cc_comm *cs = cc_cid_lookup((int64_t)(intptr_t)value - 1);
+    if (!cs)
+        return MPI_SUCCESS;
+    cc_cid_release(cs->cid);
+    cc_coll_free(cs->coll);
+    PMPI_Comm_free(&cs->shadow);
+    free(cs);
+    return MPI_SUCCESS;
+}
+
+static int shadow_allreduce(uint32_t *words, size_t n, int op, void *ctx) {
+    MPI_Op mop = op == 0 ? MPI_BAND : op == 1 ? MPI_MAX : MPI_MIN;
+    return PMPI_Allreduce(MPI_IN_PLACE, words, (int)n, MPI_UINT32_T, mop, *(MPI_Comm *)ctx) ==
+                   MPI_SUCCESS
+               ? 0
+               : -1;
+}
+
+/* Node ids of the members of `group`, from the world's table; members outside the world
+ * (spawned or connected processes) count as nodes of their own. */
+static uint32_t *node_ids(MPI_Group group, int size) {
+    uint32_t *nodes = malloc((size_t)size * sizeof *nodes);
+    int *ranks = malloc((size_t)size * sizeof *ranks), *world = malloc((size_t)size * sizeof *world);
+    MPI_Group world_group;
+    if (!nodes || !ranks || !world || PMPI_Comm_group(MPI_COMM_WORLD, &world_group) != MPI_SUCCESS) {
+        free(nodes), free(ranks), free(world);
+        return NULL;
+    }
+    for (int i = 0; i < size; i++)
+        ranks[i] = i;
+    PMPI_Group_translate_ranks(group, size, ranks, world_group, world);
+    PMPI_Group_free(&world_group);
+    for (int i = 0; i < size; i++)
+        nodes[i] = world[i] >= 0 && world[i] < world_size ? world_nodes[world[i]]
+                                                          : (uint32_t)(world_size + i);
+    free(ranks), free(world);
+    return nodes;
+}
+
+static cc_comm *create(MPI_Comm comm) {
+    cc_comm *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return NULL;
+    cs->shadow = MPI_COMM_NULL;
+    cs->cid = -1;
+    PMPI_Comm_test_inter(comm, &cs->inter);
+    PMPI_Comm_rank(comm, &cs->rank);
+    PMPI_Comm_size(comm, &cs->size);
+    if (cs->inter) {
+        int merged_rank;
+        PMPI_Comm_remote_size(comm, &cs->remote_size);
+        if (PMPI_Intercomm_merge(comm, 0, &cs->shadow) != MPI_SUCCESS)
+            goto fail;
+        PMPI_Comm_rank(cs->shadow, &merged_rank);
+        cs->local_offset = merged_rank - cs->rank;
+        cs->remote_offset = cs->local_offset == 0 ? cs->size : 0;
+    } else if (PMPI_Comm_dup(comm, &cs->shadow) != MPI_SUCCESS) {
+        goto fail;
+    }
+    MPI_Group group, remote_group;
+    uint32_t *remote_nodes = NULL;
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Comm_group(comm, &group);
+    uint32_t *nodes = node_ids(group, cs->size);
+    PMPI_Group_free(&group);
+    if (cs->inter) {
+        PMPI_Comm_remote_group(comm, &remote_group);
+        remote_nodes = node_ids(remote_group, cs->remote_size);
+        PMPI_Group_free(&remote_group);
+    }
+    PMPI_Query_thread(&level);
+    int thread_level = level == MPI_THREAD_MULTIPLE     ? 3
+                       : level == MPI_THREAD_SERIALIZED ? 2
+                       : level == MPI_THREAD_FUNNELED   ? 1
+                                                        : 0;
+    if (nodes && (!cs->inter || remote_nodes))
+        cs->coll = cc_coll_new((uint32_t)cs->rank, (uint32_t)cs->size, cs->inter,
+                               (uint32_t)cs->remote_size, nodes, remote_nodes, thread_level);
+    free(nodes);
+    free(remote_nodes);
+    /* Every member reaches the agreement, whether its selection succeeded or not. */
+    cs->cid = cc_cid_agree(shadow_allreduce, &cs->shadow);
+    int ok = cs->coll && cs->cid >= 0 && cc_cid_store(cs->cid, cs) == 0;
+    /* All members serve the communicator or none does, so every call takes one path. */
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, cs->shadow);
+    if (!ok)
+        goto fail;
+    return cs;
+fail:
+    if (cs->cid >= 0)
+        cc_cid_release(cs->cid);
+    if (cs->coll)
+        cc_coll_free(cs->coll);
+    if (cs->shadow != MPI_COMM_NULL)
+        PMPI_Comm_free(&cs->shadow);
+    free(cs);
+    return NULL;
+}
+
+void cc_comm_attach(MPI_Comm comm) {
+    if (!cc_enabled || comm == MPI_COMM_NULL)
+        return;
+    cc_comm *cs = create(comm);
+    /* The attribute holds the context id (plus one, so never NULL); the state is the CID
+     * store's value for it. */
+    PMPI_Comm_set_attr(comm, keyval, cs ? (void *)(intptr_t)(cs->cid + 1) : (void *)&unserved);
+}
+
+cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
+    void *value = NULL;
+    int flag = 0;
+    if (comm == MPI_COMM_NULL)
+        return NULL;
+    PMPI_Comm_get_attr(comm, keyval, &value, &flag);
+    if (!flag) {
+        if (!may_create)
+            return NULL;
+        cc_comm_attach(comm);
+        PMPI_Comm_get_attr(comm, keyval, &value, &flag);
+    }
+    return flag && value != &unserved ? cc_cid_lookup((int64_t)(intptr_t)value - 1) : NULL;
+}
+
+int cc_state_init(void) {
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, NULL) !=
+        MPI_SUCCESS)
+        return -1;
+    MPI_Comm node;
+    int rank, leader = 0, zero = 0;
+    MPI_Group world_group, node_group;
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    world_nodes = malloc((size_t)world_size * sizeof *world_nodes);
+    if (!world_nodes ||
+        PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) !=
+            MPI_SUCCESS)
+        return -1;
+    PMPI_Comm_group(node, &node_group);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    PMPI_Group_translate_ranks(node_group, 1, &zero, world_group, &leader);
+    PMPI_Group_free(&node_group);
+    PMPI_Group_free(&world_group);
+    PMPI_Comm_free(&node);
+    uint32_t mine = (uint32_t)leader;
+    if (PMPI_Allgather(&mine, 1, MPI_UINT32_T, world_nodes, 1, MPI_UINT32_T, MPI_COMM_WORLD) !=
+        MPI_SUCCESS)
+        return -1;
+    cc_comm_attach(MPI_COMM_WORLD);
+    cc_comm_attach(MPI_COMM_SELF);
+    return 0;
+}
+
+void cc_state_finalize(void) {
+    if (keyval == MPI_KEYVAL_INVALID)
+        return;
+    PMPI_Comm_delete_attr(MPI_COMM_SELF, keyval);
+    PMPI_Comm_delete_attr(MPI_COMM_WORLD, keyval);
+    PMPI_Comm_free_keyval(&keyval);
+    free(world_nodes);
+    world_nodes = NULL;
+}
