@@ -67,14 +67,14 @@ static tdesc types[] = {
 #define NTYPES ((int)(sizeof types / sizeof *types))
 
 /* Bytes between consecutive elements (the extent: pairs have padding). */
-static int type_size(const tdesc *d) {
+static inline int type_size(const tdesc *d) {
     MPI_Aint lb, extent;
     MPI_Type_get_extent(d->t, &lb, &extent);
     return (int)extent;
 }
 
 /* Writes value v (index idx for pairs) as element i. */
-static void put(const tdesc *d, void *buf, size_t i, long v, int idx) {
+static inline void put(const tdesc *d, void *buf, size_t i, long v, int idx) {
     int s = type_size(d);
     char *p = (char *)buf + i * (size_t)s;
     if (d->t == MPI_SHORT_INT) { struct short_int e = {(short)v, idx}; memcpy(p, &e, sizeof e); return; }
@@ -103,7 +103,7 @@ static void put(const tdesc *d, void *buf, size_t i, long v, int idx) {
 
 /* Reads element i: its value (complex: a value with a non-zero imaginary part reads as
  * -9999), and the index of a pair. */
-static long get(const tdesc *d, const void *buf, size_t i, int *idx) {
+static inline long get(const tdesc *d, const void *buf, size_t i, int *idx) {
     int s = type_size(d);
     const char *p = (const char *)buf + i * (size_t)s;
     *idx = 0;
@@ -141,7 +141,7 @@ static odesc ops[] = {
 #define NOPS ((int)(sizeof ops / sizeof *ops))
 
 /* Whether MPI defines op o on type d. */
-static int op_allowed(const tdesc *d, int o) {
+static inline int op_allowed(const tdesc *d, int o) {
     if (d->k == K_CHAR) return 0;
     if (d->reducible == 3) return o >= 4 && o <= 6;              /* bool: logical */
     if (d->reducible == 2) return o >= 7 && o <= 9;              /* byte: bitwise */
@@ -153,14 +153,14 @@ static int op_allowed(const tdesc *d, int o) {
 }
 
 /* The value rank r of group g contributes at element i, in the domain op o keeps exact. */
-static long value(int o, int g, int r, size_t i) {
+static inline long value(int o, int g, int r, size_t i) {
     if (o == 1) return (g + r + (long)i) % 3 == 0 ? 2 : 1;      /* prod: stays small */
     if (o >= 4 && o <= 6) return (g + r + (long)i) % 2;         /* logical */
     return (g * 5 + r * 3 + (long)(i % 1000) * 7) % 11;
 }
 
 /* Folds the contributions of ranks [lo, hi) of group g at element i; the pair index in *idx. */
-static long expect(int o, int g, int lo, int hi, size_t i, int *idx) {
+static inline long expect(int o, int g, int lo, int hi, size_t i, int *idx) {
     long acc = value(o, g, lo, i);
     *idx = lo;
     for (int r = lo + 1; r < hi; r++) {
@@ -182,7 +182,7 @@ static long expect(int o, int g, int lo, int hi, size_t i, int *idx) {
 }
 
 /* The value rank r of group g holds at element i for the data-moving operations. */
-static long datum(const tdesc *d, int g, int r, size_t i) {
+static inline long datum(const tdesc *d, int g, int r, size_t i) {
     long v = (g * 5 + r * 3 + (long)(i % 1000) * 7) % 11 + 1;
     return d->k == K_BOOL ? v % 2 : v;
 }

@@ -1,0 +1,301 @@
+/* The standard's corner cases, each checked: MPI_COMM_SELF, size-1 communicators,
+ * inter-communicators with a side of size 1, zero counts with NULL buffers, user ops
+ * (commutative and not), communicators made by constructors the library does not wrap,
+ * nonblocking collectives interleaved with point-to-point, derived datatypes and the two
+ * predefined pairs the library hands to the host. Prints the number of calls it expects the
+ * host to serve (summed over ranks), which the test script compares with the report. */
+#include <stdlib.h>
+
+#include "coll_moves.h"
+
+static long host_expected; /* this rank's calls that must go to the host */
+
+/* A non-commutative associative op: 2x2 integer matrix product, inout = in x inout. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    int *a = in, *b = inout;
+    for (int i = 0; i < *len; i++, a += 4, b += 4) {
+        int r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                    a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+        memcpy(b, r, sizeof r);
+    }
+}
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    for (int i = 0; i < *len; i++)
+        ((long *)inout)[i] += ((long *)in)[i];
+}
+
+/* Rank r's matrix: [[1, r+1], [0, 1]] (upper unitriangular; products add the corners, so
+ * the order shows only through a non-commutative twist: element 2 is r % 2). */
+static void mat_of(int r, int *m) {
+    m[0] = 1, m[1] = r + 1, m[2] = r % 2, m[3] = 1;
+}
+
+static void mat_fold(int lo, int hi, int *acc) {
+    mat_of(lo, acc);
+    for (int r = lo + 1; r < hi; r++) {
+        int m[4], one = 1;
+        mat_of(r, m);
+        matmul(acc, m, &one, NULL); /* m = acc x m */
+        memcpy(acc, m, sizeof m);
+    }
+}
+
+static void user_ops(MPI_Comm comm, const char *name) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Op mat, sum;
+    MPI_Op_create(matmul, 0, &mat);
+    MPI_Op_create(user_sum, 1, &sum);
+    MPI_Datatype m4;
+    MPI_Type_contiguous(4, MPI_INT, &m4);
+    MPI_Type_commit(&m4);
+    /* A non-commutative op on a derived type (the host serves it), then a commutative
+     * user op on MPI_LONG (commcore serves it). */
+    int mine[4], got[4], want[4];
+    mat_of(rank, mine);
+    snprintf(where, sizeof where, "%s user matmul allreduce (derived type)", name);
+    MPI_Allreduce(mine, got, 1, m4, mat, comm);
+    host_expected++;
+    mat_fold(0, size, want);
+    if (memcmp(got, want, sizeof want))
+        FAIL("got [%d %d %d %d] want [%d %d %d %d]", got[0], got[1], got[2], got[3], want[0],
+             want[1], want[2], want[3]);
+    long v[7], out[7];
+    for (int i = 0; i < 7; i++)
+        v[i] = rank * 10 + i;
+    const char *what[] = {"allreduce", "reduce", "scan", "exscan"};
+    for (int w = 0; w < 4; w++) {
+        snprintf(where, sizeof where, "%s user sum %s", name, what[w]);
+        memset(out, 0, sizeof out);
+        if (w == 0) MPI_Allreduce(v, out, 7, MPI_LONG, sum, comm);
+        if (w == 1) MPI_Reduce(v, out, 7, MPI_LONG, sum, size - 1, comm);
+        if (w == 2) MPI_Scan(v, out, 7, MPI_LONG, sum, comm);
+        if (w == 3) MPI_Exscan(v, out, 7, MPI_LONG, sum, comm);
+        int hi = w == 2 ? rank + 1 : w == 3 ? rank : size;
+        if ((w == 1 && rank != size - 1) || hi == 0)
+            continue;
+        for (int i = 0; i < 7; i++) {
+            long e = 0;
+            for (int r = 0; r < hi; r++)
+                e += r * 10 + i;
+            if (out[i] != e)
+                FAIL("element %d: got %ld want %ld", i, out[i], e);
+        }
+    }
+    MPI_Type_free(&m4);
+    MPI_Op_free(&mat);
+    MPI_Op_free(&sum);
+}
+
+/* A non-commutative op on a predefined type: a ∘ b = a, whose result is the lowest rank's
+ * value only when operands combine in rank order. */
+static void first_of(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    memcpy(inout, in, (size_t)*len * sizeof(int)); /* a ∘ b = a: keeps the lowest rank's */
+}
+
+static void ordered_op(MPI_Comm comm, const char *name) {
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Op first;
+    MPI_Op_create(first_of, 0, &first);
+    int v[100], out[100];
+    for (int i = 0; i < 100; i++)
+        v[i] = rank * 1000 + i;
+    snprintf(where, sizeof where, "%s non-commutative allreduce", name);
+    MPI_Allreduce(v, out, 100, MPI_INT, first, comm);
+    for (int i = 0; i < 100; i++)
+        if (out[i] != i)
+            FAIL("element %d: got %d want %d", i, out[i], i);
+    snprintf(where, sizeof where, "%s non-commutative scan", name);
+    MPI_Scan(v, out, 100, MPI_INT, first, comm);
+    for (int i = 0; i < 100; i++)
+        if (out[i] != i)
+            FAIL("element %d: got %d want %d", i, out[i], i);
+    MPI_Op_free(&first);
+}
+
+/* Every operation through the matrix helpers at counts 0 and 7 on one communicator. */
+static void all_ops(const tcomm *t) {
+    const tdesc *d = &types[4]; /* int */
+    for (size_t c = 0; c < 8; c += 7) {
+        for (int nb = 0; nb < 2; nb++) {
+            tcase k = {d, 0, c, 0, 0, nb};
+            snprintf(where, sizeof where, "%s count %zu nb %d", t->name, c, nb);
+            t_bcast(t, &k);
+            t_reduction(t, &k, "reduce");
+            t_reduction(t, &k, "allreduce");
+            t_allgather(t, &k, 0);
+            t_allgather(t, &k, 1);
+            t_alltoall(t, &k, 0);
+            t_alltoall(t, &k, 1);
+            for (int s = 0; s < 2; s++)
+                for (int v = 0; v < 2; v++)
+                    t_rooted(t, &k, s, v);
+            if (!t->inter || t->size == t->rsize) {
+                t_reduce_scatter(t, &k, 0);
+                t_reduce_scatter(t, &k, 1);
+            }
+            if (!t->inter) {
+                t_reduction(t, &k, "scan");
+                t_reduction(t, &k, "exscan");
+                k.in_place = 1;
+                t_reduction(t, &k, "allreduce");
+                t_allgather(t, &k, 0);
+                t_alltoall(t, &k, 1);
+                for (int s = 0; s < 2; s++)
+                    t_rooted(t, &k, s, 1);
+            }
+        }
+    }
+}
+
+static tcomm describe(MPI_Comm comm, const char *name, int g) {
+    tcomm t = {comm, name, 0, g, !g, 0, 0, 0};
+    MPI_Comm_test_inter(comm, &t.inter);
+    MPI_Comm_rank(comm, &t.rank);
+    MPI_Comm_size(comm, &t.size);
+    if (t.inter)
+        MPI_Comm_remote_size(comm, &t.rsize);
+    return t;
+}
+
+static void zero_counts_null_buffers(void) {
+    snprintf(where, sizeof where, "zero counts with NULL buffers");
+    MPI_Bcast(NULL, 0, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Allreduce(NULL, NULL, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, NULL, 0, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD);
+    MPI_Alltoall(NULL, 0, MPI_INT, NULL, 0, MPI_INT, MPI_COMM_WORLD);
+    MPI_Reduce(NULL, NULL, 0, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+}
+
+/* Rank 0 starts a barrier and then sends; rank 1 receives before it joins the barrier:
+ * only a barrier progressed inside MPI_Send/MPI_Recv/MPI_Wait completes this. */
+static void nonblocking_with_p2p(int rank, int size) {
+    if (size < 2)
+        return;
+    snprintf(where, sizeof where, "nonblocking barrier interleaved with send/recv");
+    MPI_Request req, reqs[3];
+    int x = 42, y = 0;
+    if (rank == 0) {
+        MPI_Ibarrier(MPI_COMM_WORLD, &req);
+        MPI_Send(&x, 1, MPI_INT, 1, 5, MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        if (rank == 1)
+            MPI_Recv(&y, 1, MPI_INT, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Ibarrier(MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        if (rank == 1 && y != 42)
+            FAIL("got %d want 42", y);
+    }
+    /* Three in flight at once, completed in reverse order of starting. */
+    int a = rank, b[64], c = 0;
+    MPI_Iallreduce(&a, &c, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Iallgather(&a, 1, MPI_INT, b, 1, MPI_INT, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Ibarrier(MPI_COMM_WORLD, &reqs[2]);
+    MPI_Wait(&reqs[2], MPI_STATUS_IGNORE);
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    if (c != size * (size - 1) / 2)
+        FAIL("iallreduce got %d", c);
+    for (int r = 0; r < size && r < 64; r++)
+        if (b[r] != r)
+            FAIL("iallgather block %d got %d", r, b[r]);
+}
+
+static void derived_and_host_pairs(int rank, int size) {
+    /* A strided vector: the library hands it to the host. */
+    MPI_Datatype vec;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    int buf[5] = {0};
+    if (rank == 0)
+        for (int i = 0; i < 5; i++)
+            buf[i] = 10 + i;
+    snprintf(where, sizeof where, "derived vector bcast");
+    MPI_Bcast(buf, 1, vec, 0, MPI_COMM_WORLD);
+    host_expected++;
+    if (buf[0] != 10 || buf[2] != 12 || buf[4] != 14 || (rank && buf[1]))
+        FAIL("got %d %d %d %d %d", buf[0], buf[1], buf[2], buf[3], buf[4]);
+    int *all = malloc(sizeof(int) * 5 * (size_t)size);
+    snprintf(where, sizeof where, "derived vector allgather");
+    MPI_Allgather(buf, 1, vec, all, 3, MPI_INT, MPI_COMM_WORLD);
+    host_expected++;
+    for (int r = 0; r < size; r++)
+        if (all[3 * r] != 10 || all[3 * r + 1] != 12 || all[3 * r + 2] != 14)
+            FAIL("block %d wrong", r);
+    free(all);
+    MPI_Type_free(&vec);
+    /* MINLOC on MPI_LONG_DOUBLE_INT and PROD on MPI_C_LONG_DOUBLE_COMPLEX: host. */
+    struct ldouble_int li = {(long double)(rank % 3), rank}, lo;
+    snprintf(where, sizeof where, "minloc long_double_int");
+    MPI_Allreduce(&li, &lo, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD);
+    host_expected++;
+    if (lo.v != 0 || lo.i != 0)
+        FAIL("got %Lg/%d", lo.v, lo.i);
+    long double _Complex z = 1.0L + (rank == 0 ? 1.0L * I : 0), p;
+    snprintf(where, sizeof where, "prod c_long_double_complex");
+    MPI_Allreduce(&z, &p, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD);
+    host_expected++;
+    if (creall(p) != 1.0L || cimagl(p) != 1.0L)
+        FAIL("got %Lg%+Lgi", creall(p), cimagl(p));
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    tcomm self = describe(MPI_COMM_SELF, "self", 0);
+    all_ops(&self);
+    MPI_Comm alone, node, dup_info, inter, local;
+    MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &alone);
+    tcomm ta = describe(alone, "size-1 split", 0);
+    all_ops(&ta);
+    /* Constructors the library does not wrap: state built at the first blocking call. */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    tcomm tn = describe(node, "split_type", 0);
+    all_ops(&tn);
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &dup_info);
+    tcomm td = describe(dup_info, "dup_with_info", 0);
+    all_ops(&td);
+    if (size >= 2) {
+        int g = rank != 0; /* group 0: rank 0 alone */
+        MPI_Comm_split(MPI_COMM_WORLD, g, rank, &local);
+        MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, g ? 0 : 1, 9, &inter);
+        tcomm ti = describe(inter, "inter 1:n-1", g);
+        all_ops(&ti);
+        MPI_Comm merged;
+        MPI_Intercomm_merge(inter, g, &merged);
+        tcomm tm = describe(merged, "merged", 0);
+        all_ops(&tm);
+        MPI_Comm_free(&merged);
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&local);
+    }
+    zero_counts_null_buffers();
+    user_ops(MPI_COMM_WORLD, "world");
+    user_ops(alone, "size-1");
+    ordered_op(MPI_COMM_WORLD, "world");
+    nonblocking_with_p2p(rank, size);
+    derived_and_host_pairs(rank, size);
+
+    MPI_Comm_free(&alone);
+    MPI_Comm_free(&node);
+    MPI_Comm_free(&dup_info);
+    long all_failures = 0, all_host = 0;
+    MPI_Allreduce(&failures, &all_failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&host_expected, &all_host, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("corners: %d processes, %ld checks failed, expected_host_calls=%ld\n", size,
+               all_failures, all_host);
+    MPI_Finalize();
+    return all_failures != 0;
+}

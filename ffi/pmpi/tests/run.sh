@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs the PMPI library's tests under Open MPI and MPICH:
+#   ffi/pmpi/tests/run.sh BUILD_DIR     (BUILD_DIR/{openmpi,mpich}/libcommcore_pmpi.so)
+# - coll_matrix: every operation × datatype × op × count × communicator kind (see its header
+#   for the sampling), checked against local computation; the report must show every call
+#   served by commcore (all_ranks_host=0 on every line, all 32 operations present).
+# - corners: the standard's corner cases; the host must serve exactly the calls it expects
+#   (derived datatypes, two predefined pairs commcore has no type for).
+# - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
+# Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
+# Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
+# run at 8. Every run is under `timeout`.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+bin="$build/tests"
+mkdir -p "$bin"
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_rmaps_base_oversubscribe=1
+limit=${PMPI_TEST_TIMEOUT:-240}
+
+for mpi in openmpi mpich; do
+    extra=(); [ "$mpi" = mpich ] && extra=(-Wno-stringop-overflow)
+    for prog in coll_matrix corners; do
+        "mpicc.$mpi" -std=gnu11 -O1 -g -Wall -Wextra -Werror "${extra[@]}" \
+            -o "$bin/$prog.$mpi" "$here/$prog.c"
+    done
+done
+
+# launch MPI NP PRELOAD(0|1) PROGRAM ARGS...: the program's output, report lines included.
+launch() {
+    local mpi=$1 np=$2 preload=$3; shift 3
+    local lib="$build/$mpi/libcommcore_pmpi.so" env=()
+    [ "$preload" = 1 ] && env=(LD_PRELOAD="$lib")
+    if [ "$mpi" = openmpi ]; then
+        local pass=(); [ "$preload" = 1 ] && pass=(-x LD_PRELOAD)
+        env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpirun.openmpi \
+            --allow-run-as-root --oversubscribe -np "$np" "${pass[@]}" \
+            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI "$@"
+    else
+        env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpiexec.mpich -np "$np" "$@"
+    fi
+}
+
+fail() { echo "pmpi tests: $*" >&2; exit 1; }
+
+matrix() {
+    local mpi=$1 np=$2 stride=$3 out
+    local start=$SECONDS
+    out=$(launch "$mpi" "$np" 1 "$bin/coll_matrix.$mpi" "$stride" 2>&1) ||
+        { echo "$out" | tail -30; fail "coll_matrix failed under $mpi at $np processes"; }
+    echo "$(echo "$out" | grep '^coll_matrix:') (stride $stride, $mpi, $((SECONDS - start)) s)"
+    local lines host
+    lines=$(echo "$out" | grep -c '^commcore_pmpi: ' || true)
+    host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
+    [ "$lines" -eq 32 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: $lines report lines, want 32"; }
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+}
+
+corners() {
+    local mpi=$1 np=$2 out want got
+    out=$(launch "$mpi" "$np" 1 "$bin/corners.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "corners failed under $mpi at $np processes"; }
+    echo "$out" | grep '^corners:'
+    want=$(echo "$out" | sed -n 's/.*expected_host_calls=\([0-9]*\).*/\1/p')
+    got=$(echo "$out" | grep '^commcore_pmpi: ' | sed 's/.*all_ranks_host=//' | paste -sd+ | bc)
+    [ "$want" = "$got" ] || fail "$mpi np $np: the host served $got calls, expected $want"
+    out=$(COMMCORE_PMPI=off launch "$mpi" "$np" 1 "$bin/corners.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "corners with COMMCORE_PMPI=off failed under $mpi"; }
+    ! echo "$out" | grep -q '^commcore_pmpi: ' || fail "COMMCORE_PMPI=off still reported calls"
+}
+
+# Open MPI: 1-8 processes.
+for np_stride in 1:1 2:2 3:3 4:4 5:6 6:8 7:8 8:8; do
+    matrix openmpi "${np_stride%:*}" "${np_stride#*:}"
+done
+for np in 1 2 3 5 8; do corners openmpi "$np"; done
+# MPICH: small runs, one short run at 8.
+for np_stride in 1:2 2:4 3:16 4:16 8:400; do
+    matrix mpich "${np_stride%:*}" "${np_stride#*:}"
+done
+for np in 1 2 4; do corners mpich "$np"; done
+echo "pmpi tests: passed"
