@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Compares MPI collectives native and with libcommcore_pmpi in front (LD_PRELOAD), under
+# Debian's Open MPI and MPICH, at 2, 4 and 8 processes:
+#   scripts/compare-pmpi.sh [--json] [--runs N]
+# One benchmark of ours (ffi/pmpi/bench/pmpi_bench.c: barrier; bcast, allreduce, alltoall at
+# 8 B and 64 KiB; allgather at 8 B). Runs alternate native / commcore / COMMCORE_PMPI=off,
+# N times each (default 5); each row is the median over the runs. Prints one row per
+# figure {figure, procs, mpi, native_us, commcore_us, ratio}, then per MPI the geometric mean
+# of the ratios, the largest ratio, and the same for the COMMCORE_PMPI=off runs (the
+# library loaded but passing everything through) against native. Timing figures: the
+# machine may be shared; they are not asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+json=0 runs=5
+while [ $# -gt 0 ]; do
+    case $1 in
+    --json) json=1 ;;
+    --runs) runs=${2:?--runs needs a number}; shift ;;
+    *) echo "usage: scripts/compare-pmpi.sh [--json] [--runs N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+build=target/pmpi
+cargo build --release --locked -p commcore-ffi >&2
+ffi/pmpi/build.sh target/release/libcommcore.a "$build" >&2
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+run() { # mpi procs mode(native|commcore|off) -> "figure us" lines
+    local mpi=$1 np=$2 mode=$3 lib="$PWD/$build/$1/libcommcore_pmpi.so" pre=""
+    [ "$mode" != native ] && pre=$lib
+    local off=on; [ "$mode" = off ] && off=off
+    if [ "$mpi" = openmpi ]; then
+        LD_PRELOAD=$pre COMMCORE_PMPI=$off timeout 300 mpirun.openmpi --allow-run-as-root \
+            --oversubscribe -np "$np" -x LD_PRELOAD -x COMMCORE_PMPI "$tmp/bench.$mpi"
+    else
+        LD_PRELOAD=$pre COMMCORE_PMPI=$off timeout 300 mpiexec.mpich -np "$np" "$tmp/bench.$mpi"
+    fi
+}
+
+for mpi in openmpi mpich; do
+    "mpicc.$mpi" -O2 -o "$tmp/bench.$mpi" ffi/pmpi/bench/pmpi_bench.c
+    for np in 2 4 8; do
+        for ((i = 0; i < runs; i++)); do
+            for mode in native commcore off; do
+                run "$mpi" "$np" "$mode" | sed "s/^/$mpi $np $mode /" >>"$tmp/raw"
+            done
+        done
+    done
+done
+
+python3 - "$tmp/raw" "$json" <<'PY'
+import json, math, statistics, sys
+raw, as_json = sys.argv[1], sys.argv[2] == "1"
+times = {}
+for line in open(raw):
+    mpi, np, mode, figure, us = line.split()
+    times.setdefault((mpi, int(np), figure), {}).setdefault(mode, []).append(float(us))
+rows, summary = [], {}
+for (mpi, np, figure), by in times.items():
+    med = {m: statistics.median(v) for m, v in by.items()}
+    ratio = med["commcore"] / med["native"] if med["native"] > 0 else float("inf")
+    off = med["off"] / med["native"] if med["native"] > 0 else float("inf")
+    rows.append({"figure": figure, "procs": np, "mpi": mpi, "native_us": round(med["native"], 3),
+                 "commcore_us": round(med["commcore"], 3), "ratio": round(ratio, 3),
+                 "off_us": round(med["off"], 3), "off_ratio": round(off, 3)})
+    s = summary.setdefault(mpi, {"ratios": [], "off": []})
+    s["ratios"].append(ratio)
+    s["off"].append(off)
+def gmean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v))
+out = {"rows": rows, "summary": {mpi: {
+    "geomean_ratio": round(gmean(s["ratios"]), 3), "max_ratio": round(max(s["ratios"]), 3),
+    "off_geomean_ratio": round(gmean(s["off"]), 3), "off_max_ratio": round(max(s["off"]), 3),
+    "rows": len(s["ratios"])} for mpi, s in summary.items()}}
+if as_json:
+    print(json.dumps(out, indent=1))
+else:
+    for r in rows:
+        print("{mpi:8} {procs} {figure:16} native {native_us:10.2f} us  commcore {commcore_us:10.2f} us  ratio {ratio:6.2f}  off {off_ratio:5.2f}".format(**r))
+    for mpi, s in out["summary"].items():
+        print(mpi, s)
+PY
