@@ -2,7 +2,9 @@
 # Installs the C ABI under PREFIX: PREFIX/lib/libcommcore.{so,a}, PREFIX/include/commcore.h
 # and PREFIX/lib/pkgconfig/commcore.pc, so that
 #   PKG_CONFIG_PATH=PREFIX/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs commcore)
-# builds (add --static for the static library).
+# builds (add --static for the static library). Also builds and installs the PMPI library
+# once per MPI, PREFIX/lib/openmpi/libcommcore_pmpi.so and PREFIX/lib/mpich/libcommcore_pmpi.so
+# (installing Debian's Open MPI and MPICH first when they are missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=${1:-}
@@ -20,4 +22,13 @@ install -m 0644 target/release/libcommcore.a "$prefix/lib/"
 install -m 0644 ffi/include/commcore.h "$prefix/include/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" ffi/commcore.pc.in \
     >"$prefix/lib/pkgconfig/commcore.pc"
+if ! command -v mpicc.openmpi >/dev/null || ! command -v mpicc.mpich >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        openmpi-bin libopenmpi-dev mpich libmpich-dev
+fi
+ffi/pmpi/build.sh target/release/libcommcore.a target/pmpi
+for mpi in openmpi mpich; do
+    install -d "$prefix/lib/$mpi"
+    install -m 0755 "target/pmpi/$mpi/libcommcore_pmpi.so" "$prefix/lib/$mpi/"
+done
 echo "installed libcommcore $version under $prefix"

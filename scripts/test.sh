@@ -32,6 +32,12 @@ install() {
     fi
     cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.27.0" ||
         cargo install --locked --force cbindgen --version 0.27.0
+    # The PMPI library's checks: Debian's Open MPI and MPICH (and bc for the report sums).
+    if ! command -v mpicc.openmpi >/dev/null || ! command -v mpicc.mpich >/dev/null ||
+        ! command -v bc >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            openmpi-bin libopenmpi-dev mpich libmpich-dev bc
+    fi
 }
 
 checks() {
@@ -67,6 +73,13 @@ loom_models() {
 c_abi() {
     step "C ABI: header regenerated and diffed, exports, C tests under ASan/UBSan, examples, install"
     ./ffi/tests/run.sh
+}
+
+pmpi() {
+    step "PMPI library: MPI programs' collectives through commcore under Open MPI and MPICH"
+    cargo build --release --locked -p commcore-ffi
+    ffi/pmpi/build.sh target/release/libcommcore.a target/pmpi
+    ffi/pmpi/tests/run.sh target/pmpi
 }
 
 miri() {
@@ -110,6 +123,7 @@ no_std_build
 bare_kernel
 loom_models
 c_abi
+pmpi
 miri
 fuzz_smoke
 benches_run

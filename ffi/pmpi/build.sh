@@ -17,5 +17,5 @@ for mpi in openmpi mpich; do
     mkdir -p "$out/$mpi"
     extra=(); [ "$mpi" = mpich ] && extra=("${extra_mpich[@]}")
     "$cc" "${cflags[@]}" "${extra[@]}" -shared -o "$out/$mpi/libcommcore_pmpi.so" "$here"/src/*.c "$lib" \
-        -Wl,--exclude-libs,ALL -Wl,--no-undefined -lpthread -ldl -lm
+        -Wl,--exclude-libs,ALL -Wl,--version-script="$here/exports.map" -Wl,--no-undefined -lpthread -ldl -lm
 done

@@ -43,6 +43,11 @@ launch() {
 
 fail() { echo "pmpi tests: $*" >&2; exit 1; }
 
+for mpi in openmpi mpich; do
+    others=$(nm -D --defined-only "$build/$mpi/libcommcore_pmpi.so" | awk '{print $3}' | grep -v '^MPI_' || true)
+    [ -z "$others" ] || fail "$mpi library exports more than MPI_* functions: $others"
+done
+
 matrix() {
     local mpi=$1 np=$2 stride=$3 out
     local start=$SECONDS
