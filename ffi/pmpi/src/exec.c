@@ -182,8 +182,10 @@ fail:
 }
 
 void cc_job_release(cc_job *job) {
-    /* A failed job may leave transfers started; they are waited for so no buffer is freed
-     * under the host MPI. */
+    /* A failed job may leave transfers started: receives are cancelled, then all are
+     * completed, so no buffer is freed under the host MPI. */
+    for (int i = 0; i < job->nreq; i++)
+        PMPI_Cancel(&job->reqs[i]);
     if (job->nreq)
         PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE);
     if (job->sched)

@@ -9,16 +9,28 @@
 
 int cc_enabled;
 
+static void stay_with_host(const char *why) {
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        fprintf(stderr, "commcore_pmpi: collectives stay with the host MPI: %s\n", why);
+}
+
 static void set_up(void) {
     const char *mode = getenv("COMMCORE_PMPI");
     if (mode && (!strcmp(mode, "off") || !strcmp(mode, "0")))
         return;
+    /* The library's own state (progress list, schedule cache, counters) is not shared
+     * between threads: under MPI_THREAD_MULTIPLE every call stays with the host. */
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) {
+        stay_with_host("MPI_THREAD_MULTIPLE is not supported yet");
+        return;
+    }
     char why[256] = "";
     if (cc_abi_init(getenv("COMMCORE_COLL"), why, sizeof why) != 0) {
-        int rank = 0;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank == 0)
-            fprintf(stderr, "commcore_pmpi: collectives stay with the host MPI: %s\n", why);
+        stay_with_host(why);
         return;
     }
     const char *report = getenv("COMMCORE_PMPI_REPORT");
