@@ -29,13 +29,22 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
     job->sched = cc_schedule(cs->coll, call, &scratch, &module, &algorithm);
     if (!job->sched)
         return -1;
-    if (scratch) {
-        job->scratch = malloc(scratch);
-        if (!job->scratch) {
-            cc_sched_free(job->sched);
-            job->sched = NULL;
-            return -1;
+    if (scratch && !cs->scratch_busy && !CC_IS_NONBLOCKING(slot)) {
+        /* A blocking call borrows the communicator's scratch, grown as needed. */
+        if (cs->scratch_len < scratch) {
+            char *grown = realloc(cs->scratch, scratch);
+            if (grown)
+                cs->scratch = grown, cs->scratch_len = scratch;
         }
+        if (cs->scratch_len >= scratch) {
+            job->scratch = cs->scratch;
+            job->borrowed_scratch = cs->scratch_busy = 1;
+        }
+    }
+    if (scratch && !job->scratch && !(job->scratch = malloc(scratch))) {
+        cc_sched_free(job->sched);
+        job->sched = NULL;
+        return -1;
     }
     job->scratch_len = scratch;
     job->send = send;
@@ -81,11 +90,18 @@ static int post(cc_job *job, const cc_step *s) {
     char *mem = resolve(job, s->a);
     if (!mem || s->a.len > (size_t)INT32_MAX)
         return -1;
+    if (!job->reqs) {
+        job->reqs = job->few;
+        job->cap = CC_FEW_REQUESTS;
+    }
     if (job->nreq == job->cap) {
-        int cap = job->cap ? 2 * job->cap : 8;
-        MPI_Request *reqs = realloc(job->reqs, (size_t)cap * sizeof *reqs);
+        int cap = 2 * job->cap;
+        MPI_Request *reqs = malloc((size_t)cap * sizeof *reqs);
         if (!reqs)
             return -1;
+        memcpy(reqs, job->reqs, (size_t)job->nreq * sizeof *reqs);
+        if (job->reqs != job->few)
+            free(job->reqs);
         job->reqs = reqs;
         job->cap = cap;
     }
@@ -190,8 +206,12 @@ void cc_job_release(cc_job *job) {
         PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE);
     if (job->sched)
         cc_sched_free(job->sched);
-    free(job->reqs);
-    free(job->scratch);
+    if (job->reqs != job->few)
+        free(job->reqs);
+    if (job->borrowed_scratch)
+        job->cs->scratch_busy = 0;
+    else
+        free(job->scratch);
     free(job->arrays);
     for (int i = 0; i < 4; i++)
         free(job->owned[i]);

@@ -12,6 +12,7 @@
 /* Report slots: the 16 blocking operations, then their nonblocking forms. */
 #define CC_SLOTS (2 * CC_OP_COUNT)
 #define CC_NONBLOCKING(op) ((op) + CC_OP_COUNT)
+#define CC_IS_NONBLOCKING(slot) ((slot) >= CC_OP_COUNT)
 
 /* Process-wide settings. */
 extern int cc_enabled; /* 0: every wrapper passes through (COMMCORE_PMPI=off or set-up failed) */
@@ -25,6 +26,9 @@ typedef struct cc_comm {
     cc_coll *coll;
     int64_t cid;
     unsigned seq;           /* collectives started, for tags */
+    char *scratch;          /* kept between blocking calls, so they do not allocate */
+    size_t scratch_len;
+    int scratch_busy;
 } cc_comm;
 
 /* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
@@ -57,6 +61,9 @@ size_t cc_type_bytes(MPI_Datatype type);
 int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
 void cc_ops_finalize(void);
 
+/* Transfers per round held in the job itself (more take the heap). */
+#define CC_FEW_REQUESTS 16
+
 /* One collective call in flight. */
 typedef struct cc_job {
     cc_comm *cs;
@@ -67,8 +74,10 @@ typedef struct cc_job {
     size_t send_len, recv_len, scratch_len;
     void *owned[4];             /* buffers this job allocated (in-place copies, scratch) */
     cc_reduction red;
-    MPI_Request *reqs;
+    MPI_Request *reqs;          /* `few` until a round needs more */
+    MPI_Request few[CC_FEW_REQUESTS];
     int nreq, cap;
+    int borrowed_scratch;       /* scratch is the communicator's (blocking calls) */
     int tag;
     cc_step pending;            /* a local step waiting for the round's transfers */
     int has_pending, ended, failed;

@@ -23,6 +23,7 @@ static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     cc_cid_release(cs->cid);
     cc_coll_free(cs->coll);
     PMPI_Comm_free(&cs->shadow);
+    free(cs->scratch);
     free(cs);
     return MPI_SUCCESS;
 }

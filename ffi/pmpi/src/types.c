@@ -7,7 +7,27 @@
 
 #include "pmpi.h"
 
+/* The last answers of cc_type_bytes and cc_reduction_of: programs call one collective with
+ * one type over and over. A predefined type is never freed, and a derived type's handle,
+ * when reused, names a derived type again, so a cached size stays true; the reduction cache
+ * is dropped when an op is freed (its handle may come back as another op). */
+static MPI_Datatype cached_type = MPI_DATATYPE_NULL;
+static size_t cached_bytes;
+static MPI_Op cached_op = MPI_OP_NULL;
+static MPI_Datatype cached_op_type = MPI_DATATYPE_NULL;
+static cc_reduction cached_reduction;
+
+static size_t type_bytes(MPI_Datatype type);
+
 size_t cc_type_bytes(MPI_Datatype type) {
+    if (type != cached_type || type == MPI_DATATYPE_NULL) {
+        cached_bytes = type_bytes(type);
+        cached_type = type;
+    }
+    return cached_bytes;
+}
+
+static size_t type_bytes(MPI_Datatype type) {
     int ni, na, nd, combiner;
     if (type == MPI_DATATYPE_NULL ||
         PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
@@ -173,6 +193,7 @@ int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op) {
 }
 
 int MPI_Op_free(MPI_Op *op) {
+    cached_op = MPI_OP_NULL;
     for (user_op **p = &user_ops; *p; p = &(*p)->next) {
         if ((*p)->op == *op) {
             user_op *dead = *p;
@@ -244,7 +265,22 @@ static int complex_sum(MPI_Datatype t, cc_reduction *out) {
     return 0;
 }
 
+static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
+
 int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
+    if (op == cached_op && type == cached_op_type && op != MPI_OP_NULL) {
+        *out = cached_reduction;
+        return 0;
+    }
+    if (reduction_of(op, type, out) < 0)
+        return -1;
+    cached_op = op;
+    cached_op_type = type;
+    cached_reduction = *out;
+    return 0;
+}
+
+static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     memset(out, 0, sizeof *out);
     size_t elem = cc_type_bytes(type);
     if (!elem)

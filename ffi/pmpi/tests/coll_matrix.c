@@ -122,20 +122,16 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    tcomm world = {MPI_COMM_WORLD, "world", 0, 0, 0, rank, size, 0};
+    tcomm world = describe(MPI_COMM_WORLD, "world", 0);
     matrix(&world, 0, stride);
 
     MPI_Comm split, reversed;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &split);
-    tcomm ts = {split, "split", 0, rank % 2, 0, 0, 0, 0};
-    MPI_Comm_rank(split, &ts.rank);
-    MPI_Comm_size(split, &ts.size);
+    tcomm ts = describe(split, "split", rank % 2);
     matrix(&ts, 1, stride);
 
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &reversed);
-    tcomm tr = {reversed, "reversed", 0, 0, 0, 0, 0, 0};
-    MPI_Comm_rank(reversed, &tr.rank);
-    MPI_Comm_size(reversed, &tr.size);
+    tcomm tr = describe(reversed, "reversed", 0);
     matrix(&tr, 2, stride);
 
     if (size >= 2) {
@@ -144,19 +140,15 @@ int main(int argc, char **argv) {
         MPI_Comm local, inter;
         MPI_Comm_split(MPI_COMM_WORLD, g, rank, &local);
         MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, g ? 0 : half, 77, &inter);
-        tcomm ti = {inter, "inter", 1, g, !g, 0, 0, 0};
-        MPI_Comm_rank(inter, &ti.rank);
-        MPI_Comm_size(inter, &ti.size);
-        MPI_Comm_remote_size(inter, &ti.rsize);
+        tcomm ti = describe(inter, "inter", g);
         matrix(&ti, 3, stride);
         MPI_Comm_free(&inter);
         MPI_Comm_free(&local);
     }
     MPI_Comm_free(&split);
     MPI_Comm_free(&reversed);
-    long all_failures = 0, all_cases = 0;
+    long all_failures = 0;
     MPI_Allreduce(&failures, &all_failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&cases, &all_cases, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
         printf("coll_matrix: %d processes, %ld cases on rank 0, %ld checks failed\n", size,
                cases, all_failures);

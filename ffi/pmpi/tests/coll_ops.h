@@ -24,6 +24,17 @@ typedef struct {
     int nb;       /* nonblocking form + MPI_Wait */
 } tcase;
 
+/* The test's view of `comm`; `g` numbers this process's group. */
+static inline tcomm describe(MPI_Comm comm, const char *name, int g) {
+    tcomm t = {comm, name, 0, g, !g, 0, 0, 0};
+    MPI_Comm_test_inter(comm, &t.inter);
+    MPI_Comm_rank(comm, &t.rank);
+    MPI_Comm_size(comm, &t.size);
+    if (t.inter)
+        MPI_Comm_remote_size(comm, &t.rsize);
+    return t;
+}
+
 static long failures;
 static char where[256];
 

@@ -155,16 +155,6 @@ static void all_ops(const tcomm *t) {
     }
 }
 
-static tcomm describe(MPI_Comm comm, const char *name, int g) {
-    tcomm t = {comm, name, 0, g, !g, 0, 0, 0};
-    MPI_Comm_test_inter(comm, &t.inter);
-    MPI_Comm_rank(comm, &t.rank);
-    MPI_Comm_size(comm, &t.size);
-    if (t.inter)
-        MPI_Comm_remote_size(comm, &t.rsize);
-    return t;
-}
-
 static void zero_counts_null_buffers(void) {
     snprintf(where, sizeof where, "zero counts with NULL buffers");
     MPI_Bcast(NULL, 0, MPI_INT, 0, MPI_COMM_WORLD);
