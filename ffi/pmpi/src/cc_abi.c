@@ -166,7 +166,7 @@ cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
         s = NULL;
     }
     if (s && cc_abi_names &&
-        commcore_coll_provider(coll->coll, &a, module, algorithm) != COMMCORE_OK)
+        commcore_schedule_provider(s->schedule, module, algorithm) != COMMCORE_OK)
         *module = *algorithm = "?";
     if (arrays != stack)
         free(arrays);
