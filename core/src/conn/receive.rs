@@ -120,8 +120,10 @@ impl<const N: usize> Endpoint<N> {
             }
             Phase::Established { conn, .. } if conn.id == id => {
                 // Our confirm was lost: the responder repeats its accept until it arrives.
+                // Answer by the path this repeat came (the first may have been a replay).
                 self.stats.duplicates += 1;
                 slot.owed.add(PacketKind::Confirm);
+                slot.reply_to = from;
             }
             Phase::Connecting(_) | Phase::Established { .. } => self.stats.bad_nonce += 1,
             Phase::Accepting { own: Some(_), .. } => self.stats.bad_nonce += 1,

@@ -263,3 +263,21 @@ fn connect_while_accepting_a_stale_request_begins_its_own_attempt_when_that_one_
     assert_eq!(c.len(), 1);
     assert_eq!(Some(c[0].id), b.connection(id(1)).map(|c| c.id));
 }
+
+#[test]
+fn confirms_answer_the_path_the_latest_accept_came_by() {
+    let (mut a, mut b) = (ep(1), ep(2));
+    a.connect(0, id(2), Addr::from_u64(2)).unwrap();
+    deliver(&mut a, &mut b, 0, 1);
+    let accept = drain(&mut b, 0).pop().unwrap();
+    // A copy replayed from elsewhere arrives first; the confirm goes there and is lost.
+    a.handle_datagram(0, Addr::from_u64(99), accept.payload());
+    assert_eq!(drain(&mut a, 0)[0].to, Addr::from_u64(99));
+    // b repeats its accept; a answers where the repeat came from.
+    b.handle_timeout(b.poll_timeout().unwrap());
+    deliver(&mut b, &mut a, 20, 1);
+    let confirm = drain(&mut a, 20).pop().unwrap();
+    assert_eq!(confirm.to, Addr::from_u64(2));
+    b.handle_datagram(20, Addr::from_u64(1), confirm.payload());
+    assert_eq!(b.peer_state(id(1)), Some(PeerState::Established));
+}
