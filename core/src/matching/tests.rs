@@ -118,6 +118,16 @@ fn full_queues_name_their_capacity_and_still_match() {
     assert_eq!(matched(m.post_recv(any_any(0), 8, 6).unwrap()).message, 0);
 }
 
+fn model_match(
+    recv: u32,
+    cap: u64,
+    message: u32,
+    envelope: Envelope,
+    len: u64,
+) -> Matched<u32, u32> {
+    Matched { recv, message, envelope, len, received: len.min(cap), truncated: len > cap }
+}
+
 /// The naive model: every receive and message carries a global sequence number in a
 /// `BTreeMap`, and a match takes the lowest sequence number that matches.
 #[derive(Default)]
@@ -139,14 +149,7 @@ impl Model {
         let hit = self.unexpected.iter().find(|(_, (e, _, _))| p.matches(e)).map(|(s, _)| *s);
         if let Some(s) = hit {
             let (e, len, mh) = self.unexpected.remove(&s).unwrap();
-            return Ok(Posting::Matched(Matched {
-                recv: h,
-                message: mh,
-                envelope: e,
-                len,
-                received: len.min(cap),
-                truncated: len > cap,
-            }));
+            return Ok(Posting::Matched(model_match(h, cap, mh, e, len)));
         }
         if self.posted.len() == room {
             return Err(MatchError::PostedFull { capacity: room });
@@ -168,14 +171,7 @@ impl Model {
         let hit = self.posted.iter().find(|(_, (_, p, _, _))| p.matches(&e)).map(|(s, _)| *s);
         if let Some(s) = hit {
             let (_, _, cap, rh) = self.posted.remove(&s).unwrap();
-            return Ok(Arrival::Matched(Matched {
-                recv: rh,
-                message: h,
-                envelope: e,
-                len,
-                received: len.min(cap),
-                truncated: len > cap,
-            }));
+            return Ok(Arrival::Matched(model_match(rh, cap, h, e, len)));
         }
         if self.unexpected.len() == room {
             return Err(MatchError::UnexpectedFull { capacity: room });
