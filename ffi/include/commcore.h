@@ -56,7 +56,7 @@ typedef struct commcore_cid_request commcore_cid_request;
  * A process's CID space (opaque): which CIDs are free here, shared by every request of
  * the process. Created by `commcore_cid_space_create`, owned by the caller, freed by
  * `commcore_cid_space_free` (requests still running keep the space alive until they are
- * freed). Every function on a space is thread-safe.
+ * freed). Every function on a space but its free is thread-safe.
  */
 typedef struct commcore_cid_space commcore_cid_space;
 
@@ -64,7 +64,7 @@ typedef struct commcore_cid_space commcore_cid_space;
  * A CID → host handle store (opaque): one 64-bit value (a pointer or index of the host's
  * communicator) per CID, looked up with one load. Created by `commcore_cid_store_create`,
  * owned by the caller, freed by `commcore_cid_store_free`. Insert, remove and get are
- * thread-safe (a reader-writer lock).
+ * thread-safe (a reader-writer lock); free must not run concurrently with them.
  */
 typedef struct commcore_cid_store commcore_cid_store;
 
@@ -82,7 +82,8 @@ typedef struct commcore_coll commcore_coll;
  *
  * Created by `commcore_groups_create`, owned by the caller, freed by
  * `commcore_groups_free` once every rank map made from it is freed. Every function on a
- * registry is thread-safe (an internal lock).
+ * registry but its free is thread-safe (an internal lock); free must not run concurrently
+ * with any other use of the registry.
  */
 typedef struct commcore_groups commcore_groups;
 

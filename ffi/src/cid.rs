@@ -17,7 +17,7 @@ pub(crate) const W: usize = words_for(MAX_WIDTH);
 /// A process's CID space (opaque): which CIDs are free here, shared by every request of
 /// the process. Created by `commcore_cid_space_create`, owned by the caller, freed by
 /// `commcore_cid_space_free` (requests still running keep the space alive until they are
-/// freed). Every function on a space is thread-safe.
+/// freed). Every function on a space but its free is thread-safe.
 pub struct commcore_cid_space {
     shell: Shell<Arc<CidSpace<W>>>,
 }

@@ -11,7 +11,7 @@ use crate::storage::Storage;
 /// A CID → host handle store (opaque): one 64-bit value (a pointer or index of the host's
 /// communicator) per CID, looked up with one load. Created by `commcore_cid_store_create`,
 /// owned by the caller, freed by `commcore_cid_store_free`. Insert, remove and get are
-/// thread-safe (a reader-writer lock).
+/// thread-safe (a reader-writer lock); free must not run concurrently with them.
 pub struct commcore_cid_store {
     shell: Shell<StoreValue>,
 }

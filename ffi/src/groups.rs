@@ -25,7 +25,8 @@ const TABLES: usize = COMMCORE_MAX_TABLES as usize;
 ///
 /// Created by `commcore_groups_create`, owned by the caller, freed by
 /// `commcore_groups_free` once every rank map made from it is freed. Every function on a
-/// registry is thread-safe (an internal lock).
+/// registry but its free is thread-safe (an internal lock); free must not run concurrently
+/// with any other use of the registry.
 pub struct commcore_groups {
     shell: Shell<Arc<GroupsShared>>,
 }
