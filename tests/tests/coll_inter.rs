@@ -60,6 +60,8 @@ fn check_inter(
         let r: Vec<&[u8]> = v.iter().map(|x| x.as_slice()).collect();
         fold(&rop, dt, &r)
     };
+    // A member's reduce_scatter_block count: the other group's size times `count`.
+    let block_count = |in_a: bool| count * if in_a { b as usize } else { a as usize };
     // Varying counts per global rank, and each group's receive layout for the other's.
     let vcount = |g: usize| (g * 5 + count) % (count + 2);
     let layout_of = |gs: &[usize]| -> (Vec<usize>, Vec<usize>) {
@@ -172,13 +174,16 @@ fn check_inter(
             CollOp::ReduceScatterBlock | CollOp::ReduceScatter => {
                 // This group's vector is scattered over the other group; it receives its
                 // block of the other group's reduced vector.
+                // Blocks: a member of each group passes its own count, chosen so that both
+                // groups' vectors are `a * b * count` long, as MPI requires.
                 let block = op == CollOp::ReduceScatterBlock;
-                let out_len = if block { theirs.len() * count } else { ext(their_layout) };
+                let blk = block_count(in_a);
+                let out_len = if block { mine.len() * blk } else { ext(their_layout) };
                 c.sends[g] = d(g, out_len);
-                let in_len = if block { mine.len() * count } else { ext(my_layout) };
+                let in_len = if block { mine.len() * blk } else { ext(my_layout) };
                 let f = fold_of(theirs, in_len);
                 let (at, len) =
-                    if block { (r * count, count) } else { (my_layout.1[r], my_layout.0[r]) };
+                    if block { (r * blk, blk) } else { (my_layout.1[r], my_layout.0[r]) };
                 c.recv_len[g] = len * e;
                 c.expected[g] = Some(f[at * e..(at + len) * e].to_vec());
             }
@@ -208,6 +213,7 @@ fn check_inter(
         };
         let my_count = match op {
             CollOp::ReduceScatter => ext(their_layout),
+            CollOp::ReduceScatterBlock => block_count(in_a),
             CollOp::Allgatherv | CollOp::Gatherv | CollOp::Scatterv => vcount(g),
             _ => count,
         };

@@ -298,9 +298,11 @@ pub(crate) fn schedule<'a>(
         }
         CollOp::ReduceScatter | CollOp::ReduceScatterBlock => {
             // Send holds the whole vector for the remote group; it is reduced here, handed
-            // to the remote leader, and the remote group's vector is scattered here.
+            // to the remote leader, and the remote group's vector is scattered here. As MPI
+            // says, both vectors are as long as this group's blocks together (`count` a
+            // member), so groups of different sizes pass different counts.
             let (elems, layout) = if op == CollOp::ReduceScatterBlock {
-                let n = count.checked_mul(remote_size as usize).ok_or(CollError::TooLarge)?;
+                let n = count.checked_mul(ctx.size as usize).ok_or(CollError::TooLarge)?;
                 (ctx.size as usize).checked_mul(b).ok_or(CollError::TooLarge)?;
                 (n, BlockLayout::regular(count, dtype)?)
             } else {
