@@ -12,3 +12,4 @@
 pub mod launch;
 pub mod runtime;
 pub mod shm;
+pub mod transport;

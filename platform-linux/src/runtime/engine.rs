@@ -10,9 +10,9 @@ use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::error::P2pError;
-use super::fabric::Fabric;
 use crate::shm::layout::RING_DEPTH;
 use crate::shm::{cma, CellHeader, CellKind, Ring};
+use crate::transport::shm::ShmTransport;
 
 /// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
 #[derive(Default)]
@@ -243,7 +243,7 @@ impl Engine {
     /// ring into `buf`, without being posted or queued.
     pub(crate) fn try_direct_recv(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         pattern: &Pattern,
         buf: &mut [u8],
     ) -> Direct {
@@ -264,7 +264,7 @@ impl Engine {
     /// may take a message it accepts before it does.
     pub(crate) fn try_direct_posted(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         recv: u64,
         buf: &mut [u8],
     ) -> Direct {
@@ -281,7 +281,12 @@ impl Engine {
 
     /// Takes a one-cell message that `pattern` accepts from the head of a source's ring
     /// into `buf`, when no competing message may come first (see the callers).
-    fn take_from_rings(&mut self, fabric: &Fabric, pattern: &Pattern, buf: &mut [u8]) -> Direct {
+    fn take_from_rings(
+        &mut self,
+        fabric: &ShmTransport,
+        pattern: &Pattern,
+        buf: &mut [u8],
+    ) -> Direct {
         let sources = match pattern.source {
             Some(source) => source..source + 1,
             None => 0..fabric.size,
@@ -341,7 +346,7 @@ impl Engine {
     /// truncation error once done, `None` while it is not.
     pub(crate) fn finish_recv(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         sink: &mut Sink<'_>,
     ) -> Result<Option<Envelope>, P2pError> {
         let Some(&arrival_id) = self.matched.get(&sink.recv) else { return Ok(None) };
@@ -390,7 +395,7 @@ impl Engine {
     /// the sender's part is outstanding.
     fn finish_remote(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         sink: &mut Sink<'_>,
         arrival_id: u64,
         remote: Remote,
@@ -441,7 +446,7 @@ impl Engine {
     }
 
     /// Sends a control cell now if its ring has room, else queues it for progress.
-    fn send_control(&mut self, fabric: &Fabric, dest: usize, cell: CellHeader) {
+    fn send_control(&mut self, fabric: &ShmTransport, dest: usize, cell: CellHeader) {
         if self.control[dest].is_empty() && fabric.outbox(dest).try_push(&cell, &[]) {
             fabric.notify(dest);
         } else {
@@ -450,7 +455,7 @@ impl Engine {
     }
 
     /// Abandons receive `recv`: unposted if unmatched, its message dropped if matched.
-    pub(crate) fn cancel_recv(&mut self, fabric: &Fabric, recv: u64) {
+    pub(crate) fn cancel_recv(&mut self, fabric: &ShmTransport, recv: u64) {
         if let Some(i) = self.posted.iter().position(|(id, _)| *id == recv) {
             self.posted.remove(i);
             return;
@@ -480,7 +485,7 @@ impl Engine {
     /// (a blocking send) or needs it free at once unless it goes by single copy (isend).
     pub(crate) fn start_send(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         dest: usize,
         context: u32,
         tag: i32,
@@ -555,7 +560,7 @@ impl Engine {
     /// borrowed, so any number of such sends may be in flight (collective schedules).
     pub(crate) fn start_send_owned(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         dest: usize,
         context: u32,
         tag: i32,
@@ -613,7 +618,7 @@ impl Engine {
     /// `sink` go straight into it; cells of the streamed send in `feed` come from it.
     pub(crate) fn progress(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         mut sink: Option<&mut Sink<'_>>,
         feed: Option<&Feed<'_>>,
     ) -> Result<(), P2pError> {
@@ -634,7 +639,7 @@ impl Engine {
 
     fn drain(
         &mut self,
-        fabric: &Fabric,
+        fabric: &ShmTransport,
         source: usize,
         mut sink: Option<&mut Sink<'_>>,
     ) -> Result<(), P2pError> {
@@ -771,7 +776,7 @@ impl Engine {
         complete
     }
 
-    fn push_out(&mut self, fabric: &Fabric, dest: usize, feed: Option<&Feed<'_>>) {
+    fn push_out(&mut self, fabric: &ShmTransport, dest: usize, feed: Option<&Feed<'_>>) {
         let ring = fabric.outbox(dest);
         let mut pushed = false;
         while let Some(cell) = self.control[dest].front() {

@@ -7,16 +7,17 @@ use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups, TransportId};
+use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups};
 use commcore::cid::{Algorithm, CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
 use super::engine::Engine;
 use super::error::InitError;
-use super::fabric::{Fabric, WakeFence};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
+use crate::transport;
+use crate::transport::shm::{ShmTransport, WakeFence};
 
 /// Environment: `0` or `off` turns single-copy transfers off.
 pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
@@ -227,8 +228,8 @@ impl World {
             Some(Err(_)) => None,
             None => Some(DEFAULT_SPLIT_COPY_ABOVE),
         };
-        let av = world_address_vector(&layout, &pids, &nodes)?;
-        let fabric = Fabric { region, layout, rank, size, pids, nodes, node_count, wake };
+        let av = world_address_vector(&pids, &nodes)?;
+        let fabric = ShmTransport { region, layout, rank, size, pids, nodes, node_count, wake };
         let mut groups = ProcessGroups::new();
         groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
         let words: &'static [AtomicU32] =
@@ -306,20 +307,13 @@ impl World {
     }
 }
 
-/// The transport id of shared memory in the world's entries.
-pub const SHARED_MEMORY_TRANSPORT: TransportId = TransportId(0);
-
 /// Builds the world's address vector. It lives as long as the process, as MPI's world does
 /// (a few bytes per rank, once per `World::init`).
-fn world_address_vector(
-    layout: &Layout,
-    pids: &[u32],
-    nodes: &[u32],
-) -> Result<&'static [Ave], InitError> {
+fn world_address_vector(pids: &[u32], nodes: &[u32]) -> Result<&'static [Ave], InitError> {
     let entries = (0..pids.len())
         .map(|r| {
-            let address = Address::Inline((u64::from(pids[r]) << 32) | layout.pid(r) as u64);
-            Ave::new(address, SHARED_MEMORY_TRANSPORT, NodeId(nodes[r]))
+            let address = Address::Inline(ShmTransport::address_of(r, pids[r]).0);
+            Ave::new(address, transport::SHARED_MEMORY, NodeId(nodes[r]))
                 .map_err(|e| InitError::Environment(format!("rank {r}: {e:?}")))
         })
         .collect::<Result<Vec<_>, _>>()?;

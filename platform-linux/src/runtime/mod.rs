@@ -31,7 +31,6 @@ mod comm;
 mod create;
 mod engine;
 mod error;
-mod fabric;
 mod group;
 mod init;
 mod intercomm;
@@ -56,8 +55,8 @@ use commcore::cid::{Algorithm, CidSpace};
 use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
 
+use crate::transport::shm::ShmTransport;
 use engine::Engine;
-use fabric::Fabric;
 
 /// Any tag, for receives.
 pub const ANY_TAG: i32 = -1;
@@ -91,7 +90,7 @@ struct Spin {
 }
 
 pub(crate) struct Runtime {
-    fabric: Fabric,
+    fabric: ShmTransport,
     engine: Mutex<Engine>,
     spin: Spin,
     single_copy: SingleCopy,
@@ -135,7 +134,7 @@ impl Runtime {
     /// doorbell until a peer rings it.
     fn block<T>(
         &self,
-        mut step: impl FnMut(&mut Engine, &Fabric) -> Result<Option<T>, P2pError>,
+        mut step: impl FnMut(&mut Engine, &ShmTransport) -> Result<Option<T>, P2pError>,
     ) -> Result<T, P2pError> {
         let fabric = &self.fabric;
         // Read the clock only once the first step has missed: most small operations finish

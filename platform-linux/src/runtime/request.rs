@@ -80,7 +80,7 @@ impl<'a> Request<'a> {
             State::Done(result) => return Some(*result),
             State::Send { id, status, .. } => {
                 let (id, status) = (*id, *status);
-                let step = |engine: &mut super::Engine, fabric: &super::Fabric| {
+                let step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     engine.progress(fabric, None, None::<&Feed<'_>>)?;
                     Ok(engine.send_finished(id).then_some(status))
                 };
@@ -93,7 +93,7 @@ impl<'a> Request<'a> {
             }
             State::Recv { id, buf, members } => {
                 let mut sink = Sink { recv: *id, buf, blocking: block };
-                let mut step = |engine: &mut super::Engine, fabric: &super::Fabric| {
+                let mut step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     if let Direct::Done(envelope) =
                         engine.try_direct_posted(fabric, sink.recv, sink.buf)
                     {

@@ -407,7 +407,7 @@ impl Sleepers {
         self.published.store(1, Release);
         fence(SeqCst);
         if self.area_sleepers.load(Relaxed) != 0 {
-            // `Fabric::notify`.
+            // `ShmTransport::notify`.
             fence(SeqCst);
             if self.rank_sleeping.load(Relaxed) != 0 {
                 self.bell.fetch_add(1, Release);

@@ -127,7 +127,7 @@ impl Doorbell {
         self.wakeup.notify_all();
     }
 
-    /// `Fabric::sleep`, with the message as the ready condition (no timeout: a lost
+    /// `ShmTransport::sleep`, with the message as the ready condition (no timeout: a lost
     /// wakeup would hang the model, and loom reports it).
     fn sleep_until_message(&self) {
         while self.message.load(Acquire) == 0 {
@@ -141,7 +141,7 @@ impl Doorbell {
         }
     }
 
-    /// A push followed by `Fabric::notify`.
+    /// A push followed by `ShmTransport::notify`.
     fn send(&self) {
         self.message.store(1, Release);
         fence(SeqCst);

@@ -13,6 +13,8 @@
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
+use commcore::wire;
+
 use super::layout::{Layout, CELL_BYTES, RING_DEPTH};
 use super::region::Region;
 
@@ -29,6 +31,8 @@ const CACHE_LINE: usize = 64;
 // A bulk payload fits its cell, and an inline one ends with the first line.
 const _: () = assert!(BULK_OFFSET + Ring::PAYLOAD_BYTES <= CELL_BYTES);
 const _: () = assert!(INLINE_OFFSET < CACHE_LINE);
+// A packet cell's header (wire header and payload length) fits a cell header's bytes.
+const _: () = assert!(wire::HEADER_LEN + 4 <= CellHeader::ENCODED);
 
 /// Where in a cell a payload of `len` bytes starts.
 fn payload_offset(len: usize) -> usize {
@@ -128,6 +132,24 @@ impl CellHeader {
     }
 }
 
+/// A packet cell's header bytes: core's wire header, then the payload's length (the
+/// transport's framing). A wire header starts with its magic, never with a [`CellKind`], so
+/// a packet cell read as a [`CellHeader`] (or the reverse) is refused, not misread.
+fn encode_packet(header: &wire::Header, payload_len: usize) -> [u8; CellHeader::ENCODED] {
+    let mut out = [0u8; CellHeader::ENCODED];
+    out[..wire::HEADER_LEN].copy_from_slice(&header.encode());
+    // Fits: a payload is at most Ring::PAYLOAD_BYTES.
+    out[wire::HEADER_LEN..][..4].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    out
+}
+
+fn decode_packet(bytes: &[u8; CellHeader::ENCODED]) -> Option<(wire::Header, usize)> {
+    let header = wire::Header::decode(bytes).ok()?;
+    let at = wire::HEADER_LEN;
+    let len = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
+    (len <= Ring::PAYLOAD_BYTES).then_some((header, len))
+}
+
 /// Why a cell could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CorruptCell;
@@ -181,8 +203,18 @@ impl<'r> Ring<'r> {
     /// Writer: appends a cell unless the ring is full (then returns `false`).
     /// `payload` must fit in [`Ring::PAYLOAD_BYTES`].
     pub fn try_push(&self, header: &CellHeader, payload: &[u8]) -> bool {
-        debug_assert!(payload.len() <= Self::PAYLOAD_BYTES);
         debug_assert_eq!(header.fragment_len as usize, payload.len());
+        self.push_encoded(&header.encode(), payload)
+    }
+
+    /// Writer: appends a cell holding core's wire header and `payload` (at most
+    /// [`Ring::PAYLOAD_BYTES`]) unless the ring is full (then returns `false`).
+    pub fn try_push_packet(&self, header: &wire::Header, payload: &[u8]) -> bool {
+        self.push_encoded(&encode_packet(header, payload.len()), payload)
+    }
+
+    fn push_encoded(&self, encoded: &[u8; CellHeader::ENCODED], payload: &[u8]) -> bool {
+        debug_assert!(payload.len() <= Self::PAYLOAD_BYTES);
         let tail = self.tail().load(Relaxed);
         if !self.room_at(tail) {
             return false;
@@ -195,11 +227,11 @@ impl<'r> Ring<'r> {
             if payload.len() <= INLINE_BYTES {
                 // Header and payload in one write of the first line.
                 let mut line = [0u8; CACHE_LINE - SEQUENCE_BYTES];
-                line[..CellHeader::ENCODED].copy_from_slice(&header.encode());
+                line[..CellHeader::ENCODED].copy_from_slice(encoded);
                 line[CellHeader::ENCODED..][..payload.len()].copy_from_slice(payload);
                 self.region.copy_in(cell + SEQUENCE_BYTES, &line);
             } else {
-                self.region.copy_in(cell + SEQUENCE_BYTES, &header.encode());
+                self.region.copy_in(cell + SEQUENCE_BYTES, encoded);
                 self.region.copy_in(cell + BULK_OFFSET, payload);
             }
         }
@@ -215,25 +247,47 @@ impl<'r> Ring<'r> {
 
     /// Reader: the oldest cell's header, if any; `Err` when a peer wrote garbage.
     pub fn peek(&self) -> Result<Option<CellHeader>, CorruptCell> {
+        match self.peek_encoded() {
+            None => Ok(None),
+            Some(bytes) => CellHeader::decode(&bytes).map(Some).ok_or(CorruptCell),
+        }
+    }
+
+    /// Reader: the oldest cell as a packet (core's wire header and its payload's length), if
+    /// any; `Err` when a peer wrote garbage.
+    pub fn peek_packet(&self) -> Result<Option<(wire::Header, usize)>, CorruptCell> {
+        match self.peek_encoded() {
+            None => Ok(None),
+            Some(bytes) => decode_packet(&bytes).map(Some).ok_or(CorruptCell),
+        }
+    }
+
+    fn peek_encoded(&self) -> Option<[u8; CellHeader::ENCODED]> {
         let head = self.head().load(Relaxed);
         if self.sequence(head).load(Acquire) != head.wrapping_add(1) {
-            return Ok(None);
+            return None;
         }
         let mut bytes = [0u8; CellHeader::ENCODED];
         // SAFETY: cell `head` was published by the writer's release store of its sequence
         // word, which our acquire load observed; the writer leaves it alone until we advance
         // head.
         unsafe { self.region.copy_out(self.cell(head) + SEQUENCE_BYTES, &mut bytes) };
-        CellHeader::decode(&bytes).map(Some).ok_or(CorruptCell)
+        Some(bytes)
     }
 
     /// Reader: copies the first `dst.len()` bytes of the oldest cell's payload into `dst`.
     /// Call only after [`Ring::peek`] returned `header`, with `dst.len() <=
     /// header.fragment_len`.
     pub fn read_payload(&self, header: &CellHeader, dst: &mut [u8]) {
-        debug_assert!(dst.len() <= header.fragment_len as usize);
+        self.read_payload_of(header.fragment_len as usize, dst);
+    }
+
+    /// Reader: copies the first `dst.len()` bytes of the oldest cell's payload, which is
+    /// `payload_len` bytes long, into `dst` (after [`Ring::peek_packet`]).
+    pub fn read_payload_of(&self, payload_len: usize, dst: &mut [u8]) {
+        debug_assert!(dst.len() <= payload_len);
         let head = self.head().load(Relaxed);
-        let offset = payload_offset(header.fragment_len as usize);
+        let offset = payload_offset(payload_len);
         // SAFETY: as in peek: the cell is published and owned by us until pop.
         unsafe { self.region.copy_out(self.cell(head) + offset, dst) };
     }

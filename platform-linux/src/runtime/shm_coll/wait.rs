@@ -117,7 +117,7 @@ fn wait_slowly(
         } else if sending || waited < runtime.spin.yield_until {
             std::thread::yield_now();
         } else {
-            // Publishers read the area's sleeper count after `Fabric::waker_fence`; the
+            // Publishers read the area's sleeper count after `ShmTransport::waker_fence`; the
             // fabric's sleep fences (or barriers) after our increment, so one of us sees
             // the other.
             area.sleepers().fetch_add(1, Relaxed);
@@ -157,7 +157,7 @@ fn push_queued_sends(runtime: &Runtime) -> bool {
 /// Call after publishing: wakes the members (world ranks `world`) if any of them sleeps in
 /// a wait on `area`.
 pub(super) fn wake_sleepers(runtime: &Runtime, area: &CollArea<'_>, world: &[usize]) {
-    // Sleepers count themselves in the area before `Fabric::sleep`'s fence or barrier.
+    // Sleepers count themselves in the area before `ShmTransport::sleep`'s fence or barrier.
     runtime.fabric.waker_fence();
     if area.sleepers().load(Relaxed) != 0 {
         for &rank in world {
