@@ -114,7 +114,8 @@ impl<const N: usize> Endpoint<N> {
     }
 
     /// Begins a handshake with `peer`, reachable at `addr`, unless one is in progress or
-    /// done. A failure not yet polled is dropped: this attempt replaces it. While we
+    /// done (a connection not yet reported is returned, and its event still comes). A
+    /// failure not yet polled is dropped: this attempt replaces it. While we
     /// accept the peer's request, our attempt waits: it begins only if that handshake
     /// fails (the request was stale), so it ends within twice the timeout.
     pub fn connect(
@@ -142,8 +143,7 @@ impl<const N: usize> Endpoint<N> {
             }
             Phase::Established { conn, .. } => Ok(ConnectOutcome::Connected(conn)),
             Phase::Failed(_) => {
-                let own = self.begin_attempt(addr);
-                self.slots[i] = Slot::new(peer, addr, Phase::Connecting(own), deadline);
+                self.restart_connecting(i, addr, deadline);
                 Ok(ConnectOutcome::Started)
             }
             // Accepting the peer's request: its handshake may make the connection. If it
@@ -187,9 +187,8 @@ impl<const N: usize> Endpoint<N> {
             }
             match slot.then_connect.take() {
                 Some(addr) => {
-                    let (peer, own) = (slot.peer, self.begin_attempt(addr));
                     let deadline = now.saturating_add(self.config.timeout);
-                    self.slots[i] = Slot::new(peer, addr, Phase::Connecting(own), deadline);
+                    self.restart_connecting(i, addr, deadline);
                 }
                 None => {
                     slot.phase = Phase::Failed(reason);
@@ -289,6 +288,15 @@ impl<const N: usize> Endpoint<N> {
     /// only a confirm that saw that accept matches it.
     pub(super) fn responder_nonce(&self, peer: Identity, initiator_nonce: u64) -> u64 {
         responder_nonce(self.seed, peer, initiator_nonce)
+    }
+
+    /// Slot `i` starts over with a new attempt of ours; a superseded connection not reported
+    /// yet is still reported.
+    fn restart_connecting(&mut self, i: usize, addr: Addr, deadline: u64) {
+        let own = self.begin_attempt(addr);
+        let old = self.slots[i];
+        self.slots[i] = Slot::new(old.peer, addr, Phase::Connecting(own), deadline);
+        self.slots[i].superseded = old.superseded;
     }
 
     /// A new attempt: the next number, and a nonce drawn from the seed (never zero).

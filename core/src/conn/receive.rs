@@ -75,8 +75,11 @@ impl<const N: usize> Endpoint<N> {
             // The peer began this attempt after the connection was made: it closed or lost
             // its side. Follow it; the old connection is reported gone.
             Phase::Established { conn, unreported, peer_count } if p.count > peer_count => {
+                // The platform knows of the connection it was last told of: this one, or an
+                // earlier one already superseded but not reported yet.
+                let told = slot.superseded.or((!unreported).then_some(conn.id));
                 *slot = Slot::new(p.sender, from, accepting(None), deadline);
-                slot.superseded = (!unreported).then_some(conn.id);
+                slot.superseded = told;
                 return;
             }
             Phase::Connecting(_) | Phase::Established { .. } | Phase::Failed(_) => {

@@ -281,3 +281,24 @@ fn confirms_answer_the_path_the_latest_accept_came_by() {
     b.handle_datagram(20, Addr::from_u64(1), confirm.payload());
     assert_eq!(b.peer_state(id(1)), Some(PeerState::Established));
 }
+
+#[test]
+fn a_superseded_connection_is_reported_even_when_events_wait_through_more_handshakes() {
+    let (mut a, mut b) = (ep(1), ep(2));
+    connect_pair(&mut a, &mut b, 0);
+    let first = connected(&events(&mut a))[0].id;
+    // b reconnects twice while a polls no event in between.
+    for now in [5, 10] {
+        b.close(id(1));
+        b.connect(now, id(1), Addr::from_u64(1)).unwrap();
+        for _ in 0..3 {
+            deliver(&mut b, &mut a, now, 1);
+            deliver(&mut a, &mut b, now, 1);
+        }
+    }
+    let newest = b.connection(id(1)).unwrap().id;
+    let got = events(&mut a);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], Event::Superseded { peer: id(2), id: first });
+    assert!(matches!(got[1], Event::Connected(c) if c.id == newest), "{got:?}");
+}
