@@ -1,9 +1,21 @@
 //! # commcore-cli: the `commcore` command
 //!
 //! Layer: **application**, on top of the platform. The `commcore` binary starts jobs through
-//! `commcore-linux`'s launcher (`commcore run`), runs the demo (`commcore demo`, [`demo`]) and
-//! the benchmarks (`commcore bench NAME`, [`bench`]), which use the simulated worlds of
-//! `commcore-sim`. The tests call the benchmarks' entry points directly.
+//! `commcore-linux`'s launcher (`commcore run`, [`run`]), runs the demo (`commcore demo`,
+//! [`demo`]) and the benchmarks (`commcore bench NAME`, [`bench`]), which use the simulated
+//! worlds of `commcore-sim`. Its arguments are parsed by clap ([`args`]); every error a user
+//! can cause is one message and a documented exit status, never a panic.
 
+pub mod args;
 pub mod bench;
 pub mod demo;
+mod help;
+pub mod run;
+
+use std::process::ExitCode;
+
+/// The `commcore` command on this process's arguments.
+pub fn main() -> ExitCode {
+    let status = args::dispatch(std::env::args_os().collect());
+    ExitCode::from(u8::try_from(status).unwrap_or(1))
+}

@@ -7,7 +7,18 @@
 use commcore::coll::{Datatype, ReduceOp};
 use commcore_linux::runtime::World;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    // Errors as one readable line (a `Result` from main would print their Debug form).
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("intercomm: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let world = World::init()?;
     let comm = world.comm();
     let (me, n) = (comm.rank(), comm.size());

@@ -5,7 +5,18 @@ use std::time::Instant;
 
 use commcore_linux::runtime::World;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    // Errors as one readable line (a `Result` from main would print their Debug form).
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ping_pong: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let world = World::init()?;
     let comm = world.comm();
     if comm.size() < 2 {

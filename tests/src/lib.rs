@@ -5,4 +5,5 @@
 
 pub mod cpus;
 pub mod jobs;
+pub mod leftovers;
 pub mod reference;

@@ -2,11 +2,11 @@
 //! unexpected queue, truncation, nonblocking operations, bad input, and jobs that fail.
 //! Every job runs under the launcher's timeout, so a hang fails the test instead of the CI.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use commcore_linux::launch::{run_job, Ending, JobError, JobSpec, Placement};
 use commcore_tests::jobs::{self, run_ok};
+use commcore_tests::leftovers::{group_is_gone, shm_entries};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -159,31 +159,12 @@ fn ranks_learn_their_identity_node_labels_and_cpus() {
     assert!(run_ok(&spec).contains("nodes 0 of 1"));
 }
 
-fn shm_entries() -> BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
-        })
-        .unwrap_or_default()
-}
-
-fn group_is_gone(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks whether the group exists.
-    let result = unsafe { libc::killpg(pgid, 0) };
-    result == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
-}
-
-fn failing_job(spec: &JobSpec, expected: Ending) {
+fn failing_job(spec: &JobSpec, expected: &JobError) {
     let before = shm_entries();
     let start = Instant::now();
     let failure = run_job(spec).expect_err("the job must fail");
     let elapsed = start.elapsed();
-    match failure.error {
-        JobError::RankFailed { rank, ending } => {
-            assert_eq!((rank, ending), (1, expected), "{}", failure)
-        }
-        ref other => panic!("expected rank 1 to fail, got: {other}"),
-    }
+    assert_eq!(failure.error.to_string(), expected.to_string());
     assert!(failure.to_string().contains("rank 1"), "{failure}");
     // Rank 1 dies 0.1 s in; the others must be gone well within the 2 s allowed.
     assert!(elapsed < Duration::from_secs(5), "the job took {elapsed:?} to end");
@@ -195,9 +176,11 @@ fn failing_job(spec: &JobSpec, expected: Ending) {
 
 #[test]
 fn a_killed_rank_ends_the_job_and_leaves_nothing_behind() {
-    failing_job(&job(4, "die-signal"), Ending::Signaled(libc::SIGKILL));
-    failing_job(&job(8, "die-exit"), Ending::Exited(3));
-    failing_job(&job(5, "die-in-collective"), Ending::Signaled(libc::SIGKILL));
+    let killed = JobError::RankFailed { rank: 1, ending: Ending::Signaled(libc::SIGKILL) };
+    failing_job(&job(4, "die-signal"), &killed);
+    // It exits after joining the job and without finalizing: it left early, code 3.
+    failing_job(&job(8, "die-exit"), &JobError::LeftEarly { rank: 1, code: 3, joined: true });
+    failing_job(&job(5, "die-in-collective"), &killed);
 }
 
 #[test]
@@ -205,32 +188,21 @@ fn a_hung_job_is_killed_at_its_timeout() {
     let mut spec = job(3, "hang");
     spec.timeout = Some(Duration::from_millis(500));
     let failure = run_job(&spec).expect_err("the job hangs");
-    assert!(matches!(failure.error, JobError::TimedOut(_)), "{failure}");
+    assert!(matches!(failure.error, JobError::TimedOut { .. }), "{failure}");
     assert!(group_is_gone(failure.process_group.unwrap()));
 }
 
 #[test]
-fn run_arguments_parse_and_bad_ones_are_errors() {
-    let args = |text: &str| text.split_whitespace().map(String::from).collect::<Vec<_>>();
-    let spec = JobSpec::parse(&args("-n 6 --nodes 3 --placement cyclic -- prog a b")).unwrap();
-    assert_eq!((spec.procs, spec.nodes, spec.placement), (6, 3, Placement::Cyclic));
-    assert_eq!(spec.program, "prog");
-    assert_eq!(spec.args, ["a", "b"]);
-    for bad in [
-        "-n 0 -- prog",
-        "-n 2 --nodes 3 -- prog",
-        "-n 2 --placement diagonal -- prog",
-        "-n two -- prog",
-        "-n 2",
-        "--nodes 1 -- prog",
-        "-n 100000 -- prog",
-        "-n 2 --bogus 1 -- prog",
-        "-n 2 --timeout -1 -- prog",
-    ] {
-        assert!(JobSpec::parse(&args(bad)).is_err(), "{bad} must be rejected");
+fn bad_job_sizes_are_errors_and_a_missing_program_is_named() {
+    for (procs, nodes) in [(0, 1), (2, 3), (2, 0), (100_000, 1)] {
+        let mut spec = job(procs, "ordering");
+        spec.nodes = nodes;
+        assert!(spec.validate().is_err(), "-n {procs} --nodes {nodes} must be rejected");
+        assert!(matches!(run_job(&spec).unwrap_err().error, JobError::Spec(_)));
     }
     let mut missing = job(2, "ordering");
     missing.program = "/nonexistent/commcore-rank".into();
     let failure = run_job(&missing).expect_err("cannot start");
     assert!(matches!(failure.error, JobError::Spawn { rank: 0, .. }), "{failure}");
+    assert!(failure.to_string().contains("/nonexistent/commcore-rank"), "{failure}");
 }

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use super::cid_floor::Floor;
 use super::cid_one_load::{density_bound, one_load_cells, Seen};
 use super::option;
+use super::progress::Progress;
 use commcore_sim::cid_world::{stress, Participation, StoreEvent, StressConfig, World};
 
 /// Capacity of every simulated space: the widest CID space.
@@ -65,6 +66,12 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if o.allocations == 0 || o.lookups == 0 {
         return Err("--allocations and --lookups must be positive".into());
     }
+    // Steps: the allocation runs of each loop below, then one per recorded trace.
+    let recorded =
+        ALGORITHMS.iter().filter(|(a, _)| *a != Algorithm::Mask).count() * SCENARIOS.len();
+    let first = if allocation_part { ALGORITHMS.len() * SCENARIOS.len() * 2 } else { recorded };
+    let later = if allocation_part { ALGORITHMS.len() + 4 } else { 0 };
+    let progress = Progress::new((first + later + if storage_part { recorded } else { 0 }) as u64);
     let mut allocation = Vec::new();
     let mut traces = Vec::new();
     for (algorithm, name) in ALGORITHMS {
@@ -84,7 +91,10 @@ pub fn run(args: &[String]) -> Result<Value, String> {
                     continue;
                 }
                 let record = record && storage_part;
+                progress
+                    .start(format!("allocation: {name}, {}, {threads} thread(s)", scenario.name()));
                 let (row, trace) = allocate(name, algorithm, config, stress_config, record)?;
+                progress.done();
                 allocation.push(row);
                 if let Some(trace) = trace {
                     traces.push((name, scenario, trace));
@@ -103,7 +113,9 @@ pub fn run(args: &[String]) -> Result<Value, String> {
             max_live: 200,
             seed: o.seed,
         };
+        progress.start(format!("narrow width: {name}"));
         narrow.push(allocate(name, algorithm, config, stress_config, false)?.0);
+        progress.done();
     }
     // The mask algorithm at MPICH's width and at the widest: the eager allreduce is the same.
     let mut mask_widths = Vec::new();
@@ -118,12 +130,16 @@ pub fn run(args: &[String]) -> Result<Value, String> {
                 max_live: scenario.default_max_live(),
                 seed: o.seed,
             };
+            progress.start(format!("mask at width {width}, {}", scenario.name()));
             mask_widths.push(allocate("mask", Algorithm::Mask, config, stress_config, false)?.0);
+            progress.done();
         }
     }
     let mut storage = Vec::new();
     for (name, scenario, trace) in &traces {
+        progress.start(format!("storage: {name}, {}", scenario.name()));
         storage.extend(store_rows(name, scenario.name(), trace, o.width, o.lookups, o.seed)?);
+        progress.done();
     }
     Ok(json!({
         "ranks": o.ranks,

@@ -11,19 +11,20 @@ mod ranks;
 
 use std::time::Duration;
 
-use crate::bench::option;
 use commcore_linux::launch::{self, JobSpec, Placement};
+
+use crate::args::DemoArgs;
 
 /// The argument that makes `commcore demo` the rank program of its own job.
 const RANK_PROGRAM: &str = "--rank-program";
 
 /// Runs the demo: as the launcher, or as one of its ranks.
-pub fn run(args: &[String]) -> Result<(), String> {
-    if args.iter().any(|a| a == RANK_PROGRAM) {
+pub fn run(args: &DemoArgs) -> Result<(), String> {
+    if args.rank_program {
         return ranks::run().map_err(|e| format!("rank program: {e}"));
     }
-    let procs = option(args, "-n")?.unwrap_or(4usize);
-    let nodes = option(args, "--nodes")?.unwrap_or(2usize.min(procs.max(1)));
+    let procs = args.procs;
+    let nodes = args.nodes.unwrap_or(2usize.min(procs.max(1)));
     let program = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut spec = JobSpec::new(procs, program);
     spec.args = vec!["demo".into(), RANK_PROGRAM.into()];
@@ -33,21 +34,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     println!("== {procs} processes over shared memory, on {nodes} node label(s) ==");
     launch::run_job(&spec).map_err(|failure| format!("the job failed: {failure}"))?;
     println!();
-    rankmaps::run(&without_job_options(args))
-}
-
-/// `args` without `-n N` and `--nodes K`, which the rank-map part does not take.
-fn without_job_options(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for arg in args {
-        if skip {
-            skip = false;
-        } else if arg == "-n" || arg == "--nodes" {
-            skip = true;
-        } else {
-            out.push(arg.clone());
-        }
+    let mut rest = Vec::new();
+    if let Some(ranks) = args.ranks {
+        rest.extend(["--ranks".to_string(), ranks.to_string()]);
     }
-    out
+    if let Some(list) = &args.lookup_ranks {
+        rest.extend(["--lookup-ranks".to_string(), list.clone()]);
+    }
+    rankmaps::run(&rest)
 }

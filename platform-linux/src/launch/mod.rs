@@ -1,6 +1,21 @@
 //! The launcher behind `commcore run`: starts N ranks of a program on this machine in one
 //! process group, hands each its identity and the job's shared region, and ends the whole
-//! job as soon as one rank fails.
+//! job as soon as one rank fails or leaves before the job finished.
+//!
+//! A rank that joined the runtime ([`crate::runtime::World::init`]) marks its slot in the
+//! region; its runtime marks it again when it ends (the `World` dropped: finalize). A rank
+//! that exits while joined but not finalized left the job early, whatever its exit code, as
+//! mpirun reports a process that exits without finalizing; so does a rank that never joined
+//! while another rank has joined (the joined one would wait for it forever). A program that
+//! never uses the runtime is judged by its exit code alone.
+//!
+//! As a dedicated launcher ([`JobSpec::dedicated_launcher`], the `commcore` command) it also
+//! forwards SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 to the job's process group, sends
+//! SIGKILL after a grace period of [`GRACE`], reaps everything and returns; it becomes a
+//! child subreaper, so ranks' descendants that leave the process group are still its to end;
+//! and a guardian process kills the job's group if the launcher itself is killed with
+//! SIGKILL. Ranks also die with the launcher through the parent-death signal
+//! (`PR_SET_PDEATHSIG`), which is reset for the processes ranks start, hence the guardian.
 //!
 //! What a rank receives (read by [`crate::runtime::World::init`]):
 //! - `COMMCORE_RANK`, `COMMCORE_SIZE`, `COMMCORE_NODE`, `COMMCORE_NODES`;
@@ -8,17 +23,27 @@
 //!   owner-only permissions: nothing in `/dev/shm`, gone when the last rank exits), whose
 //!   layout ([`crate::shm::Layout`]) tells it where each peer's queues and doorbell are.
 
+mod guardian;
+mod output;
 mod placement;
+mod signals;
+mod supervise;
 
 pub use placement::Placement;
+pub use supervise::{
+    signal_name, Ending, JobError, JobFailure, JobOutput, EXIT_LAUNCHER, EXIT_LEFT_EARLY,
+    EXIT_TIMEOUT,
+};
+
+/// How long ranks have between a forwarded signal (or a failure) and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(1);
 
 use std::ffi::OsString;
-use std::fmt;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::time::Duration;
 
 use crate::shm::{Layout, Region};
 
@@ -55,6 +80,12 @@ pub struct JobSpec {
     pub timeout: Option<Duration>,
     /// Capture rank 0's standard output instead of inheriting it.
     pub capture_rank0_stdout: bool,
+    /// Prefix each line of a rank's output with `[rank] ` (implies forwarding by lines).
+    pub tag_output: bool,
+    /// This process exists to run the job (the `commcore` command): it handles signals, is
+    /// a child subreaper, guards the job against its own death and forwards ranks' output
+    /// by whole lines. Off for a library caller, whose process-wide state it leaves alone.
+    pub dedicated_launcher: bool,
 }
 
 impl JobSpec {
@@ -69,44 +100,13 @@ impl JobSpec {
             env: Vec::new(),
             timeout: None,
             capture_rank0_stdout: false,
+            tag_output: false,
+            dedicated_launcher: false,
         }
     }
 
-    /// Parses `-n N [--nodes K] [--placement block|cyclic] [--timeout SECS] -- PROGRAM ARGS…`.
-    pub fn parse(args: &[String]) -> Result<JobSpec, String> {
-        let split = args.iter().position(|a| a == "--");
-        let (options, command) = match split {
-            Some(i) => (&args[..i], &args[i + 1..]),
-            None => (args, &[][..]),
-        };
-        let program = command.first().ok_or("run needs `-- PROGRAM [ARGS…]`")?;
-        let mut spec = JobSpec::new(0, program);
-        spec.args = command[1..].iter().map(OsString::from).collect();
-        let mut procs = None;
-        let mut i = 0;
-        while i < options.len() {
-            let value = options.get(i + 1).ok_or_else(|| format!("{} needs a value", options[i]));
-            match options[i].as_str() {
-                "-n" | "--procs" => procs = Some(parse_count(value?, "-n")?),
-                "--nodes" => spec.nodes = parse_count(value?, "--nodes")?,
-                "--placement" => spec.placement = value?.parse()?,
-                "--timeout" => {
-                    let secs: f64 = value?.parse().map_err(|_| "--timeout: not a number")?;
-                    if !(secs > 0.0 && secs.is_finite()) {
-                        return Err("--timeout must be positive".into());
-                    }
-                    spec.timeout = Some(Duration::from_secs_f64(secs));
-                }
-                other => return Err(format!("unknown run option {other:?}")),
-            }
-            i += 2;
-        }
-        spec.procs = procs.ok_or("run needs -n N")?;
-        spec.validate()?;
-        Ok(spec)
-    }
-
-    fn validate(&self) -> Result<(), String> {
+    /// Checks the sizes: `procs` within what the region's layout holds, `nodes` within 1..=procs.
+    pub fn validate(&self) -> Result<(), String> {
         if Layout::new(self.procs).is_none() {
             return Err(format!(
                 "-n must be between 1 and {}, not {}",
@@ -124,112 +124,9 @@ impl JobSpec {
     }
 }
 
-fn parse_count(text: &str, flag: &str) -> Result<usize, String> {
-    text.parse().map_err(|_| format!("{flag}: not a count: {text:?}"))
-}
-
-/// How a rank ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// Exited with this code.
-    Exited(i32),
-    /// Killed by this signal.
-    Signaled(i32),
-}
-
-impl fmt::Display for Ending {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            Ending::Exited(code) => write!(f, "exited with code {code}"),
-            Ending::Signaled(signal) => {
-                write!(f, "was killed by signal {signal} ({})", signal_name(signal))
-            }
-        }
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGINT => "SIGINT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGILL => "SIGILL",
-        libc::SIGPIPE => "SIGPIPE",
-        _ => "signal",
-    }
-}
-
-/// Why a job failed.
-#[derive(Debug)]
-pub enum JobError {
-    /// The job description is invalid.
-    Spec(String),
-    /// The shared region could not be created.
-    Region(io::Error),
-    /// A rank could not be started.
-    Spawn {
-        /// The rank.
-        rank: usize,
-        /// Why.
-        error: io::Error,
-    },
-    /// A rank ended badly; the others were killed.
-    RankFailed {
-        /// The first rank seen to fail.
-        rank: usize,
-        /// How it ended.
-        ending: Ending,
-    },
-    /// The job ran past its timeout and was killed.
-    TimedOut(Duration),
-}
-
-impl fmt::Display for JobError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            JobError::Spec(message) => write!(f, "{message}"),
-            JobError::Region(error) => write!(f, "cannot create the shared region: {error}"),
-            JobError::Spawn { rank, error } => write!(f, "cannot start rank {rank}: {error}"),
-            JobError::RankFailed { rank, ending } => {
-                write!(f, "rank {rank} {ending}; the other ranks were killed")
-            }
-            JobError::TimedOut(limit) => write!(f, "job timed out after {limit:?} and was killed"),
-        }
-    }
-}
-
-impl std::error::Error for JobError {}
-
-/// What a successful job leaves.
-#[derive(Debug, Default)]
-pub struct JobOutput {
-    /// Rank 0's standard output, when captured.
-    pub rank0_stdout: Vec<u8>,
-    /// The process group the ranks ran in (gone by now).
-    pub process_group: i32,
-}
-
-/// A failed job's error, with the process group it ran in (for checking that nothing is left).
-#[derive(Debug)]
-pub struct JobFailure {
-    /// What went wrong.
-    pub error: JobError,
-    /// The process group, if any rank was started.
-    pub process_group: Option<i32>,
-}
-
-impl fmt::Display for JobFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.error.fmt(f)
-    }
-}
-
-/// Runs a job to its end: every rank exits 0 → `Ok`; a rank fails → every other rank is
-/// killed (SIGKILL to the process group), all are reaped, and the failure names the rank.
+/// Runs a job to its end: every rank ends well → `Ok`; a rank fails or leaves early → every
+/// other rank is killed (SIGKILL to the process group), all are reaped, and the failure
+/// names the rank.
 pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
     let fail = |error, process_group| JobFailure { error, process_group };
     spec.validate().map_err(|m| fail(JobError::Spec(m), None))?;
@@ -243,129 +140,118 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
         let node = spec.placement.node_of(rank, spec.procs, spec.nodes);
         region.atomic_u32(layout.node(rank)).store(node as u32, Relaxed);
     }
-    region.atomic_u64(layout.magic()).store(Layout::MAGIC, std::sync::atomic::Ordering::Release);
+    region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
 
+    let dedicated = spec.dedicated_launcher;
+    let forwarder = dedicated.then(signals::Forwarder::install);
+    let mut guardian = None;
+    if dedicated {
+        // SAFETY: prctl with an integer argument only changes this process's attribute.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+        // Started before any thread of the job, as fork wants.
+        guardian = guardian::Guardian::start().ok();
+    }
+    let lines = output::Lines::new(spec.tag_output);
     let mut pids = Vec::with_capacity(spec.procs);
     let mut group: Option<i32> = None;
+    let mut readers = Vec::new();
     let mut capture = None;
     for rank in 0..spec.procs {
-        let node = spec.placement.node_of(rank, spec.procs, spec.nodes);
-        let mut command = Command::new(&spec.program);
-        command
-            .args(&spec.args)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .env(env::RANK, rank.to_string())
-            .env(env::SIZE, spec.procs.to_string())
-            .env(env::NODE, node.to_string())
-            .env(env::NODES, spec.nodes.to_string())
-            .env(env::SHM_FD, region.fd().to_string())
-            .stdin(Stdio::null())
-            .process_group(group.unwrap_or(0));
-        if rank == 0 && spec.capture_rank0_stdout {
+        let mut command = rank_command(spec, rank, region.fd(), group.unwrap_or(0));
+        let capture_this = rank == 0 && spec.capture_rank0_stdout;
+        let by_lines = dedicated || spec.tag_output;
+        if capture_this || by_lines {
             command.stdout(Stdio::piped());
         }
-        let fd = region.fd();
-        // SAFETY: the closure runs in the child between fork and exec and calls only
-        // async-signal-safe functions (fcntl, prctl, getppid, _exit) on values copied in.
-        unsafe {
-            command.pre_exec(move || {
-                // Keep the region's descriptor across exec (it is close-on-exec in the launcher).
-                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // Die with the launcher, so a killed launcher leaves no ranks behind.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            })
-        };
+        if by_lines {
+            command.stderr(Stdio::piped());
+        }
         match command.spawn() {
             Ok(mut child) => {
                 let pid = child.id() as i32;
-                group.get_or_insert(pid);
-                if let Some(stdout) = child.stdout.take() {
-                    capture = Some(std::thread::spawn(move || {
-                        let mut bytes = Vec::new();
-                        let mut stdout = stdout;
-                        let _ = stdout.read_to_end(&mut bytes);
-                        bytes
-                    }));
+                if group.is_none() {
+                    group = Some(pid);
+                    if let Some(guardian) = &mut guardian {
+                        guardian.watch(pid);
+                    }
                 }
+                if capture_this {
+                    capture = child.stdout.take().map(output::capture);
+                }
+                if by_lines {
+                    readers.extend(lines.forward(rank, &mut child));
+                }
+                drop(child);
                 pids.push(pid);
             }
             Err(error) => {
-                if let Some(pgid) = group {
-                    kill_and_reap(pgid, &mut pids);
+                let pgid = group.unwrap_or(0);
+                if pgid != 0 {
+                    supervise::kill_and_reap(pgid, &mut pids);
                 }
-                return Err(fail(JobError::Spawn { rank, error }, group));
+                if let Some(guardian) = guardian {
+                    guardian.release();
+                }
+                let program = spec.program.to_string_lossy().into_owned();
+                return Err(fail(JobError::Spawn { rank, program, error }, group));
             }
         }
     }
     let pgid = group.unwrap_or(0);
-    let outcome = supervise(pgid, &mut pids, spec.timeout);
+    let watch = supervise::Watch { region: &region, layout: &layout, pgid, timeout: spec.timeout };
+    let outcome = watch.run(&mut pids, forwarder.as_ref());
     // Anything a rank started in its group goes with the job.
     // SAFETY: killpg only sends a signal to the job's own process group.
     unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    if let Some(guardian) = guardian {
+        guardian.release();
+    }
+    if dedicated {
+        supervise::end_strays();
+    }
     drop(region);
-    let rank0_stdout = capture.and_then(|t| t.join().ok()).unwrap_or_default();
+    output::finish(readers);
+    let rank0_stdout = capture.map(output::captured).unwrap_or_default();
     match outcome {
         Ok(()) => Ok(JobOutput { rank0_stdout, process_group: pgid }),
         Err(error) => Err(fail(error, Some(pgid))),
     }
 }
 
-/// Waits for every rank; on the first failure kills the group and reaps the rest.
-fn supervise(pgid: i32, pids: &mut Vec<i32>, timeout: Option<Duration>) -> Result<(), JobError> {
-    let start = Instant::now();
-    let mut pause = Duration::from_micros(200);
-    while !pids.is_empty() {
-        match reap_one(pgid, libc::WNOHANG) {
-            Some((pid, ending)) => {
-                let Some(rank) = pids.iter().position(|&p| p == pid) else { continue };
-                pids[rank] = 0;
-                if ending != Ending::Exited(0) {
-                    kill_and_reap(pgid, pids);
-                    return Err(JobError::RankFailed { rank, ending });
-                }
-                if pids.iter().all(|&p| p == 0) {
-                    pids.clear();
-                }
-                pause = Duration::from_micros(200);
+/// The command that starts `rank`, in process group `pgid` (0: a new one).
+fn rank_command(spec: &JobSpec, rank: usize, fd: i32, pgid: i32) -> Command {
+    let node = spec.placement.node_of(rank, spec.procs, spec.nodes);
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(env::RANK, rank.to_string())
+        .env(env::SIZE, spec.procs.to_string())
+        .env(env::NODE, node.to_string())
+        .env(env::NODES, spec.nodes.to_string())
+        .env(env::SHM_FD, fd.to_string())
+        .stdin(Stdio::null())
+        .process_group(pgid);
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (fcntl, prctl, signal) on values copied in.
+    unsafe {
+        command.pre_exec(move || {
+            // Keep the region's descriptor across exec (it is close-on-exec in the launcher;
+            // the rank makes it close-on-exec again once it has mapped it).
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                return Err(io::Error::last_os_error());
             }
-            None => {
-                if let Some(limit) = timeout.filter(|limit| start.elapsed() > *limit) {
-                    kill_and_reap(pgid, pids);
-                    return Err(JobError::TimedOut(limit));
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
+            // Die with the launcher, so a killed launcher leaves no ranks behind.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
             }
-        }
-    }
-    Ok(())
-}
-
-/// Reaps one child of process group `pgid`: its pid and how it ended.
-fn reap_one(pgid: i32, flags: i32) -> Option<(i32, Ending)> {
-    let mut status = 0;
-    // SAFETY: status is a valid out-pointer; waitpid only reaps our children in group pgid.
-    let pid = unsafe { libc::waitpid(-pgid, &mut status, flags) };
-    if pid <= 0 {
-        return None;
-    }
-    let ending = if libc::WIFSIGNALED(status) {
-        Ending::Signaled(libc::WTERMSIG(status))
-    } else {
-        Ending::Exited(libc::WEXITSTATUS(status))
+            // A launcher started with `&` by a script inherits SIGINT ignored, and an
+            // ignored signal stays ignored across exec: give ranks the defaults.
+            for signal in signals::FORWARDED {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        })
     };
-    Some((pid, ending))
-}
-
-/// Kills every process of the group (ranks and anything they started) and reaps our ranks.
-fn kill_and_reap(pgid: i32, pids: &mut Vec<i32>) {
-    // SAFETY: killpg only sends a signal; pgid is the group our ranks were placed in.
-    unsafe { libc::killpg(pgid, libc::SIGKILL) };
-    while reap_one(pgid, 0).is_some() {}
-    pids.clear();
+    command
 }

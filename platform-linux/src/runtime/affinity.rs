@@ -7,14 +7,12 @@
 //! (small_comm) and 27–61 µs to 23–30 (large_comm), and barrier from 2.8–4.1 to 2.7–3.8 µs
 //! (interleaved runs; the machine's slow and fast phases move both).
 
-/// Environment: `none` leaves ranks unbound (default: rank `r` on the `r mod CPUs`-th
-/// allowed CPU).
-pub const ENV_BIND: &str = "COMMCORE_BIND";
+use super::settings::Bind;
 
 /// Binds this thread (the process's main one, before it starts others) to the
 /// `rank mod CPUs`-th CPU it may run on; returns that CPU.
-pub(super) fn bind(rank: usize) -> Option<usize> {
-    if std::env::var(ENV_BIND).is_ok_and(|v| v == "none") {
+pub(super) fn bind(rank: usize, bind: Bind) -> Option<usize> {
+    if bind == Bind::None {
         return None;
     }
     // SAFETY: an all-zero cpu_set_t is an empty set.

@@ -31,7 +31,7 @@ use crate::shm::Ring;
 const SCHEDULE_TAG: i32 = 1 << 21;
 
 /// Components' names in control strings: core's built-in ones and `shm`.
-const NAMES: [&str; 5] =
+pub(super) const NAMES: [&str; 5] =
     [BUILTIN_NAMES[0], BUILTIN_NAMES[1], BUILTIN_NAMES[2], BUILTIN_NAMES[3], shm_coll::NAME];
 
 /// A communicator's collectives: the table selected from core's built-in components and

@@ -6,20 +6,15 @@
 //! about 0.45 µs, two per communicator that `shm` serves.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use commcore::coll::CollTable;
 
 use super::error::CollectiveError;
 
-/// Environment: a control string for collective selection (`coll=^hier`, forcing per
-/// operation and size, …), as core's `Control::parse` reads it.
-pub const ENV_COLL: &str = "COMMCORE_COLL";
-
-/// The control string of this process, read once.
+/// The control string of this process (`COMMCORE_COLL`), read once with the settings.
 pub(super) fn control_text() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| std::env::var(ENV_COLL).unwrap_or_default())
+    &super::settings::current().coll
 }
 
 /// What selection made of one communicator shape.

@@ -9,14 +9,20 @@ pub enum InitError {
     Environment(String),
     /// The shared region could not be mapped or is not a commcore region.
     Region(std::io::Error),
-    /// A rank's settings that choose protocols (environment variables every rank must
-    /// share) differ from this rank's: left alone, the two would run different protocols
-    /// in one collective and hang or corrupt it.
-    SettingsDiffer {
-        /// The first rank whose settings differ.
+    /// A `COMMCORE_*` setting has a value that does not parse.
+    Setting(super::settings::SettingError),
+    /// A setting that chooses protocols (which every rank must share) differs between rank
+    /// 0 and another rank: left alone, the two would run different protocols in one
+    /// collective and hang or corrupt it. Every rank returns it; the launcher prints the
+    /// values once (its message names the setting only, so N ranks do not repeat them).
+    SettingsDiffer(super::settings::Difference),
+    /// The world's collectives could not be set up (e.g. `COMMCORE_COLL` leaves no
+    /// component for an operation).
+    Collectives(CollectiveError),
+    /// Two processes claimed this rank number (their `COMMCORE_RANK` was changed).
+    DuplicateRank {
+        /// The rank claimed twice.
         rank: usize,
-        /// This rank's settings, `NAME=value` (or `NAME` unset) each.
-        here: String,
     },
 }
 
@@ -25,10 +31,18 @@ impl fmt::Display for InitError {
         match self {
             InitError::Environment(message) => write!(f, "bad launcher environment: {message}"),
             InitError::Region(error) => write!(f, "cannot use the job's shared region: {error}"),
-            InitError::SettingsDiffer { rank, here } => write!(
+            InitError::Setting(error) => write!(f, "{error}"),
+            InitError::SettingsDiffer(difference) => write!(
                 f,
-                "rank {rank}'s settings differ from this rank's ({here}); they must be the same \
-                 on every rank"
+                "{} differs between ranks; `commcore run` reports the values, and every rank \
+                 must have the same",
+                difference.name
+            ),
+            InitError::Collectives(error) => write!(f, "{error}"),
+            InitError::DuplicateRank { rank } => write!(
+                f,
+                "two processes claimed rank {rank}; start ranks with `commcore run` and leave \
+                 COMMCORE_RANK as it sets it"
             ),
         }
     }
@@ -149,9 +163,20 @@ impl From<P2pError> for CollectiveError {
 impl fmt::Display for CollectiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CollectiveError::Coll(error) => write!(f, "{error:?}"),
+            CollectiveError::Coll(commcore::coll::CollError::NoModule(op)) => {
+                let control = &super::settings::current().coll;
+                write!(
+                    f,
+                    "no collective component is left to run {} under {}={control:?}; include \
+                     at least one of {} for it",
+                    op.name(),
+                    super::settings::ENV_COLL,
+                    super::settings::COLL_COMPONENTS.join(", ")
+                )
+            }
+            CollectiveError::Coll(error) => write!(f, "{error}"),
             CollectiveError::P2p(error) => write!(f, "{error}"),
-            CollectiveError::Reduce(error) => write!(f, "reduction: {error:?}"),
+            CollectiveError::Reduce(error) => write!(f, "reduction: {error}"),
             CollectiveError::BadBuffers => write!(f, "buffer lengths do not fit the operation"),
             CollectiveError::Region(region) => {
                 write!(f, "schedule region out of bounds: {region:?}")
@@ -162,7 +187,11 @@ impl fmt::Display for CollectiveError {
             CollectiveError::InterNotSupported => {
                 write!(f, "inter-communicator collectives are not supported yet")
             }
-            CollectiveError::BadControl => write!(f, "COMMCORE_COLL is not a valid control string"),
+            CollectiveError::BadControl => write!(
+                f,
+                "{} is not a valid control string; World::init names the offending token",
+                super::settings::ENV_COLL
+            ),
             CollectiveError::TooLarge => write!(f, "communicator too large for collective layouts"),
             CollectiveError::AreaProtocol => {
                 write!(f, "a member broke the shared-memory collective protocol")

@@ -8,37 +8,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups};
-use commcore::cid::{Algorithm, CidSpace, SpaceConfig, SpaceError};
+use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
 use super::engine::Engine;
 use super::error::InitError;
+use super::settings::{self, Settings, WakeFenceSetting};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
+use crate::shm::layout::{RANK_FINALIZED, RANK_JOINED};
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
 use crate::transport;
 use crate::transport::shm::{ShmTransport, WakeFence};
-
-/// Environment: `0` or `off` turns single-copy transfers off.
-pub const ENV_SINGLE_COPY: &str = "COMMCORE_SINGLE_COPY";
-/// Environment: messages above this many bytes go by single copy (default 131072: below it
-/// the pipelined copy through the rings is faster on this machine).
-pub const ENV_SINGLE_COPY_ABOVE: &str = "COMMCORE_SINGLE_COPY_ABOVE";
-/// Environment: microseconds a waiter polls before it starts yielding the CPU (default 200,
-/// or 2 with more ranks than cores); it sleeps after 5 times as long, at least 2 ms.
-pub const ENV_SPIN_US: &str = "COMMCORE_SPIN_US";
-/// Environment: microseconds a waiter yields the CPU between polls before it sleeps
-/// (default 5 times the poll time, at least 2000).
-pub const ENV_YIELD_US: &str = "COMMCORE_YIELD_US";
-
-/// Environment: single copies above this many bytes are split between receiver and sender
-/// (default 131072); `off` turns splitting off.
-pub const ENV_SPLIT_COPY_ABOVE: &str = "COMMCORE_SPLIT_COPY_ABOVE";
-
-/// Environment: `symmetric` makes every wake-up check fence on the waker's side too, instead
-/// of sleepers running a process-wide barrier (`membarrier`), which is the default when the
-/// kernel offers it on every rank.
-pub const ENV_WAKE_FENCE: &str = "COMMCORE_WAKE_FENCE";
 
 const DEFAULT_SINGLE_COPY_ABOVE: usize = 128 * 1024;
 const DEFAULT_SPLIT_COPY_ABOVE: usize = 128 * 1024;
@@ -103,7 +84,8 @@ impl World {
     fn init_thread(threaded: bool) -> Result<World, InitError> {
         let bad = |m: String| InitError::Environment(m);
         let var = |name: &str| std::env::var(name).ok();
-        let Some(fd_text) = var(env::SHM_FD) else { return Self::singleton(threaded) };
+        let settings = settings::install(Settings::from_env().map_err(InitError::Setting)?);
+        let Some(fd_text) = var(env::SHM_FD) else { return Self::singleton(settings, threaded) };
         let number = |name: &str| -> Result<usize, InitError> {
             let text = var(name).ok_or_else(|| bad(format!("{name} is not set")))?;
             text.parse().map_err(|_| bad(format!("{name}={text:?} is not a number")))
@@ -126,17 +108,17 @@ impl World {
                 return Err(e);
             }
         };
-        Self::join(region, layout, rank, node_count, true, threaded)
+        Self::join(region, layout, rank, node_count, settings, true, threaded)
             .inspect_err(|_| release_launched_world())
     }
 
-    fn singleton(threaded: bool) -> Result<World, InitError> {
+    fn singleton(settings: &'static Settings, threaded: bool) -> Result<World, InitError> {
         let layout = Layout::new(1).ok_or_else(|| InitError::Environment("no layout".into()))?;
         let region = Region::create(layout.region_bytes()).map_err(InitError::Region)?;
         region.atomic_u32(layout.job_size()).store(1, Relaxed);
         region.atomic_u32(layout.nodes()).store(1, Relaxed);
         region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
-        Self::join(region, layout, 0, 1, false, threaded)
+        Self::join(region, layout, 0, 1, settings, false, threaded)
     }
 
     fn join(
@@ -144,32 +126,59 @@ impl World {
         layout: Layout,
         rank: usize,
         node_count: usize,
+        settings: &'static Settings,
         launched: bool,
         threaded: bool,
     ) -> Result<World, InitError> {
         let size = layout.size();
-        let (settings, fingerprint) = job_wide_settings();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        region.atomic_u32(layout.pid(rank)).store(std::process::id(), Relaxed);
+        let claimed = region.atomic_u32(layout.pid(rank)).compare_exchange(
+            0,
+            std::process::id(),
+            AcqRel,
+            Acquire,
+        );
+        if claimed.is_err() {
+            // Another process holds this rank: say so, and still arrive so that nobody waits.
+            let _ = region.atomic_u32(layout.duplicate_rank()).compare_exchange(
+                0,
+                rank as u32 + 1,
+                AcqRel,
+                Acquire,
+            );
+            arrive_and_wait(region.atomic_u32(layout.arrived()), size);
+            return Err(InitError::DuplicateRank { rank });
+        }
+        region.atomic_u32(layout.state(rank)).store(RANK_JOINED, Release);
         region.atomic_u64(layout.probe_address(rank)).store(cma::probe_address(), Relaxed);
-        region.atomic_u64(layout.settings(rank)).store(fingerprint, Relaxed);
+        for (index, (_, word)) in settings.job_wide().into_iter().enumerate() {
+            region.atomic_u64(layout.job_setting(rank, index)).store(word, Relaxed);
+        }
         region
             .atomic_u32(layout.cpus(rank))
             .store(u32::try_from(cpus).unwrap_or(u32::MAX), Relaxed);
         arrive_and_wait(region.atomic_u32(layout.arrived()), size);
+        // Every rank fails alike below, so each leaves the job as if it had finalized: a
+        // program that handles the error and exits 0 has not left the others waiting.
+        let finalized = || region.atomic_u32(layout.state(rank)).store(RANK_FINALIZED, Release);
+        if let Some(claimed) =
+            region.atomic_u32(layout.duplicate_rank()).load(Acquire).checked_sub(1)
+        {
+            finalized();
+            return Err(InitError::DuplicateRank { rank: claimed as usize });
+        }
         let pids: Vec<u32> =
             (0..size).map(|r| region.atomic_u32(layout.pid(r)).load(Relaxed)).collect();
         let nodes: Vec<u32> =
             (0..size).map(|r| region.atomic_u32(layout.node(r)).load(Relaxed)).collect();
-        // Every rank compares every fingerprint, so a difference fails them all alike
-        // (before the probe's meeting below, which then nobody waits in).
-        let differs =
-            (0..size).find(|&r| region.atomic_u64(layout.settings(r)).load(Relaxed) != fingerprint);
-        if let Some(other) = differs {
-            return Err(InitError::SettingsDiffer { rank: other, here: settings });
+        // Every rank compares every rank's settings with rank 0's, so a difference fails
+        // them all alike (before the probe's meeting below, which then nobody waits in).
+        if let Some(difference) = settings::difference(&region, &layout) {
+            finalized();
+            return Err(InitError::SettingsDiffer(difference));
         }
 
-        let wanted = !matches!(std::env::var(ENV_SINGLE_COPY).as_deref(), Ok("0" | "off"));
+        let wanted = settings.single_copy;
         let peer = (rank + 1) % size;
         let mut probe = [0u8; 8];
         let address = region.atomic_u64(layout.probe_address(peer)).load(Relaxed);
@@ -178,7 +187,7 @@ impl World {
         if !works {
             region.atomic_u32(layout.probe_failures()).fetch_add(1, AcqRel);
         }
-        let fence_wanted = !matches!(std::env::var(ENV_WAKE_FENCE).as_deref(), Ok("symmetric"));
+        let fence_wanted = settings.wake_fence == WakeFenceSetting::Auto;
         if !(fence_wanted && membarrier::register()) {
             region.atomic_u32(layout.barrier_failures()).fetch_add(1, AcqRel);
         }
@@ -189,7 +198,8 @@ impl World {
             0 => WakeFence::Asymmetric,
             _ => WakeFence::Symmetric,
         };
-        let above = env_number(ENV_SINGLE_COPY_ABOVE)
+        let above = settings
+            .single_copy_above
             .unwrap_or(DEFAULT_SINGLE_COPY_ABOVE)
             .max(Ring::PAYLOAD_BYTES);
         let single_copy = match (wanted, failures) {
@@ -207,27 +217,22 @@ impl World {
             .max(1);
         let oversubscribed = size > cores;
         if launched && size > 1 {
-            super::affinity::bind(rank);
+            super::affinity::bind(rank, settings.bind);
         }
         // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
         // machine a rank that yields loses its core to other work for a whole time slice);
         // with more ranks than cores it yields after 2 µs so that the peer sharing our core
         // runs at once. Either sleeps after 2 ms.
-        let poll_us: u64 = env_number(ENV_SPIN_US).unwrap_or(if oversubscribed { 2 } else { 200 });
+        let poll_us: u64 = settings.spin_us.unwrap_or(if oversubscribed { 2 } else { 200 });
         // Yielding keeps ranks that share a core taking turns quickly, as Open MPI does when
         // oversubscribed; sleeping after a couple of milliseconds keeps a long wait cheap.
-        let yield_us = env_number(ENV_YIELD_US).unwrap_or(poll_us.saturating_mul(5).max(2000));
+        let yield_us = settings.yield_us.unwrap_or(poll_us.saturating_mul(5).max(2000));
         let spin = Spin {
             poll: Duration::from_micros(poll_us),
             yield_until: Duration::from_micros(yield_us),
         };
         let threshold = matches!(single_copy, SingleCopy::On { .. }).then_some(above);
-        let split_above = match std::env::var(ENV_SPLIT_COPY_ABOVE).ok().map(|t| t.parse::<usize>())
-        {
-            Some(Ok(bytes)) => Some(bytes),
-            Some(Err(_)) => None,
-            None => Some(DEFAULT_SPLIT_COPY_ABOVE),
-        };
+        let split_above = settings.split_copy_above.unwrap_or(Some(DEFAULT_SPLIT_COPY_ABOVE));
         let av = world_address_vector(&pids, &nodes)?;
         let fabric = ShmTransport { region, layout, rank, size, pids, nodes, node_count, wake };
         let mut groups = ProcessGroups::new();
@@ -244,14 +249,14 @@ impl World {
             groups,
             arena: Mutex::new(TableArena::new(words)),
             cids: context_ids(threaded)?,
-            cid_algorithm: cid_algorithm()?,
+            cid_algorithm: settings.cid_algorithm,
             cid_allreduces: std::sync::atomic::AtomicU64::new(0),
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
             selections: Default::default(),
             oversubscribed,
         });
         let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
-        let coll = |e: super::CollectiveError| InitError::Environment(format!("collectives: {e}"));
+        let coll = InitError::Collectives;
         Ok(World {
             comm: Comm::world(runtime.clone(), world_map).map_err(coll)?,
             self_comm: Comm::own(runtime, self_map).map_err(coll)?,
@@ -318,52 +323,6 @@ fn world_address_vector(pids: &[u32], nodes: &[u32]) -> Result<&'static [Ave], I
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Box::leak(entries.into_boxed_slice()))
-}
-
-/// The number environment variable `name` holds, if it is set and parses.
-pub(super) fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
-    std::env::var(name).ok().and_then(|text| text.parse().ok())
-}
-
-/// The settings that choose protocols, which every rank must share (a rank that reads a
-/// collective's bytes in place while its peer waits for them in the area would hang), as
-/// `NAME=value` lines, and their fingerprint (FNV-1a).
-fn job_wide_settings() -> (String, u64) {
-    const NAMES: [&str; 6] = [
-        ENV_SINGLE_COPY,
-        ENV_SPLIT_COPY_ABOVE,
-        ENV_CID_ALGORITHM,
-        super::ENV_COLL,
-        super::ENV_SHM_MAX,
-        super::ENV_SHM_SINGLE_COPY_FROM,
-    ];
-    let settings = NAMES
-        .iter()
-        .map(|name| match std::env::var(name) {
-            Ok(value) => format!("{name}={value:?}"),
-            Err(_) => format!("{name} unset"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let fingerprint = settings.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    });
-    (settings, fingerprint)
-}
-
-/// Environment: the CID algorithm, `lowest`, `mask` or `highest` (the default: one MAX
-/// reduction of one word per allocation).
-pub const ENV_CID_ALGORITHM: &str = "COMMCORE_CID_ALGORITHM";
-
-fn cid_algorithm() -> Result<Algorithm, InitError> {
-    match std::env::var(ENV_CID_ALGORITHM).as_deref() {
-        Err(_) | Ok("highest") => Ok(Algorithm::Highest),
-        Ok("lowest") => Ok(Algorithm::Lowest),
-        Ok("mask") => Ok(Algorithm::Mask),
-        Ok(other) => Err(InitError::Environment(format!(
-            "{ENV_CID_ALGORITHM}={other:?}: expected lowest, mask or highest"
-        ))),
-    }
 }
 
 /// The process's CID space, with the world's and self's ids taken.

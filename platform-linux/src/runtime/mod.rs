@@ -36,17 +36,21 @@ mod init;
 mod intercomm;
 mod layout_words;
 mod request;
+pub(crate) mod settings;
 mod shm_coll;
 
-pub use affinity::ENV_BIND;
-pub use coll_selection::ENV_COLL;
 pub use comm::Comm;
 pub use create::UNDEFINED;
 pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
-pub use shm_coll::{ENV_COLL_SPIN_US, ENV_SHM_MAX, ENV_SHM_SINGLE_COPY_FROM};
+pub use settings::{
+    Bind, Difference, SettingDoc, SettingError, Settings, WakeFenceSetting, ENV_BIND,
+    ENV_CID_ALGORITHM, ENV_COLL, ENV_COLL_SPIN_US, ENV_SHM_MAX, ENV_SHM_SINGLE_COPY_FROM,
+    ENV_SINGLE_COPY, ENV_SINGLE_COPY_ABOVE, ENV_SPIN_US, ENV_SPLIT_COPY_ABOVE, ENV_WAKE_FENCE,
+    ENV_YIELD_US, SETTINGS,
+};
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -181,6 +185,11 @@ impl Drop for Runtime {
             Ok((!engine.has_outbound()).then_some(()))
         });
         if self.launched {
+            let state = self.fabric.layout.state(self.fabric.rank);
+            self.fabric
+                .region
+                .atomic_u32(state)
+                .store(crate::shm::layout::RANK_FINALIZED, std::sync::atomic::Ordering::Release);
             init::release_launched_world();
         }
     }

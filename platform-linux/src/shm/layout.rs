@@ -10,10 +10,17 @@ pub const CELL_BYTES: usize = 8192;
 pub const RING_DEPTH: usize = 64;
 /// The most ranks a job may have (rings grow with the square of it; the memory file is
 /// sparse, so only rings in use take memory).
-pub const MAX_RANKS: usize = 256;
+pub const MAX_RANKS: usize = 1024;
+
+/// Job-wide settings each slot holds (see [`Layout::job_setting`]).
+pub const JOB_SETTINGS: usize = 16;
+/// [`Layout::state`]: the rank has joined the job.
+pub const RANK_JOINED: u32 = 1;
+/// [`Layout::state`]: the rank's runtime has ended (finalized).
+pub const RANK_FINALIZED: u32 = 2;
 
 const HEADER_BYTES: usize = 4096;
-const SLOT_BYTES: usize = 128;
+const SLOT_BYTES: usize = 256;
 const RING_CONTROL_BYTES: usize = 128;
 const RING_BYTES: usize = RING_CONTROL_BYTES + RING_DEPTH * CELL_BYTES;
 const MAGIC: u64 = 0x636d_6372_5f73_686d;
@@ -71,6 +78,10 @@ impl Layout {
     pub fn barrier_failures(&self) -> usize {
         28
     }
+    /// Header: 1 + a rank number that two processes claimed, or 0 (u32).
+    pub fn duplicate_rank(&self) -> usize {
+        32
+    }
 
     fn slot(&self, rank: usize) -> usize {
         debug_assert!(rank < self.size);
@@ -88,9 +99,17 @@ impl Layout {
     pub fn probe_address(&self, rank: usize) -> usize {
         self.slot(rank) + 8
     }
-    /// Slot: a fingerprint of the rank's settings that must agree job-wide (u64).
-    pub fn settings(&self, rank: usize) -> usize {
+    /// Slot: where the rank is in its life (u32): [`RANK_JOINED`] once `World::init` took
+    /// the slot, [`RANK_FINALIZED`] once the runtime ended; 0 before. The launcher reads it
+    /// to tell a rank that left the job early from one that finished.
+    pub fn state(&self, rank: usize) -> usize {
         self.slot(rank) + 16
+    }
+    /// Slot: the rank's job-wide setting `index`, as a word of its parsed value (u64), on a
+    /// cache line of their own.
+    pub fn job_setting(&self, rank: usize, index: usize) -> usize {
+        debug_assert!(index < JOB_SETTINGS);
+        self.slot(rank) + 128 + 8 * index
     }
     /// Slot: the CPUs the rank may run on (u32).
     pub fn cpus(&self, rank: usize) -> usize {

@@ -43,7 +43,8 @@ impl Region {
         Self::map(fd, len)
     }
 
-    /// Maps the memory file inherited as descriptor `raw` (from the launcher); takes it over.
+    /// Maps the memory file inherited as descriptor `raw` (from the launcher); takes it over
+    /// and makes it close-on-exec, so programs this process starts do not inherit it.
     pub fn open(raw: RawFd) -> io::Result<Region> {
         // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
@@ -56,6 +57,10 @@ impl Region {
         // SAFETY: fstat succeeded, so raw is an open descriptor; the launcher handed it to
         // this process for the runtime alone, which takes ownership here.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: fcntl on the descriptor this value now owns.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
         Self::map(fd, len)
     }
 

@@ -14,7 +14,10 @@ fn main() {
         return mismatched_settings();
     }
     let world = if scenario == "threads" { World::init_thread_multiple() } else { World::init() };
-    let world = world.expect("init");
+    let world = world.unwrap_or_else(|error| {
+        eprintln!("runtime_rank: {error}");
+        std::process::exit(1)
+    });
     let comm = world.comm();
     match scenario.as_str() {
         "ordering" => ordering(comm),
@@ -37,6 +40,8 @@ fn main() {
         "die-in-collective" => die_in_collective(comm),
         "die-signal" => die(comm, "signal"),
         "die-exit" => die(comm, "exit"),
+        "leave-in-collective" | "leave-in-recv" => leave_early(comm, &scenario),
+        "fd-not-inherited" => fd_not_inherited(),
         other => panic!("unknown scenario {other:?}"),
     }
 }
@@ -859,7 +864,7 @@ fn die_in_collective(comm: &Comm) {
 }
 
 /// The last rank asks for a different area bound than the others: every rank's init must
-/// refuse, naming a rank whose settings differ, rather than run mismatched protocols.
+/// refuse, naming the setting and both values, rather than run mismatched protocols.
 fn mismatched_settings() {
     use commcore_linux::launch::env;
     use commcore_linux::runtime::{InitError, ENV_SHM_MAX};
@@ -869,9 +874,11 @@ fn mismatched_settings() {
         std::env::set_var(ENV_SHM_MAX, "0");
     }
     match World::init() {
-        Err(InitError::SettingsDiffer { rank: other, here }) => {
-            assert!(here.contains(ENV_SHM_MAX), "{here}");
-            assert!(other == size - 1 || rank == size - 1, "rank {rank} blamed {other}");
+        Err(InitError::SettingsDiffer(difference)) => {
+            let other = difference.rank;
+            assert_eq!((difference.name, other), (ENV_SHM_MAX, size - 1), "{difference}");
+            let text = difference.to_string();
+            assert!(text.contains("unset on rank 0") && text.contains("0 on rank"), "{text}");
             if rank == 0 {
                 println!("init refused: rank {other}'s settings differ");
             }
@@ -879,4 +886,33 @@ fn mismatched_settings() {
         Err(other) => panic!("init failed otherwise: {other}"),
         Ok(_) => panic!("init accepted mismatched settings"),
     }
+}
+
+/// Rank 0 exits (with the code given as the second argument) after joining and without
+/// finalizing, while the others wait for it in a barrier or a receive: the launcher must end
+/// the job naming rank 0.
+fn leave_early(comm: &Comm, scenario: &str) {
+    let code: i32 = std::env::args().nth(2).and_then(|c| c.parse().ok()).unwrap_or(0);
+    if comm.rank() == 0 {
+        std::process::exit(code);
+    }
+    if scenario == "leave-in-recv" {
+        let mut buf = [0u8; 8];
+        let _ = comm.recv(&mut buf, 0, 5);
+    } else {
+        let _ = comm.barrier();
+    }
+    panic!("rank {} got past rank 0, which left", comm.rank());
+}
+
+/// A program this rank starts must not inherit the job's region descriptor.
+fn fd_not_inherited() {
+    let fd = std::env::var(commcore_linux::launch::env::SHM_FD).expect("launched");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("test ! -e /proc/$$/fd/{fd}"))
+        .status()
+        .expect("sh runs");
+    assert!(status.success(), "a child of the rank inherited descriptor {fd}");
+    println!("fd-not-inherited: descriptor {fd} not inherited");
 }

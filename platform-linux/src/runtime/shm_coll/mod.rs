@@ -24,10 +24,6 @@ use commcore::coll::{
     CollArgs, CollError, CollOp, CommInfo, CommKind, Component, Module, Schedule,
 };
 
-pub use ops::ENV_SHM_MAX;
-pub use single_copy::ENV_SHM_SINGLE_COPY_FROM;
-pub use wait::ENV_COLL_SPIN_US;
-
 use super::Runtime;
 use crate::shm::coll_area::members_max;
 use crate::shm::CollArea;

@@ -3,26 +3,22 @@
 //! until they have published it and reads their cells.
 
 use std::ops::Range;
-use std::sync::OnceLock;
 
 use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, OpError, Root};
 
 use super::wait::{wait_until, wake_sleepers, Awaited};
 use super::ShmColl;
 use crate::runtime::error::CollectiveError;
-use crate::runtime::init::env_number;
 use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::CollArea;
 
-/// Environment: the largest message in bytes that `shm` takes at all; larger ones take the
-/// schedules. Unset, single-copy reads and the staging buffers (see `staged.rs`) take any
+/// The largest message in bytes that `shm` takes at all (`COMMCORE_SHM_MAX`); larger ones
+/// take the schedules. Unset, single-copy reads and the staging buffers (see `staged.rs`) take any
 /// size, and the cells take messages in pieces of a cell up to [`DEFAULT_CELL_MAX`] bytes,
 /// but a bcast of any size when ranks share CPUs. Alltoall blocks go through the area only
 /// up to [`ShmColl::alltoall_cell_max`] (in more pieces they lose to the schedules or to
 /// single-copy reads), unless the bound is set above the default.
-pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
-
-/// The area's bound when [`ENV_SHM_MAX`] is unset. Above it, with ranks sharing CPUs, a
+/// The area's bound when `COMMCORE_SHM_MAX` is unset. Above it, with ranks sharing CPUs, a
 /// bcast still pipelines through the area far faster than the schedules (`bench coll-procs`,
 /// 1 MiB: 4 ranks 193 against 865 µs, 8 ranks 373 against 1,199 µs), while allreduce and
 /// alltoall in pieces lose to them (1 MiB at 4 ranks, single copy off: 2,154 against 1,106
@@ -30,8 +26,7 @@ pub const ENV_SHM_MAX: &str = "COMMCORE_SHM_MAX";
 const DEFAULT_CELL_MAX: usize = 64 * 1024;
 
 fn shm_max() -> Option<usize> {
-    static MAX: OnceLock<Option<usize>> = OnceLock::new();
-    *MAX.get_or_init(|| env_number(ENV_SHM_MAX))
+    crate::runtime::settings::current().shm_max
 }
 
 /// Area calls an alltoall may take when ranks share CPUs: each costs about what one of 8 B

@@ -11,27 +11,23 @@
 //! `ops.rs`).
 
 use std::ops::Range;
-use std::sync::{OnceLock, PoisonError};
+use std::sync::PoisonError;
 
 use commcore::coll::{reduce, CollOp, Datatype, Op};
 
 use super::wait::{wait_until, Awaited};
 use super::ShmColl;
 use crate::runtime::error::{CollectiveError, P2pError};
-use crate::runtime::init::env_number;
 use crate::runtime::SingleCopy;
 use crate::shm::{cma, CollArea};
 
-/// Environment: bytes per member (a bcast's message, an alltoall block, an allreduce
+/// `COMMCORE_SHM_SINGLE_COPY_FROM`: bytes per member (a bcast's message, an alltoall block, an allreduce
 /// vector) from which `shm` moves them by single-copy reads when the kernel allows them,
 /// for every operation; unset, each operation has its own (see
 /// [`ShmColl::single_copy_from`]), and with ranks sharing CPUs an allreduce above a cell
 /// goes through the staging buffers instead (see `staged.rs`).
-pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
-
 pub(super) fn single_copy_from_env() -> Option<usize> {
-    static FROM: OnceLock<Option<usize>> = OnceLock::new();
-    *FROM.get_or_init(|| env_number(ENV_SHM_SINGLE_COPY_FROM))
+    crate::runtime::settings::current().shm_single_copy_from
 }
 
 /// Members up to which each reduces the whole vector itself (no allgather): with two, the

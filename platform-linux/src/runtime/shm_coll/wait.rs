@@ -20,7 +20,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::runtime::init::env_number;
 use crate::runtime::Runtime;
 use crate::shm::coll_area::current_cpu;
 use crate::shm::CollArea;
@@ -28,15 +27,13 @@ use crate::shm::CollArea;
 /// Polls of the condition between two reads of the clock.
 const POLLS_PER_CHECK: u32 = 64;
 
-/// Environment: microseconds a shared-memory collective polls before it yields (default:
-/// the runtime's poll time with a core per rank, 0 with more ranks than cores).
-pub const ENV_COLL_SPIN_US: &str = "COMMCORE_COLL_SPIN_US";
-
+/// How long a shared-memory collective polls before it yields (`COMMCORE_COLL_SPIN_US`;
+/// default: the runtime's poll time with a core per rank, 0 with more ranks than cores).
 fn poll_time(runtime: &Runtime) -> Duration {
     static POLL: OnceLock<Duration> = OnceLock::new();
     *POLL.get_or_init(|| {
         let default = if runtime.oversubscribed { Duration::ZERO } else { runtime.spin.poll };
-        env_number(ENV_COLL_SPIN_US).map_or(default, Duration::from_micros)
+        crate::runtime::settings::current().coll_spin_us.map_or(default, Duration::from_micros)
     })
 }
 
