@@ -35,7 +35,7 @@ launch() {
         local pass=(); [ "$preload" = 1 ] && pass=(-x LD_PRELOAD)
         env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpirun.openmpi \
             --allow-run-as-root --oversubscribe -np "$np" "${pass[@]}" \
-            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI "$@"
+            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI -x COMMCORE_PMPI_NODES "$@"
     else
         env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpiexec.mpich -np "$np" "$@"
     fi
@@ -59,6 +59,9 @@ matrix() {
     host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
     [ "$lines" -eq 32 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: $lines report lines, want 32"; }
     [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+    if [ -n "${COMMCORE_PMPI_NODES:-}" ] && ! echo "$out" | grep -q 'hier/hier='; then
+        fail "$mpi np $np over $COMMCORE_PMPI_NODES nodes: no call ran the hierarchical algorithms"
+    fi
 }
 
 corners() {
@@ -79,6 +82,15 @@ for np_stride in 1:1 2:2 3:4 4:6 5:8 6:12 7:12 8:12; do
     matrix openmpi "${np_stride%:*}" "${np_stride#*:}"
 done
 for np in 1 2 5 8; do corners openmpi "$np"; done
+# The hierarchical algorithms over the host's point-to-point: the ranks labelled as nodes of
+# consecutive ranks (COMMCORE_PMPI_NODES); the report must show `hier` serving calls.
+for mpi_np_nodes in openmpi:4:2 openmpi:6:3 mpich:4:2; do
+    IFS=: read -r mpi np nodes <<<"$mpi_np_nodes"
+    export COMMCORE_PMPI_NODES=$nodes
+    out=$(matrix "$mpi" "$np" 24)
+    unset COMMCORE_PMPI_NODES
+    echo "$out (as $nodes nodes)"
+done
 # MPICH: small runs, one short run at 8.
 for np_stride in 1:2 2:4 3:24 4:24 8:400; do
     matrix mpich "${np_stride%:*}" "${np_stride#*:}"
