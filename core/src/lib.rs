@@ -5,7 +5,8 @@
 //! ranks map to those processes ([`rankmap`]), how members agree on a context identifier
 //! ([`cid`]) and which collective algorithm runs and in which steps ([`coll`]); and, for the
 //! message path, which receive an arriving message completes ([`matching`]), the
-//! point-to-point header ([`wire`]) and the on-demand connection handshake ([`conn`]).
+//! point-to-point header ([`wire`]) and the on-demand connection handshake ([`conn`]); and, for dynamic processes, the port
+//! names jobs connect through ([`port`]).
 //!
 //! Rules, checked by CI:
 //! - `#![no_std]`; `std` only under `cfg(test)`. CI builds this crate for
@@ -32,6 +33,7 @@ pub mod cid;
 pub mod coll;
 pub mod conn;
 pub mod matching;
+pub mod port;
 pub mod rankmap;
 pub mod sync;
 pub mod wire;
