@@ -27,6 +27,8 @@ pub enum Command {
     Run(RunArgs),
     /// Run the demo: a job of 4 ranks on 2 node labels, then rank maps of a large world.
     Demo(DemoArgs),
+    /// Serve publish/lookup of port names to unrelated jobs (COMMCORE_NAMESERVER=ADDR).
+    Nameserver(crate::nameserver::NameserverArgs),
 }
 
 /// `commcore run`'s options.
@@ -169,6 +171,13 @@ pub fn dispatch(args: Vec<OsString>) -> i32 {
     };
     match cli.command {
         Command::Run(args) => crate::run::run(args),
+        Command::Nameserver(args) => match crate::nameserver::run(&args) {
+            Ok(()) => 0,
+            Err(message) => {
+                eprintln!("commcore nameserver: {message}");
+                EXIT_LAUNCHER
+            }
+        },
         Command::Demo(args) => match crate::demo::run(&args) {
             Ok(()) => 0,
             Err(message) => {
