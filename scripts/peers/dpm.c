@@ -2,7 +2,8 @@
  *
  *   dpm spawn CHILDREN REPS      (1 process) REPS times: spawn CHILDREN children that init,
  *                                get the parent and disconnect; the parent disconnects too.
- *                                One line per repetition: {"ms": spawn + disconnect time}.
+ *                                One line per repetition: {"ms": spawn + disconnect time},
+ *                                or {"hang": 1} when one takes over DPM_REP_TIMEOUT s.
  *   dpm rate N                   (1 process) N back-to-back spawn + disconnect of 1 child:
  *                                {"per_s": N / total time}.
  *   dpm merge_spawned B REPS     (A processes) spawn B children, then REPS times an
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 #define BATCHES 7
@@ -158,12 +160,31 @@ static void child(MPI_Comm parent, int argc, char **argv) {
     MPI_Comm_disconnect(&parent);
 }
 
+/* A spawn that takes longer than DPM_REP_TIMEOUT seconds (default 10) is a hang: say so
+ * and end the job, so a hung repetition is counted as one and not waited out. */
+static void on_hang(int signal) {
+    static const char line[] = "{\"hang\": 1}\n";
+    (void)signal;
+    if (write(STDOUT_FILENO, line, sizeof line - 1) < 0) _exit(4);
+    _exit(3);
+}
+
+static unsigned rep_timeout(void) {
+    const char *text = getenv("DPM_REP_TIMEOUT");
+    int seconds = text ? atoi(text) : 10;
+    signal(SIGALRM, on_hang);
+    return seconds > 0 ? (unsigned)seconds : 10;
+}
+
 static void spawn_reps(const char *self, int children, int reps) {
     char *args[] = {"child", "init", NULL};
+    unsigned timeout = rep_timeout();
     for (int r = 0; r < reps; r++) {
+        alarm(timeout);
         double t0 = MPI_Wtime();
         MPI_Comm inter = spawn(self, args, children, MPI_COMM_SELF);
         MPI_Comm_disconnect(&inter);
+        alarm(0);
         printf("{\"ms\": %.3f}\n", (MPI_Wtime() - t0) * 1e3);
         fflush(stdout);
     }

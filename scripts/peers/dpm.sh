@@ -1,7 +1,8 @@
 # The `dpm` group of compare-peers.sh: Open MPI's side of `commcore bench dpm`, from
 # scripts/peers/dpm.c. Sourced by compare-peers.sh, which sets $out and has built
 # $out/dpm-openmpi. Every job runs under `timeout`; a job that hits it counts as a hang,
-# and a spawn series that hung is resumed for its remaining repetitions (at most 3 jobs).
+# and a spawn series that hung is resumed for its remaining repetitions (at most 3 jobs);
+# a single spawn over DPM_REP_TIMEOUT seconds (default 10) is a hang too.
 #
 # dpm_rows prints a JSON list of rows in compare-peers' shape with "commcore": null,
 # "mpich": null and a note: commcore's side (`commcore bench dpm`) is not built yet, and
@@ -38,10 +39,15 @@ dpm_spawn() { # children
     while [ "${#times[@]}" -lt "$dpm_reps" ] && [ "$jobs" -lt 3 ]; do
         jobs=$((jobs + 1))
         while read -r line; do
+            if [ "$line" = '{"hang": 1}' ]; then
+                echo hang >>"$dpm_counts"
+                log "dpm: a spawn of $1 took over ${DPM_REP_TIMEOUT:-10}s: a hang"
+                continue
+            fi
             times+=("$(jq '.ms' <<<"$line")")
             echo run >>"$dpm_counts"
         done < <(DPM_SERIES=1 dpm_job 1 "$dpm_bin" spawn "$1" "$((dpm_reps - ${#times[@]}))" |
-            grep '^{"ms"')
+            grep -E '^\{"(ms|hang)"')
     done
     printf '%s\n' "${times[@]}" | jq -s -c --argjson c "$1" '
         {children: $c, first_ms: .[0], median_ms: (sort | .[(length / 2 | floor)]),
@@ -85,7 +91,8 @@ dpm_rows() {
     hangs=$(grep -c hang "$dpm_counts" || true)
     local j
     for j in rate m11 m22 s11 s22 intra spawned coll connected; do
-        jq -e . >/dev/null 2>&1 <<<"${!j}" || printf -v "$j" '%s' 'null'
+        # A job that hung or failed printed nothing or not JSON: its figures are null.
+        { [ -n "${!j}" ] && jq -e . >/dev/null 2>&1 <<<"${!j}"; } || printf -v "$j" '%s' 'null'
     done
     jq -c -n --argjson s1 "$s1" --argjson s4 "$s4" --argjson rate "$rate" \
         --argjson m11 "$m11" --argjson m22 "$m22" --argjson s11 "$s11" --argjson s22 "$s22" \
