@@ -309,15 +309,15 @@ impl Comm {
                         engine.start_send(
                             &runtime.fabric,
                             dest,
-                            context,
-                            SCHEDULE_TAG,
+                            self.outbound(context, SCHEDULE_TAG),
                             data,
                             false,
                         );
                     } else {
                         queued_large = true;
                         let data = data.to_vec();
-                        engine.start_send_owned(&runtime.fabric, dest, context, SCHEDULE_TAG, data);
+                        let envelope = self.outbound(context, SCHEDULE_TAG);
+                        engine.start_send_owned(&runtime.fabric, dest, envelope, data);
                     }
                 }
                 Step::Recv { from, region } => {

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use commcore::rankmap::{ModelKind, RankMap};
+use commcore::rankmap::RankMap;
 
-use super::engine::{Direct, Feed, Pattern, SendStart, Sink};
+use super::engine::{Direct, Feed, Outbound, Pattern, SendStart, Sink};
 use super::error::{CollectiveError, P2pError};
 use super::request::{Request, State, Status};
 use super::shm_coll::{AreaGrant, ShmColl};
@@ -59,14 +59,6 @@ impl Members {
     pub(super) fn to_world(&self, rank: usize) -> Option<usize> {
         let rank = u32::try_from(rank).ok()?;
         self.map().translate(rank).map(|(_, lpid)| lpid as usize)
-    }
-
-    pub(super) fn to_comm(&self, world: usize) -> usize {
-        let map = self.map();
-        if map.kind() == ModelKind::Direct {
-            return world;
-        }
-        (0..map.size() as usize).find(|&r| self.to_world(r) == Some(world)).unwrap_or(usize::MAX)
     }
 }
 
@@ -200,6 +192,13 @@ impl Comm {
         self.check_rank(dest)
     }
 
+    /// The header fields of a message this rank sends in `context` with `tag`: the
+    /// receiver learns our rank from it, with no translation.
+    pub(super) fn outbound(&self, context: u32, tag: i32) -> Outbound {
+        // Fits: communicators have at most u32::MAX ranks (rank maps count in u32).
+        Outbound { context, tag, source: self.rank as u32 }
+    }
+
     fn pattern(&self, context: u32, source: Source, tag: i32) -> Result<Pattern, P2pError> {
         if tag < 0 && tag != ANY_TAG {
             return Err(P2pError::InvalidTag(tag));
@@ -225,7 +224,13 @@ impl Comm {
     ) -> Result<(), P2pError> {
         let dest = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
-        let start = runtime.engine().start_send(&runtime.fabric, dest, context, tag, buf, true);
+        let start = runtime.engine().start_send(
+            &runtime.fabric,
+            dest,
+            self.outbound(context, tag),
+            buf,
+            true,
+        );
         match start {
             SendStart::Done => Ok(()),
             SendStart::Rendezvous(id) => runtime.block(|engine, fabric| {
@@ -285,11 +290,7 @@ impl Comm {
             engine.progress(fabric, Some(&mut sink), None)?;
             engine.finish_recv(fabric, &mut sink)
         })?;
-        Ok(Status {
-            source: self.members.to_comm(envelope.source),
-            tag: envelope.tag,
-            len: envelope.len,
-        })
+        Ok(Status { source: envelope.source, tag: envelope.tag, len: envelope.len })
     }
 
     /// Starts sending `buf` (`MPI_Isend`). A long message that goes by single copy keeps
@@ -300,8 +301,7 @@ impl Comm {
         let start = runtime.engine().start_send(
             &runtime.fabric,
             world_dest,
-            self.remote_context,
-            tag,
+            self.outbound(self.remote_context, tag),
             buf,
             false,
         );
@@ -322,10 +322,7 @@ impl Comm {
     ) -> Result<Request<'a>, P2pError> {
         let pattern = self.pattern(self.context, source.into(), tag)?;
         let id = self.runtime.engine().post_recv(pattern);
-        Ok(Request {
-            runtime: self.runtime.clone(),
-            state: State::Recv { id, buf, members: self.members.clone() },
-        })
+        Ok(Request { runtime: self.runtime.clone(), state: State::Recv { id, buf } })
     }
 
     /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).

@@ -57,9 +57,10 @@ impl Pattern {
     }
 }
 
-/// A received message's envelope, in world ranks.
+/// A received message's envelope.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Envelope {
+    /// The sender's rank in the communicator, from the message's header.
     pub(crate) source: usize,
     pub(crate) tag: i32,
     pub(crate) len: usize,
@@ -76,7 +77,10 @@ enum Body {
 
 struct Arrival {
     context: u32,
+    /// The peer (world rank) the message came from: the ring it arrived on.
     source: usize,
+    /// The sender's rank in the communicator, from the header.
+    rank: u32,
     tag: i32,
     len: usize,
     body: Body,
@@ -133,6 +137,17 @@ pub(crate) enum Direct {
     Slow,
 }
 
+/// What a send's header says about its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Outbound {
+    /// The context the message is sent in.
+    pub(crate) context: u32,
+    /// Its tag.
+    pub(crate) tag: i32,
+    /// The sender's rank in the communicator the receiver sees.
+    pub(crate) source: u32,
+}
+
 /// How a send continues after [`Engine::start_send`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum SendStart {
@@ -152,7 +167,7 @@ pub(crate) struct Engine {
     matched: HashMap<u64, u64>,
     inbound: Vec<Option<u64>>,
     outbound: Vec<VecDeque<Outgoing>>,
-    control: Vec<VecDeque<CellHeader>>,
+    control: Vec<VecDeque<Control>>,
     finished_sends: HashSet<u64>,
     /// Destinations whose ring was full at the end of the last progress.
     pub(crate) blocked: Vec<usize>,
@@ -299,7 +314,7 @@ impl Engine {
                 Err(_) => return Direct::Slow,
             };
             let one_cell = header.kind == CellKind::Message
-                && u64::from(header.fragment_len) == header.total_len
+                && header.fragment_len == header.total_len
                 && self.inbound[source].is_none();
             if !one_cell
                 || header.context != pattern.context
@@ -318,7 +333,11 @@ impl Engine {
                     buffer_len: buf.len(),
                 }));
             }
-            return Direct::Done(Ok(Envelope { source, tag: header.tag, len }));
+            return Direct::Done(Ok(Envelope {
+                source: header.source as usize,
+                tag: header.tag,
+                len,
+            }));
         }
         Direct::Empty
     }
@@ -376,7 +395,8 @@ impl Engine {
         }
         self.matched.remove(&sink.recv);
         let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
-        let envelope = Envelope { source: arrival.source, tag: arrival.tag, len: arrival.len };
+        let envelope =
+            Envelope { source: arrival.rank as usize, tag: arrival.tag, len: arrival.len };
         self.recycle_arrival(arrival);
         if let Some(error) = read_error {
             return Err(error);
@@ -417,7 +437,7 @@ impl Engine {
         let split = match split {
             None if sink.blocking && self.split_above.is_some_and(|limit| n > limit) => {
                 let (mine, theirs) = halves(fabric.rank, source, n);
-                let cell = clear_to_send(sender_id, theirs, sink.buf[theirs.0..].as_ptr());
+                let cell = ClearToSend::cell(sender_id, theirs, sink.buf[theirs.0..].as_ptr());
                 self.send_control(fabric, source, cell);
                 if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
                     self.arrivals.get_mut(&arrival_id)
@@ -446,8 +466,10 @@ impl Engine {
     }
 
     /// Sends a control cell now if its ring has room, else queues it for progress.
-    fn send_control(&mut self, fabric: &ShmTransport, dest: usize, cell: CellHeader) {
-        if self.control[dest].is_empty() && fabric.outbox(dest).try_push(&cell, &[]) {
+    fn send_control(&mut self, fabric: &ShmTransport, dest: usize, cell: Control) {
+        if self.control[dest].is_empty()
+            && fabric.outbox(dest).try_push(&cell.header, cell.payload())
+        {
             fabric.notify(dest);
         } else {
             self.control[dest].push_back(cell);
@@ -487,17 +509,20 @@ impl Engine {
         &mut self,
         fabric: &ShmTransport,
         dest: usize,
-        context: u32,
-        tag: i32,
+        envelope: Outbound,
         buf: &[u8],
         lend: bool,
     ) -> SendStart {
+        let Outbound { context, tag, source } = envelope;
+        // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
+        let total_len = buf.len() as u32;
         let header = |kind, fragment_len: usize, address: u64, id: u64| CellHeader {
             kind,
             context,
             tag,
             fragment_len: fragment_len as u32,
-            total_len: buf.len() as u64,
+            total_len,
+            source,
             address,
             id,
         };
@@ -562,23 +587,24 @@ impl Engine {
         &mut self,
         fabric: &ShmTransport,
         dest: usize,
-        context: u32,
-        tag: i32,
+        envelope: Outbound,
         data: Vec<u8>,
     ) {
         let single_copy = self.single_copy_above.is_some_and(|limit| data.len() > limit);
         if data.len() <= Ring::PAYLOAD_BYTES || !single_copy {
             if data.len() <= Ring::PAYLOAD_BYTES {
-                self.start_send(fabric, dest, context, tag, &data, false);
+                self.start_send(fabric, dest, envelope, &data, false);
                 self.recycle(data);
             } else {
                 let id = self.fresh_id();
                 let header = CellHeader {
                     kind: CellKind::Message,
-                    context,
-                    tag,
+                    context: envelope.context,
+                    tag: envelope.tag,
                     fragment_len: 0,
-                    total_len: data.len() as u64,
+                    // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
+                    total_len: data.len() as u32,
+                    source: envelope.source,
                     address: 0,
                     id,
                 };
@@ -594,8 +620,7 @@ impl Engine {
             return;
         }
         // The vector's heap block does not move while the engine holds it.
-        if let SendStart::Rendezvous(id) = self.start_send(fabric, dest, context, tag, &data, true)
-        {
+        if let SendStart::Rendezvous(id) = self.start_send(fabric, dest, envelope, &data, true) {
             self.owned_rendezvous.insert(id, data);
         }
     }
@@ -657,7 +682,7 @@ impl Engine {
                     if self.inbound[source].is_some() {
                         return Err(corrupt);
                     }
-                    let len = usize::try_from(header.total_len).map_err(|_| corrupt)?;
+                    let len = header.total_len as usize;
                     let body = if header.kind == CellKind::Message {
                         Body::Copied { pending: self.buffer(), in_sink: 0, received: 0 }
                     } else {
@@ -667,6 +692,7 @@ impl Engine {
                     let mut arrival = Arrival {
                         context: header.context,
                         source,
+                        rank: header.source,
                         tag: header.tag,
                         len,
                         body,
@@ -701,7 +727,12 @@ impl Engine {
                 }
                 CellKind::ClearToSend => {
                     // The receiver asks for bytes `offset..offset + part` of the message.
-                    let (offset, part) = (u64::from(header.context), header.total_len);
+                    let mut bytes = [0u8; CONTROL_BYTES];
+                    if header.fragment_len as usize != CONTROL_BYTES {
+                        return Err(corrupt);
+                    }
+                    ring.read_payload(&header, &mut bytes);
+                    let (offset, part, target) = ClearToSend::decode(&bytes);
                     let errno = match self.rendezvous.get(&header.id) {
                         Some(&(dest, address, len))
                             if dest == source
@@ -711,26 +742,22 @@ impl Engine {
                         {
                             let local = address + offset;
                             let part = part as usize;
-                            match cma::write(fabric.pids[source], local, header.address, part) {
+                            match cma::write(fabric.pids[source], local, target, part) {
                                 Ok(()) => 0,
                                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
                             }
                         }
                         _ => libc::EINVAL,
                     };
-                    let cell = CellHeader {
-                        kind: CellKind::Written,
-                        context: 0,
-                        tag: errno,
-                        fragment_len: 0,
-                        total_len: 0,
-                        address: 0,
-                        id: header.id,
-                    };
-                    self.send_control(fabric, source, cell);
+                    self.send_control(fabric, source, written_cell(header.id, errno));
                 }
                 CellKind::Written => {
-                    self.written.insert((source, header.id), header.tag);
+                    let mut errno = [0u8; 4];
+                    if header.fragment_len != 4 {
+                        return Err(corrupt);
+                    }
+                    ring.read_payload(&header, &mut errno);
+                    self.written.insert((source, header.id), i32::from_le_bytes(errno));
                     self.news = true;
                 }
             }
@@ -780,7 +807,7 @@ impl Engine {
         let ring = fabric.outbox(dest);
         let mut pushed = false;
         while let Some(cell) = self.control[dest].front() {
-            if !ring.try_push(cell, &[]) {
+            if !ring.try_push(&cell.header, cell.payload()) {
                 break;
             }
             self.control[dest].pop_front();
@@ -873,29 +900,71 @@ fn halves(receiver: usize, sender: usize, n: usize) -> ((usize, usize), (usize, 
     }
 }
 
-/// Asks the sender of message `sender_id` to write its bytes `part` itself, to `address` in
-/// the receiver's buffer; the part's offset travels in the context field, which a control
-/// cell does not otherwise use (messages are at most `i32::MAX` bytes, so it fits).
-fn clear_to_send(sender_id: u64, part: (usize, usize), address: *const u8) -> CellHeader {
-    CellHeader {
-        kind: CellKind::ClearToSend,
-        context: part.0 as u32,
-        tag: 0,
-        fragment_len: 0,
-        total_len: (part.1 - part.0) as u64,
-        address: address as usize as u64,
-        id: sender_id,
+/// Payload bytes a control cell carries at most (inline in the cell's first cache line).
+const CONTROL_BYTES: usize = 16;
+
+/// A control cell and its payload, queued while the peer's ring is full.
+#[derive(Clone, Copy, Debug)]
+struct Control {
+    header: CellHeader,
+    payload: [u8; CONTROL_BYTES],
+}
+
+impl Control {
+    fn new(kind: CellKind, id: u64, payload: &[u8]) -> Control {
+        let mut bytes = [0u8; CONTROL_BYTES];
+        bytes[..payload.len()].copy_from_slice(payload);
+        let header = CellHeader {
+            kind,
+            context: 0,
+            tag: 0,
+            // Fits: at most CONTROL_BYTES.
+            fragment_len: payload.len() as u32,
+            total_len: 0,
+            source: 0,
+            address: 0,
+            id,
+        };
+        Control { header, payload: bytes }
+    }
+
+    fn payload(&self) -> &[u8] {
+        &self.payload[..self.header.fragment_len as usize]
     }
 }
 
-fn finished_cell(sender_id: u64) -> CellHeader {
-    CellHeader {
-        kind: CellKind::Finished,
-        context: 0,
-        tag: 0,
-        fragment_len: 0,
-        total_len: 0,
-        address: 0,
-        id: sender_id,
+/// The payload of a clear-to-send: the part of the message the sender is asked to write
+/// itself (offset and length) and where it goes in the receiver's memory.
+struct ClearToSend;
+
+impl ClearToSend {
+    /// Asks the sender of message `sender_id` to write its bytes `part` to `address`.
+    fn cell(sender_id: u64, part: (usize, usize), address: *const u8) -> Control {
+        let mut bytes = [0u8; CONTROL_BYTES];
+        // Fit: messages are at most i32::MAX bytes.
+        bytes[0..4].copy_from_slice(&(part.0 as u32).to_le_bytes());
+        bytes[4..8].copy_from_slice(&((part.1 - part.0) as u32).to_le_bytes());
+        bytes[8..16].copy_from_slice(&(address as usize as u64).to_le_bytes());
+        Control::new(CellKind::ClearToSend, sender_id, &bytes)
     }
+
+    /// (offset, length, receiver's address) of a clear-to-send's payload.
+    fn decode(bytes: &[u8; CONTROL_BYTES]) -> (u64, u64, u64) {
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let mut address = [0u8; 8];
+        address.copy_from_slice(&bytes[8..16]);
+        (u64::from(word(0)), u64::from(word(4)), u64::from_le_bytes(address))
+    }
+}
+
+/// Tells the receiver of message `sender_id` that the sender wrote its part (`errno` 0) or
+/// could not (the errno).
+fn written_cell(sender_id: u64, errno: i32) -> Control {
+    Control::new(CellKind::Written, sender_id, &errno.to_le_bytes())
+}
+
+fn finished_cell(sender_id: u64) -> Control {
+    Control::new(CellKind::Finished, sender_id, &[])
 }

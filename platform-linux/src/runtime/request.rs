@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use super::comm::Members;
 use super::engine::{Direct, Feed, Sink};
 use super::error::P2pError;
 use super::Runtime;
@@ -29,7 +28,6 @@ pub(super) enum State<'a> {
     Recv {
         id: u64,
         buf: &'a mut [u8],
-        members: Members,
     },
 }
 
@@ -91,7 +89,7 @@ impl<'a> Request<'a> {
                     step(&mut engine, &runtime.fabric)
                 }
             }
-            State::Recv { id, buf, members } => {
+            State::Recv { id, buf } => {
                 let mut sink = Sink { recv: *id, buf, blocking: block };
                 let mut step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     if let Direct::Done(envelope) =
@@ -111,9 +109,7 @@ impl<'a> Request<'a> {
                     let mut engine = runtime.engine();
                     step(&mut engine, &runtime.fabric)
                 };
-                envelope.map(|e| {
-                    e.map(|e| Status { source: members.to_comm(e.source), tag: e.tag, len: e.len })
-                })
+                envelope.map(|e| e.map(|e| Status { source: e.source, tag: e.tag, len: e.len }))
             }
         };
         match result {

@@ -55,11 +55,11 @@ pub enum CellKind {
     ReadyToSend = 3,
     /// The receiver has read a ready-to-send message; its sender may reuse the buffer.
     Finished = 4,
-    /// The receiver asks the sender to write part of a single-copy message itself:
-    /// `context` is the part's offset in the message, `total_len` its bytes, `address` where
-    /// it goes in the receiver, `id` the sender's.
+    /// The receiver asks the sender to write part of a single-copy message itself; the
+    /// payload says which part and where it goes (see the engine's rendezvous module).
     ClearToSend = 5,
-    /// The sender wrote its part of a split single copy (`tag`: 0, or the errno of failure).
+    /// The sender wrote its part of a split single copy; the payload holds 0 or the errno
+    /// of its failure.
     Written = 6,
 }
 
@@ -77,23 +77,26 @@ impl CellKind {
     }
 }
 
-/// A cell's header; `fragment_len` payload bytes follow it.
+/// A cell's header; `fragment_len` payload bytes follow it. Each field has one meaning in
+/// every kind of cell; a field a kind does not need is zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CellHeader {
     /// What the cell carries.
     pub kind: CellKind,
-    /// The communicator context of the message; in a clear-to-send, the offset in the
-    /// message of the part the sender is asked to write.
+    /// The communicator context of the message.
     pub context: u32,
     /// The message tag.
     pub tag: i32,
     /// Payload bytes in this cell.
     pub fragment_len: u32,
-    /// Bytes of the whole message.
-    pub total_len: u64,
-    /// Sender's buffer address (ready-to-send).
+    /// Bytes of the whole message (at most `i32::MAX`).
+    pub total_len: u32,
+    /// The sender's rank in the message's communicator, so the receiver reports it without
+    /// translating the sender's process back to a rank.
+    pub source: u32,
+    /// The sender's buffer address (ready-to-send).
     pub address: u64,
-    /// Sender's identifier for the message (ready-to-send, finished).
+    /// The sender's identifier for the message (every cell of it, and its control cells).
     pub id: u64,
 }
 
@@ -106,7 +109,8 @@ impl CellHeader {
         out[4..8].copy_from_slice(&self.context.to_le_bytes());
         out[8..12].copy_from_slice(&self.tag.to_le_bytes());
         out[12..16].copy_from_slice(&self.fragment_len.to_le_bytes());
-        out[16..24].copy_from_slice(&self.total_len.to_le_bytes());
+        out[16..20].copy_from_slice(&self.total_len.to_le_bytes());
+        out[20..24].copy_from_slice(&self.source.to_le_bytes());
         out[24..32].copy_from_slice(&self.address.to_le_bytes());
         out[32..40].copy_from_slice(&self.id.to_le_bytes());
         out
@@ -121,14 +125,13 @@ impl CellHeader {
             context: u32_at(4),
             tag: u32_at(8) as i32,
             fragment_len: u32_at(12),
-            total_len: u64_at(16),
+            total_len: u32_at(16),
+            source: u32_at(20),
             address: u64_at(24),
             id: u64_at(32),
         };
         // A peer's bytes are checked before they are trusted.
-        (header.fragment_len as usize <= Ring::PAYLOAD_BYTES
-            && u64::from(header.fragment_len) <= header.total_len)
-            .then_some(header)
+        (header.fragment_len as usize <= Ring::PAYLOAD_BYTES).then_some(header)
     }
 }
 
@@ -315,7 +318,8 @@ mod tests {
             context: i,
             tag: -5,
             fragment_len: len as u32,
-            total_len: len as u64,
+            total_len: len as u32,
+            source: 3,
             address: 7,
             id: u64::MAX - 1,
         }

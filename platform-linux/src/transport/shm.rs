@@ -338,6 +338,7 @@ mod tests {
             tag: 0,
             fragment_len: 0,
             total_len: 0,
+            source: 0,
             address: 0,
             id: 0,
         };
