@@ -241,7 +241,7 @@ impl World {
             Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
             fabric,
-            engine: Mutex::new(Engine::new(size, threshold, split_above)),
+            engine: Mutex::new(Engine::new(threshold, split_above)),
             spin,
             single_copy,
             split_copy_above: split_above,

@@ -248,35 +248,34 @@ impl Transport for ShmTransport {
     }
 }
 
+/// Two processes' views of one two-slot region (slots 0 and 1), here in one process.
+#[cfg(test)]
+pub(crate) fn test_pair() -> (ShmTransport, ShmTransport) {
+    let layout = Layout::new(2).unwrap();
+    let region = Region::create(layout.region_bytes()).unwrap();
+    // SAFETY: dup of a descriptor we own; the new one is handed to Region::open.
+    let again = unsafe { libc::dup(region.fd()) };
+    assert!(again >= 0);
+    let second = Region::open(again).unwrap();
+    let view = |region, rank| ShmTransport {
+        region,
+        layout: Layout::new(2).unwrap(),
+        rank,
+        size: 2,
+        pids: vec![std::process::id(); 2],
+        nodes: vec![0, 1],
+        node_count: 2,
+        wake: WakeFence::Symmetric,
+    };
+    (view(region, 0), view(second, 1))
+}
+
 #[cfg(test)]
 mod tests {
-    use std::os::fd::AsRawFd;
-
     use commcore::wire::Kind;
 
     use super::*;
     use crate::shm::layout::RING_DEPTH;
-
-    /// Two processes' views of one two-slot region, here in one process.
-    fn pair() -> (ShmTransport, ShmTransport) {
-        let layout = Layout::new(2).unwrap();
-        let region = Region::create(layout.region_bytes()).unwrap();
-        // SAFETY: dup of a descriptor we own; the new one is handed to Region::open.
-        let again = unsafe { libc::dup(region.fd().as_raw_fd()) };
-        assert!(again >= 0);
-        let second = Region::open(again).unwrap();
-        let view = |region, rank| ShmTransport {
-            region,
-            layout: Layout::new(2).unwrap(),
-            rank,
-            size: 2,
-            pids: vec![std::process::id(); 2],
-            nodes: vec![0, 1],
-            node_count: 2,
-            wake: WakeFence::Symmetric,
-        };
-        (view(region, 0), view(second, 1))
-    }
 
     fn header(sequence: u32, length: u64) -> Header {
         Header { kind: Kind::Eager, context: 4, source: 0, tag: 9, sequence, length }
@@ -284,7 +283,7 @@ mod tests {
 
     #[test]
     fn packets_arrive_in_order_with_their_payloads_and_full_pushes_back() {
-        let (a, b) = pair();
+        let (a, b) = test_pair();
         let to_b = ShmTransport::address_of(1, std::process::id());
         let from_a = ShmTransport::address_of(0, std::process::id());
         let mut sent = 0u32;
@@ -319,7 +318,7 @@ mod tests {
 
     #[test]
     fn bad_addresses_oversized_payloads_and_garbage_are_errors() {
-        let (a, b) = pair();
+        let (a, b) = test_pair();
         let nobody = ShmTransport::address_of(2, 1);
         assert_eq!(
             a.try_send(nobody, &header(0, 0), &[]),
@@ -352,7 +351,7 @@ mod tests {
 
     #[test]
     fn capabilities_say_which_peers_share_the_node() {
-        let (a, _) = pair();
+        let (a, _) = test_pair();
         let me = ShmTransport::address_of(0, 1);
         let other = ShmTransport::address_of(1, 1);
         assert!(a.capabilities(me).same_node);
@@ -362,7 +361,7 @@ mod tests {
 
     #[test]
     fn wait_returns_by_its_deadline_and_at_once_when_ready() {
-        let (a, _) = pair();
+        let (a, _) = test_pair();
         let start = Instant::now();
         a.wait(start + Duration::from_millis(20), || false);
         assert!(start.elapsed() < Duration::from_secs(2));
@@ -373,7 +372,7 @@ mod tests {
 
     #[test]
     fn single_copy_reads_and_writes_this_process() {
-        let (a, _) = pair();
+        let (a, _) = test_pair();
         let me = ShmTransport::address_of(0, std::process::id());
         let source = *b"single copy";
         let mut got = [0u8; 11];

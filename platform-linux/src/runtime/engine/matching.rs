@@ -1,0 +1,114 @@
+//! Matching: posted receives against arriving messages on (context, source, tag), with
+//! wildcards, oldest first on both sides, so that messages of one pair match in order.
+
+use super::rendezvous::finished_cell;
+use super::Engine;
+use crate::transport::shm::ShmTransport;
+
+/// Which messages a receive accepts (`None` = any).
+/// Which messages a receive accepts (`None` = any).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pattern {
+    pub(crate) context: u32,
+    pub(crate) source: Option<usize>,
+    pub(crate) tag: Option<i32>,
+}
+
+impl Pattern {
+    pub(super) fn accepts(&self, arrival: &Arrival) -> bool {
+        self.context == arrival.context
+            && self.source.map_or(true, |s| s == arrival.source)
+            && self.tag.map_or(true, |t| t == arrival.tag)
+    }
+}
+
+pub(super) enum Body {
+    /// Sent by copy through the ring: `pending` holds bytes `[in_sink, received)` that came
+    /// while the receive's buffer was not lent.
+    Copied { pending: Vec<u8>, in_sink: usize, received: usize },
+    /// Announced for a single-copy read from the sender's memory. `split` is set once the
+    /// receiver asked the sender to write the bytes `start..end` of the message itself.
+    Remote { address: u64, sender_id: u64, split: Option<(usize, usize)> },
+}
+
+pub(super) struct Arrival {
+    pub(super) context: u32,
+    /// The peer (world rank) the message came from: the ring it arrived on.
+    pub(super) source: usize,
+    /// The sender's rank in the communicator, from the header.
+    pub(super) rank: u32,
+    pub(super) tag: i32,
+    pub(super) len: usize,
+    pub(super) body: Body,
+    pub(super) recv: Option<u64>,
+    pub(super) discard: bool,
+}
+
+impl Arrival {
+    pub(super) fn complete(&self) -> bool {
+        match self.body {
+            Body::Copied { received, .. } => received >= self.len,
+            Body::Remote { .. } => true,
+        }
+    }
+}
+
+impl Engine {
+    /// Posts a receive: matched at once against the unexpected queue, else queued.
+    pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
+        let recv = self.fresh_id();
+        let found = self
+            .unexpected
+            .iter()
+            .position(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
+        match found.and_then(|i| self.unexpected.remove(i)) {
+            Some(arrival) => {
+                if let Some(a) = self.arrivals.get_mut(&arrival) {
+                    a.recv = Some(recv);
+                }
+                self.matched.insert(recv, arrival);
+            }
+            None => self.posted.push_back((recv, pattern)),
+        }
+        recv
+    }
+
+    /// Matches arrival `id` with the oldest posted receive that accepts it, or queues it as
+    /// unexpected; the caller stores it in `arrivals`.
+    pub(super) fn arrive(&mut self, id: u64, arrival: &mut Arrival) {
+        let found = self.posted.iter().position(|(_, p)| p.accepts(arrival));
+        match found.and_then(|i| self.posted.remove(i)) {
+            Some((recv, _)) => {
+                self.news = true;
+                arrival.recv = Some(recv);
+                self.matched.insert(recv, id);
+            }
+            None => self.unexpected.push_back(id),
+        }
+    }
+
+    /// Abandons receive `recv`: unposted if unmatched, its message dropped if matched.
+    pub(crate) fn cancel_recv(&mut self, fabric: &ShmTransport, recv: u64) {
+        if let Some(i) = self.posted.iter().position(|(id, _)| *id == recv) {
+            self.posted.remove(i);
+            return;
+        }
+        let Some(arrival_id) = self.matched.remove(&recv) else { return };
+        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
+        let remote = match arrival.body {
+            Body::Remote { sender_id, .. } => Some((arrival.source, finished_cell(sender_id))),
+            Body::Copied { .. } => None,
+        };
+        if arrival.complete() {
+            if let Some(arrival) = self.arrivals.remove(&arrival_id) {
+                self.recycle_arrival(arrival);
+            }
+        } else {
+            arrival.recv = None;
+            arrival.discard = true;
+        }
+        if let Some((source, cell)) = remote {
+            self.send_control(fabric, source, cell);
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The point-to-point engine: MPI matching, the ring protocol, single-copy rendezvous and
+//! split copies, over the shared-memory transport.
+//!
+//! The engine keeps no pointer to a caller's buffer. A call that owns one (a blocking
+//! receive, or `wait`/`test` on a request) lends it for that call as a [`Sink`] (receive) or
+//! a [`Feed`] (send); bytes that arrive while their receive's buffer is not lent wait in the
+//! engine and are copied over when it is.
+//!
+//! Concerns, one file each: [`matching`] (posted and unexpected queues), [`receive`]
+//! (the direct fast path and completing receives), [`send`], [`progress`] (the ring
+//! protocol: draining and pushing cells), [`rendezvous`] (single copy, split copies and
+//! their control cells), [`connections`] (per-peer state) and [`pool`] (spare buffers).
+//!
+//! Peers are named by their slot in the shared-memory transport (for the world's group,
+//! the world rank). Matching compares slots, which is exact because a slot is one process;
+//! the rank a receive reports comes from the message's header.
+//!
+//! Matching is not core's `commcore::matching`: that matcher's queues are bounded, and a
+//! full unexpected queue would have to stop draining a ring, which can hide the very
+//! message a posted receive waits for behind unexpected ones from the same peer. The
+//! engine keeps unbounded queues until that back-pressure has a deadlock-free design.
+
+mod connections;
+mod matching;
+mod pool;
+mod progress;
+mod receive;
+mod rendezvous;
+mod send;
+#[cfg(test)]
+mod tests;
+
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use connections::Connections;
+pub(crate) use matching::Pattern;
+use matching::{Arrival, Body};
+use pool::BufferPool;
+
+use super::error::P2pError;
+
+/// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
+/// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<IdHasher>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<IdHasher>>;
+
+/// A received message's envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    /// The sender's rank in the communicator, from the message's header.
+    pub(crate) source: usize,
+    pub(crate) tag: i32,
+    pub(crate) len: usize,
+}
+
+/// A receive's buffer, lent to the engine for one call.
+pub(crate) struct Sink<'s> {
+    pub(crate) recv: u64,
+    pub(crate) buf: &'s mut [u8],
+    /// The call does not return before the receive completes, so a peer may be let write
+    /// into `buf` (a split single copy).
+    pub(crate) blocking: bool,
+}
+
+/// A send's buffer, lent to the engine for one call.
+pub(crate) struct Feed<'s> {
+    pub(crate) send: u64,
+    pub(crate) buf: &'s [u8],
+}
+
+/// What [`Engine::try_direct_recv`] found.
+pub(crate) enum Direct {
+    /// The message, straight from the ring.
+    Done(Result<Envelope, P2pError>),
+    /// Nothing has arrived from the sources the receive accepts.
+    Empty,
+    /// The general path must run (a competing receive or message, or a cell that is not a
+    /// matching one-cell message).
+    Slow,
+}
+
+/// What a send's header says about its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Outbound {
+    /// The context the message is sent in.
+    pub(crate) context: u32,
+    /// Its tag.
+    pub(crate) tag: i32,
+    /// The sender's rank in the communicator the receiver sees.
+    pub(crate) source: u32,
+}
+
+/// How a send continues after [`Engine::start_send`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SendStart {
+    /// The message is in the ring or copied into the engine: the buffer is free.
+    Done,
+    /// Announced for a single-copy read: the buffer is busy until [`Engine::send_finished`].
+    Rendezvous(u64),
+    /// Streamed by copy from the lent buffer: busy until [`Engine::send_queued`] is false.
+    Streaming(u64),
+}
+
+pub(crate) struct Engine {
+    next_id: u64,
+    posted: VecDeque<(u64, Pattern)>,
+    unexpected: VecDeque<u64>,
+    arrivals: HashMap<u64, Arrival>,
+    matched: HashMap<u64, u64>,
+    /// Per-peer queues, for the peers talked to only.
+    peers: Connections,
+    finished_sends: HashSet<u64>,
+    /// Destinations whose ring was full at the end of the last progress.
+    pub(crate) blocked: Vec<usize>,
+    /// Messages above this many bytes go by single copy (when enabled).
+    pub(crate) single_copy_above: Option<usize>,
+    /// Single copies above this many bytes are split: the receiver reads one half while the
+    /// sender writes the other, so both cores copy (see `halves`).
+    pub(crate) split_above: Option<usize>,
+    /// Set when progress matched a posted receive or completed a send: another thread of
+    /// this process may be asleep waiting for exactly that.
+    news: bool,
+    /// Data of owned single-copy sends, kept until their receiver has read it.
+    owned_rendezvous: HashMap<u64, Vec<u8>>,
+    /// Emptied byte buffers kept for reuse, so that small messages cost no allocation.
+    pool: BufferPool,
+    /// Our single-copy sends in flight: id → (destination, buffer address, length).
+    rendezvous: HashMap<u64, (usize, u64, usize)>,
+    /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
+    written: std::collections::HashMap<(usize, u64), i32>,
+}
+
+impl Engine {
+    pub(crate) fn new(single_copy_above: Option<usize>, split_above: Option<usize>) -> Engine {
+        Engine {
+            next_id: 1,
+            posted: VecDeque::new(),
+            unexpected: VecDeque::new(),
+            arrivals: HashMap::default(),
+            matched: HashMap::default(),
+            peers: Connections::default(),
+            finished_sends: HashSet::default(),
+            blocked: Vec::new(),
+            single_copy_above,
+            split_above,
+            rendezvous: HashMap::default(),
+            pool: BufferPool::default(),
+            owned_rendezvous: HashMap::default(),
+            news: false,
+            written: std::collections::HashMap::new(),
+        }
+    }
+
+    fn recycle_arrival(&mut self, arrival: Arrival) {
+        if let Body::Copied { pending, .. } = arrival.body {
+            self.pool.recycle(pending);
+        }
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Whether any send still waits for room or for its receiver.
+    pub(crate) fn has_outbound(&self) -> bool {
+        self.peers.any_outbound() || !self.owned_rendezvous.is_empty()
+    }
+}

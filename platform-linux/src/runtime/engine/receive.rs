@@ -1,0 +1,199 @@
+//! Completing receives: the direct fast path straight from a ring, and moving a matched
+//! message's bytes into the buffer a call lends.
+
+use super::matching::{Arrival, Body, Pattern};
+use super::rendezvous::Remote;
+use super::{Direct, Engine, Envelope, Sink};
+use crate::runtime::error::P2pError;
+use crate::shm::{CellHeader, CellKind, Ring};
+use crate::transport::shm::ShmTransport;
+
+impl Engine {
+    /// A blocking receive's fast path, taken while no posted receive and no unexpected
+    /// message could compete for the next message: the first cell of a source's ring is then
+    /// the next message to match, and a one-cell message that matches goes straight from the
+    /// ring into `buf`, without being posted or queued.
+    pub(crate) fn try_direct_recv(
+        &mut self,
+        fabric: &ShmTransport,
+        pattern: &Pattern,
+        buf: &mut [u8],
+    ) -> Direct {
+        if !self.posted.is_empty()
+            || self
+                .unexpected
+                .iter()
+                .any(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)))
+        {
+            return Direct::Slow;
+        }
+        self.take_from_rings(fabric, pattern, buf)
+    }
+
+    /// The same fast path for posted receive `recv` while it is the oldest one posted (a
+    /// nonblocking receive's wait, as in a window of them): no unexpected message accepted
+    /// by it can be queued, as progress would have matched it, and no other posted receive
+    /// may take a message it accepts before it does.
+    pub(crate) fn try_direct_posted(
+        &mut self,
+        fabric: &ShmTransport,
+        recv: u64,
+        buf: &mut [u8],
+    ) -> Direct {
+        let pattern = match self.posted.front() {
+            Some(&(oldest, pattern)) if oldest == recv => pattern,
+            _ => return Direct::Slow,
+        };
+        let taken = self.take_from_rings(fabric, &pattern, buf);
+        if let Direct::Done(_) = taken {
+            self.posted.pop_front();
+        }
+        taken
+    }
+
+    /// Takes a one-cell message that `pattern` accepts from the head of a source's ring
+    /// into `buf`, when no competing message may come first (see the callers).
+    fn take_from_rings(
+        &mut self,
+        fabric: &ShmTransport,
+        pattern: &Pattern,
+        buf: &mut [u8],
+    ) -> Direct {
+        let sources = match pattern.source {
+            Some(source) => source..source + 1,
+            None => 0..fabric.size,
+        };
+        for source in sources {
+            let ring = fabric.inbox(source);
+            let header = match ring.peek() {
+                Ok(None) => continue,
+                Ok(Some(header)) => header,
+                Err(_) => return Direct::Slow,
+            };
+            let one_cell = header.kind == CellKind::Message
+                && header.fragment_len == header.total_len
+                && self.peers.inbound(source).is_none();
+            if !one_cell
+                || header.context != pattern.context
+                || pattern.tag.is_some_and(|t| t != header.tag)
+            {
+                return Direct::Slow;
+            }
+            let len = header.total_len as usize;
+            let n = len.min(buf.len());
+            ring.read_payload(&header, &mut buf[..n]);
+            ring.pop();
+            fabric.notify(source);
+            if len > buf.len() {
+                return Direct::Done(Err(P2pError::Truncated {
+                    message_len: len,
+                    buffer_len: buf.len(),
+                }));
+            }
+            return Direct::Done(Ok(Envelope {
+                source: header.source as usize,
+                tag: header.tag,
+                len,
+            }));
+        }
+        Direct::Empty
+    }
+
+    /// Completes receive `recv` into `sink` if its whole message is here; the envelope or a
+    /// truncation error once done, `None` while it is not.
+    pub(crate) fn finish_recv(
+        &mut self,
+        fabric: &ShmTransport,
+        sink: &mut Sink<'_>,
+    ) -> Result<Option<Envelope>, P2pError> {
+        let Some(&arrival_id) = self.matched.get(&sink.recv) else { return Ok(None) };
+        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return Ok(None) };
+        let mut read_error = None;
+        match &mut arrival.body {
+            Body::Copied { pending, in_sink, received } => {
+                if !pending.is_empty() {
+                    let start = (*in_sink).min(sink.buf.len());
+                    let end = (*in_sink + pending.len()).min(sink.buf.len());
+                    sink.buf[start..end].copy_from_slice(&pending[..end - start]);
+                    pending.clear();
+                    *in_sink = *received;
+                }
+                if *received < arrival.len {
+                    return Ok(None);
+                }
+            }
+            &mut Body::Remote { address, sender_id, split } => {
+                let remote =
+                    Remote { source: arrival.source, len: arrival.len, address, sender_id };
+                match self.finish_remote(fabric, sink, arrival_id, remote, split) {
+                    None => return Ok(None),
+                    Some(result) => read_error = result.err(),
+                }
+            }
+        }
+        self.matched.remove(&sink.recv);
+        let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
+        let envelope =
+            Envelope { source: arrival.rank as usize, tag: arrival.tag, len: arrival.len };
+        self.recycle_arrival(arrival);
+        if let Some(error) = read_error {
+            return Err(error);
+        }
+        if envelope.len > sink.buf.len() {
+            return Err(P2pError::Truncated {
+                message_len: envelope.len,
+                buffer_len: sink.buf.len(),
+            });
+        }
+        Ok(Some(envelope))
+    }
+
+    /// Adds a fragment to arrival `id`; whether the message is now whole (or was dropped).
+    pub(super) fn deliver(
+        &mut self,
+        id: u64,
+        ring: &Ring<'_>,
+        header: &CellHeader,
+        sink: Option<&mut Sink<'_>>,
+    ) -> bool {
+        let Some(arrival) = self.arrivals.get_mut(&id) else { return true };
+        take_payload(arrival, ring, header, sink);
+        let complete = arrival.complete();
+        if arrival.discard && complete {
+            if let Some(arrival) = self.arrivals.remove(&id) {
+                self.recycle_arrival(arrival);
+            }
+        }
+        complete
+    }
+}
+
+/// Copies the payload of the ring's oldest cell into `arrival`: straight into `sink` when it
+/// is the arrival's receive and nothing is held back, else into the pending bytes (unless
+/// the receive was cancelled).
+pub(super) fn take_payload(
+    arrival: &mut Arrival,
+    ring: &Ring<'_>,
+    header: &CellHeader,
+    sink: Option<&mut Sink<'_>>,
+) {
+    let n = (header.fragment_len as usize).min(arrival.len);
+    let recv = arrival.recv;
+    let Body::Copied { pending, in_sink, received } = &mut arrival.body else { return };
+    match sink {
+        Some(sink) if Some(sink.recv) == recv && pending.is_empty() && *in_sink == *received => {
+            let start = (*received).min(sink.buf.len());
+            let end = (*received + n).min(sink.buf.len());
+            ring.read_payload(header, &mut sink.buf[start..end]);
+            *in_sink += n;
+        }
+        _ => {
+            if !arrival.discard {
+                let old = pending.len();
+                pending.resize(old + n, 0);
+                ring.read_payload(header, &mut pending[old..]);
+            }
+        }
+    }
+    *received += n;
+}

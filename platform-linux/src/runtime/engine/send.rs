@@ -1,0 +1,149 @@
+//! Starting sends: eagerly into the peer's ring when it fits and nothing queues before it,
+//! else queued (copied, or lent by a blocking caller) for progress to push; announced for a
+//! single copy when long and enabled.
+
+use super::{Engine, Outbound, SendStart};
+use crate::shm::{CellHeader, CellKind, Ring};
+use crate::transport::shm::ShmTransport;
+
+/// A message waiting for room in a peer's ring.
+pub(super) enum Outgoing {
+    Owned { header: CellHeader, payload: Vec<u8>, sent: usize, started: bool },
+    Borrowed { id: u64, header: CellHeader, sent: usize, started: bool },
+}
+
+impl Engine {
+    /// Starts sending `buf`; `lend` says whether the caller will lend it until done
+    /// (a blocking send) or needs it free at once unless it goes by single copy (isend).
+    pub(crate) fn start_send(
+        &mut self,
+        fabric: &ShmTransport,
+        dest: usize,
+        envelope: Outbound,
+        buf: &[u8],
+        lend: bool,
+    ) -> SendStart {
+        let Outbound { context, tag, source } = envelope;
+        // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
+        let total_len = buf.len() as u32;
+        let header = |kind, fragment_len: usize, address: u64, id: u64| CellHeader {
+            kind,
+            context,
+            tag,
+            fragment_len: fragment_len as u32,
+            total_len,
+            source,
+            address,
+            id,
+        };
+        let idle = self.peers.get(dest).map_or(true, |c| c.outbound.is_empty());
+        if buf.len() <= Ring::PAYLOAD_BYTES {
+            let cell = header(CellKind::Message, buf.len(), 0, 0);
+            if idle && fabric.outbox(dest).try_push(&cell, buf) {
+                fabric.notify(dest);
+            } else {
+                let mut payload = self.pool.take();
+                payload.extend_from_slice(buf);
+                self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                    header: cell,
+                    payload,
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return SendStart::Done;
+        }
+        let id = self.fresh_id();
+        if self.single_copy_above.is_some_and(|limit| buf.len() > limit) {
+            let address = buf.as_ptr() as usize as u64;
+            self.rendezvous.insert(id, (dest, address, buf.len()));
+            let cell = header(CellKind::ReadyToSend, 0, address, id);
+            if idle && fabric.outbox(dest).try_push(&cell, &[]) {
+                fabric.notify(dest);
+            } else {
+                self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                    header: cell,
+                    payload: Vec::new(),
+                    sent: 0,
+                    started: false,
+                });
+            }
+            return SendStart::Rendezvous(id);
+        }
+        let cell = header(CellKind::Message, 0, 0, id);
+        if lend {
+            self.peers.open(dest).outbound.push_back(Outgoing::Borrowed {
+                id,
+                header: cell,
+                sent: 0,
+                started: false,
+            });
+            SendStart::Streaming(id)
+        } else {
+            let payload = buf.to_vec();
+            self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                header: cell,
+                payload,
+                sent: 0,
+                started: false,
+            });
+            SendStart::Done
+        }
+    }
+
+    /// Sends `data`, which the engine keeps until it is delivered: no caller buffer stays
+    /// borrowed, so any number of such sends may be in flight (collective schedules).
+    pub(crate) fn start_send_owned(
+        &mut self,
+        fabric: &ShmTransport,
+        dest: usize,
+        envelope: Outbound,
+        data: Vec<u8>,
+    ) {
+        let single_copy = self.single_copy_above.is_some_and(|limit| data.len() > limit);
+        if data.len() <= Ring::PAYLOAD_BYTES || !single_copy {
+            if data.len() <= Ring::PAYLOAD_BYTES {
+                self.start_send(fabric, dest, envelope, &data, false);
+                self.pool.recycle(data);
+            } else {
+                let id = self.fresh_id();
+                let header = CellHeader {
+                    kind: CellKind::Message,
+                    context: envelope.context,
+                    tag: envelope.tag,
+                    fragment_len: 0,
+                    // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
+                    total_len: data.len() as u32,
+                    source: envelope.source,
+                    address: 0,
+                    id,
+                };
+                self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                    header,
+                    payload: data,
+                    sent: 0,
+                    started: false,
+                });
+                // Start it now: the caller may not call in again for a while.
+                self.push_out(fabric, dest, None);
+            }
+            return;
+        }
+        // The vector's heap block does not move while the engine holds it.
+        if let SendStart::Rendezvous(id) = self.start_send(fabric, dest, envelope, &data, true) {
+            self.owned_rendezvous.insert(id, data);
+        }
+    }
+
+    /// Whether the single-copy send `id` has been read by its receiver (consumes the news).
+    pub(crate) fn send_finished(&mut self, id: u64) -> bool {
+        self.finished_sends.remove(&id)
+    }
+
+    /// Whether the streamed send `id` to `dest` still has cells to push.
+    pub(crate) fn send_queued(&self, dest: usize, id: u64) -> bool {
+        self.peers.get(dest).is_some_and(|c| {
+            c.outbound.iter().any(|o| matches!(o, Outgoing::Borrowed { id: i, .. } if *i == id))
+        })
+    }
+}
