@@ -7,3 +7,4 @@ pub mod cpus;
 pub mod jobs;
 pub mod leftovers;
 pub mod reference;
+pub mod scenario;

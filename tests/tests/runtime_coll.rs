@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use commcore_linux::launch::{run_job, JobSpec};
 use commcore_tests::jobs::{self, run_ok};
+use commcore_tests::scenario::{Coll, Job, Scenario};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-fn run(procs: usize, nodes: usize, scenario: &str, env: &[(&str, &str)]) -> String {
-    let mut spec = jobs::job(env!("CARGO_BIN_EXE_runtime_rank"), procs, &[scenario], TIMEOUT);
+fn run(procs: usize, nodes: usize, scenario: impl Into<Scenario>, env: &[(&str, &str)]) -> String {
+    let name = scenario.into().name();
+    let mut spec = jobs::job(env!("CARGO_BIN_EXE_runtime_rank"), procs, &[name], TIMEOUT);
     spec.nodes = nodes;
     spec.env.extend(env.iter().map(|&(k, v)| (k.into(), v.into())));
     run_ok(&spec)
@@ -19,7 +21,7 @@ fn run(procs: usize, nodes: usize, scenario: &str, env: &[(&str, &str)]) -> Stri
 #[test]
 fn areas_are_reused_across_hundreds_of_communicators() {
     for procs in [2, 3, 8] {
-        let out = run(procs, 1, "area-reuse", &[]);
+        let out = run(procs, 1, Coll::AreaReuse, &[]);
         assert!(out.contains("area reuse: 300 rounds; allreduce by shm\n"), "{out}");
     }
 }
@@ -41,7 +43,7 @@ fn every_collective_through_the_areas_and_chunked_through_them() {
                     ("COMMCORE_SPLIT_COPY_ABOVE", split),
                 ];
                 env.extend(bound.map(|max| ("COMMCORE_SHM_MAX", max)));
-                let out = run(procs, 1, "collectives", &env);
+                let out = run(procs, 1, Coll::Collectives, &env);
                 assert!(out.contains("allreduce by shm"), "{out}");
             }
         }
@@ -55,33 +57,33 @@ fn single_copy_reads_serve_ranks_sharing_cpus_when_their_bound_is_set() {
     // then each member folds its segment of everyone's buffers and gathers the others'.
     let env = [("COMMCORE_SHM_SINGLE_COPY_FROM", "3072")];
     for procs in [3, 8] {
-        let out = run(procs, 1, "collectives", &env);
+        let out = run(procs, 1, Coll::Collectives, &env);
         assert!(out.contains("allreduce by shm"), "{out}");
-        let out = run(procs, 1, "noncommutative", &env);
+        let out = run(procs, 1, Coll::Noncommutative, &env);
         assert!(out.contains(&format!("checked on {procs} ranks; allreduce by shm")), "{out}");
     }
 }
 
 #[test]
 fn control_strings_exclude_shm_and_several_nodes_keep_hier() {
-    let out = run(4, 1, "area-reuse", &[("COMMCORE_COLL", "coll=^shm")]);
+    let out = run(4, 1, Coll::AreaReuse, &[("COMMCORE_COLL", "coll=^shm")]);
     assert!(out.contains("allreduce by tuned\n"), "{out}");
-    let out = run(6, 2, "collectives", &[]);
+    let out = run(6, 2, Coll::Collectives, &[]);
     assert!(out.contains("allreduce by hier"), "{out}");
 }
 
 #[test]
 fn ranks_whose_protocol_settings_differ_are_refused_at_init() {
-    let out = run(3, 1, "mismatched-settings", &[]);
+    let out = run(3, 1, Job::MismatchedSettings, &[]);
     assert!(out.contains("init refused: rank 2's settings differ"), "{out}");
 }
 
 #[test]
 fn non_commutative_reductions_combine_in_rank_order() {
     for procs in [2, 3, 5, 8] {
-        let out = run(procs, 1, "noncommutative", &[]);
+        let out = run(procs, 1, Coll::Noncommutative, &[]);
         assert!(out.contains(&format!("checked on {procs} ranks; allreduce by shm")), "{out}");
-        let out = run(procs, 1, "noncommutative", &[("COMMCORE_COLL", "coll=^shm")]);
+        let out = run(procs, 1, Coll::Noncommutative, &[("COMMCORE_COLL", "coll=^shm")]);
         assert!(out.contains("allreduce by tuned"), "{out}");
     }
 }
@@ -90,7 +92,7 @@ fn non_commutative_reductions_combine_in_rank_order() {
 fn a_long_send_moves_on_while_its_receiver_waits_in_an_area_barrier() {
     let env = [("COMMCORE_SHM_MAX", "0")];
     let mut spec = JobSpec::new(4, env!("CARGO_BIN_EXE_runtime_rank"));
-    spec.args = vec!["isend-across-collectives".into()];
+    spec.args = vec![Scenario::from(Coll::IsendAcrossCollectives).name().into()];
     spec.timeout = Some(Duration::from_secs(30));
     spec.env.extend(env.iter().map(|&(k, v)| (k.into(), v.into())));
     // Whether the ranks meet the hazard depends on timing: try a few times.
