@@ -1,12 +1,16 @@
 //! `commcore bench rankmap`: memory, lookup time and creation time of rank maps, against the
 //! paper's VC-VCRT model built in the same run ([`vc_vcrt`]).
 //!
+//! `rank_of` rows: what a receiver pays per message to learn the sender's communicator rank,
+//! per model ([`rank_of`]).
+//!
 //! Options: `--ranks N` (memory and creation cases, default 786,432), `--lookup-ranks
 //! A,B,C` (default 16,4096,786432), `--lookups N` (per timed repetition, default 2²¹),
 //! `--probe MODEL [--calls N] [--via entry|address_word]` (run only the non-inlined probe of
 //! one model, or `baseline`, N times, through `RankMap::entry` (the default) or
 //! `RankMap::address_word`: what `scripts/instructions.sh` counts).
 
+pub mod rank_of;
 pub mod vc_vcrt;
 
 use std::hint::black_box;
@@ -89,8 +93,11 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     let per_rep = option(args, "--lookups")?.unwrap_or(LOOKUPS_PER_REP);
     let (memory, creation) = memory_and_creation(ranks)?;
     let mut lookup = Vec::new();
+    let mut rank_of = Vec::new();
     for &n in &lookup_ranks {
-        lookup.extend(lookups(n, per_rep)?);
+        let (rows, receives) = lookups(n, per_rep)?;
+        lookup.extend(rows);
+        rank_of.extend(receives);
     }
     Ok(json!({
         "ave_bytes": std::mem::size_of::<Ave>(),
@@ -98,6 +105,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         "rankmap_bytes_per_comm": std::mem::size_of::<RankMap<'static>>(),
         "memory": memory,
         "lookup": lookup,
+        "rank_of": rank_of,
         "create": creation,
     }))
 }
@@ -282,8 +290,9 @@ fn sweep_vc_vcrt(table: &VcTable<'_>, comm: &VcComm, rounds: usize) -> u64 {
 }
 
 /// Lookup time of every model at `n` ranks, against the baseline in alternating repetitions
-/// (best of each after a warm-up sweep).
-fn lookups(n: u32, per_rep: usize) -> Result<Vec<Value>, String> {
+/// (best of each after a warm-up sweep); and the receiver's cost of the sender's rank per
+/// model, against the direct model's in alternating repetitions.
+fn lookups(n: u32, per_rep: usize) -> Result<(Vec<Value>, Vec<Value>), String> {
     let w = LookupWorld::new(n)?;
     let groups = registry(&w)?;
     let mut arena = TableArena::new(&w.words);
@@ -291,6 +300,8 @@ fn lookups(n: u32, per_rep: usize) -> Result<Vec<Value>, String> {
     let rounds = (per_rep / n as usize).max(MIN_SWEEPS);
     let reps = if n >= 100_000 { 5 } else { 31 };
     let mut rows = Vec::new();
+    let mut receives = Vec::new();
+    let headers = rank_of::headers(n);
     for model in MODELS {
         let (map, comm) = build(model, n, &w, &groups, &mut arena, &table)?;
         let expected = sweep_rankmap(&map, &groups, 1);
@@ -319,12 +330,52 @@ fn lookups(n: u32, per_rep: usize) -> Result<Vec<Value>, String> {
             "vc_vcrt_ns_per_lookup": round3(theirs),
             "ratio": round3(ours / theirs),
         }));
+        receives.push(rank_of_row(model, &map, &headers, rounds, reps)?);
         map.free(&mut arena).map_err(|e| e.to_string())?;
     }
     if arena.used_bytes() != 0 {
         return Err("lookup tables were not returned to the arena".into());
     }
-    Ok(rows)
+    Ok((rows, receives))
+}
+
+/// The `rank_of` row of `model`: the header-field read a receive does, timed against the
+/// same read for the direct model in alternating repetitions, and the removed scan.
+fn rank_of_row(
+    model: &str,
+    map: &RankMap<'_>,
+    headers: &[[u8; commcore::wire::HEADER_LEN]],
+    rounds: usize,
+    reps: usize,
+) -> Result<Value, String> {
+    let n = map.size();
+    let expected = (0..u64::from(n)).sum::<u64>();
+    if rank_of::sweep(headers, 1) != expected {
+        return Err(format!("{model}: the headers do not name every sender once"));
+    }
+    let (mut ours, mut direct) = (f64::MAX, f64::MAX);
+    for _ in 0..reps {
+        // The direct model's receive reads the same field of the same headers: the sender
+        // wrote its own rank, whatever the model.
+        black_box(rank_of::sweep(headers, 1));
+        let t = Instant::now();
+        black_box(rank_of::sweep(headers, rounds));
+        direct = direct.min(t.elapsed().as_nanos() as f64);
+        black_box(rank_of::sweep(headers, 1));
+        let t = Instant::now();
+        black_box(rank_of::sweep(headers, rounds));
+        ours = ours.min(t.elapsed().as_nanos() as f64);
+    }
+    let receives = (rounds * n as usize) as f64;
+    let (ours, direct) = (ours / receives, direct / receives);
+    Ok(json!({
+        "model": model,
+        "ranks": n,
+        "ns_per_receive": round3(ours),
+        "direct_ns_per_receive": round3(direct),
+        "ratio": round3(ours / direct),
+        "scan_ns_per_receive_before": round3(rank_of::scan_ns(map, u64::from(n))),
+    }))
 }
 
 fn round3(x: f64) -> f64 {
@@ -450,6 +501,12 @@ mod tests {
         assert_eq!(memory[3]["lut_bytes"], 10 * 256 * 4, "ten random luts of 256 ranks");
         let lookup = report["lookup"].as_array().unwrap();
         assert_eq!(lookup.len(), 2 * MODELS.len());
+        let rank_of = report["rank_of"].as_array().unwrap();
+        assert_eq!(rank_of.len(), 2 * MODELS.len());
+        for row in rank_of {
+            assert!(row["ns_per_receive"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row["scan_ns_per_receive_before"].as_f64().is_some(), "{row}");
+        }
         assert_eq!(report["create"].as_array().unwrap().len(), 4);
     }
 
