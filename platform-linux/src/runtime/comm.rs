@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
+use commcore::av::ProcessGroups;
 use commcore::rankmap::RankMap;
+
+use crate::transport::{self, Route};
 
 use super::engine::{Direct, Feed, Outbound, Pattern, SendStart, Sink};
 use super::error::{CollectiveError, P2pError};
@@ -41,6 +44,9 @@ impl Drop for MapHandle {
     }
 }
 
+/// The runtime's registry of process groups.
+type Groups = ProcessGroups<'static, { super::MAX_PROCESS_GROUPS }>;
+
 /// A communicator's members: core's rank map from communicator ranks to processes of the
 /// world's group, whose lpids are world ranks.
 #[derive(Clone)]
@@ -54,6 +60,15 @@ impl Members {
     pub(super) fn map(&self) -> &RankMap<'static> {
         // Set at construction, taken only in Drop.
         self.0.map.as_ref().expect("a live communicator has its rank map")
+    }
+
+    /// How to reach rank `rank`, found the paper's way: rank map → (pgid, lpid) → the
+    /// process's 12-byte entry in its group's address vector → transport selector and
+    /// address.
+    #[inline]
+    pub(super) fn route(&self, groups: &Groups, rank: usize) -> Option<Route> {
+        let rank = u32::try_from(rank).ok()?;
+        self.map().entry(groups, rank).map(Route::of)
     }
 
     pub(super) fn to_world(&self, rank: usize) -> Option<usize> {
@@ -178,8 +193,20 @@ impl Comm {
         self.inter.as_ref().map_or(self.size, |local| local.size)
     }
 
+    /// The engine's peer (the shared-memory slot) of rank `rank`, through its address-vector
+    /// entry.
     fn check_rank(&self, rank: usize) -> Result<usize, P2pError> {
-        self.members.to_world(rank).ok_or(P2pError::RankOutOfRange { rank, size: self.size })
+        let route = self
+            .members
+            .route(&self.runtime.groups, rank)
+            .ok_or(P2pError::RankOutOfRange { rank, size: self.size })?;
+        let unreachable = P2pError::NoTransport { rank, transport: route.transport.0 };
+        match route.transport {
+            transport::SHARED_MEMORY => {
+                self.runtime.fabric.slot(route.peer).map_err(|_| unreachable)
+            }
+            _ => Err(unreachable),
+        }
     }
 
     fn check_send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<usize, P2pError> {

@@ -241,6 +241,13 @@ pub enum P2pError {
         /// The OS error number.
         errno: i32,
     },
+    /// The rank's address-vector entry names a transport this process does not run.
+    NoTransport {
+        /// The rank in the communicator.
+        rank: usize,
+        /// The entry's transport selector.
+        transport: u8,
+    },
 }
 
 impl fmt::Display for P2pError {
@@ -263,6 +270,11 @@ impl fmt::Display for P2pError {
             P2pError::SingleCopyFailed { peer, errno } => {
                 write!(f, "single-copy read from rank {peer} failed (errno {errno})")
             }
+            P2pError::NoTransport { rank, transport } => write!(
+                f,
+                "rank {rank} is reached through transport {transport}, which this process does \
+                 not run; start the job with that transport enabled"
+            ),
         }
     }
 }

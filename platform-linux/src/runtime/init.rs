@@ -340,7 +340,7 @@ const ARENA_WORDS: usize = 16 * 1024;
 
 /// The world's map (direct) and this rank's self map (offset), over process group 0.
 fn rank_maps(
-    groups: &ProcessGroups<'static, 1>,
+    groups: &ProcessGroups<'static, { super::MAX_PROCESS_GROUPS }>,
     av: &'static [Ave],
     rank: usize,
 ) -> Result<(RankMap<'static>, RankMap<'static>), InitError> {

@@ -102,8 +102,9 @@ pub(crate) struct Runtime {
     /// the engine's long messages and the `shm` bcast).
     split_copy_above: Option<usize>,
     launched: bool,
-    /// Process group 0, the world's.
-    groups: ProcessGroups<'static, 1>,
+    /// The process groups this process knows, each with its address vector; group 0 is
+    /// the world's.
+    groups: ProcessGroups<'static, MAX_PROCESS_GROUPS>,
     /// Storage for the tables of rank maps that need one.
     arena: Mutex<TableArena<'static, ARENA_TABLES>>,
     /// This process's context ids, shared by its threads (core's CID space).
@@ -123,6 +124,10 @@ pub(crate) struct Runtime {
 /// Context ids a process can hold: `0..CID_WIDTH`.
 const CID_WIDTH: u32 = 4096;
 const CID_WORDS: usize = commcore::cid::words_for(CID_WIDTH);
+
+/// Process groups the registry holds at most (the world, spawned and connected jobs);
+/// registering one more is an error.
+pub(crate) const MAX_PROCESS_GROUPS: usize = 64;
 
 /// Rank-map tables the arena holds at most.
 const ARENA_TABLES: usize = 1024;

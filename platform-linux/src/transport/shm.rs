@@ -117,7 +117,7 @@ impl ShmTransport {
 
     /// The slot an address names, if the region has it.
     #[inline]
-    fn slot(&self, peer: PeerAddress) -> Result<usize, TransportError> {
+    pub(crate) fn slot(&self, peer: PeerAddress) -> Result<usize, TransportError> {
         let slot = (peer.0 & u64::from(u32::MAX)) as usize;
         if slot < self.size {
             Ok(slot)
