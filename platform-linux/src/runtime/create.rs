@@ -11,8 +11,8 @@ use commcore::coll::{CollArgs, CollOp, Datatype};
 use commcore::rankmap;
 
 use super::comm::Comm;
+use super::context_id::{agree_cid, fold_words, to_bytes, HeldCid};
 use super::error::{CommError, P2pError};
-use super::group::{agree_cid, fold_words, to_bytes};
 use super::shm_coll::{AreaGrant, ShmColl};
 use super::Source;
 use crate::shm::coll_area::members_max;
@@ -30,7 +30,7 @@ const NO_OFFER: u32 = u32::MAX;
 
 /// What a creation agreed for a rank that joins: the context id, the members' ranks in the
 /// parent in their new order, and the communicator's collective area.
-type Created = (u32, Vec<usize>, Option<AreaGrant>);
+type Created<'r> = (HeldCid<'r>, Vec<usize>, Option<AreaGrant>);
 
 impl Comm {
     /// Every rank's `mine` (all of one length), concatenated in rank order, on the
@@ -96,7 +96,9 @@ impl Comm {
     /// and the number of allreduces it took.
     pub fn agree_context_id(&self, tag: u32) -> Result<(u32, u32), CommError> {
         let mut request = CidRequest::new(self.runtime.cid_algorithm, self.cid, tag);
-        self.agree_with_items(&mut request, &[]).map(|(cid, _)| (cid, request.allreduces()))
+        // The caller holds the id from here on.
+        let (cid, _) = self.agree_with_items(&mut request, &[])?;
+        Ok((cid.hand_over(), request.allreduces()))
     }
 
     /// Agrees on a context id (tag 0) and gathers every member's `mine` (all of one length)
@@ -106,7 +108,7 @@ impl Comm {
         &self,
         request: &mut CidRequest<{ super::CID_WORDS }>,
         mine: &[u8],
-    ) -> Result<(u32, Vec<u8>), CommError> {
+    ) -> Result<(HeldCid<'_>, Vec<u8>), CommError> {
         if self.inter.is_some() {
             return Err(CommError::NotIntra);
         }
@@ -162,12 +164,6 @@ impl Comm {
         Ok(reduced)
     }
 
-    /// A new communicator whose id this process holds but which it does not join: give the
-    /// id back.
-    pub(super) fn release_context_id(&self, cid: u32) {
-        let _ = self.runtime.cids.release(cid);
-    }
-
     /// A new communicator with the same members and ranks (`MPI_Comm_dup`; collective, over
     /// both groups of an inter-communicator).
     pub fn dup(&self) -> Result<Comm, CommError> {
@@ -180,14 +176,11 @@ impl Comm {
         let map = {
             let mut arena =
                 self.runtime.arena.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.rank_map().dup(&mut arena).map_err(|e| {
-                self.release_context_id(cid);
-                CommError::RankMap(e)
-            })?
+            self.rank_map().dup(&mut arena).map_err(CommError::RankMap)?
         };
         let world: Vec<usize> = (0..self.size).filter_map(|r| self.world_rank(r)).collect();
         let shm = self.attach(area, self.rank, &world);
-        Comm::with_area(self.runtime.clone(), cid, self.rank, map, shm)
+        Comm::with_area(self.runtime.clone(), cid.hand_over(), self.rank, map, shm)
             .map_err(CommError::Collective)
     }
 
@@ -233,16 +226,14 @@ impl Comm {
         let Some((cid, parents, area)) = self.create_colored(color, key)? else {
             return Ok(None);
         };
-        self.child_with_area(cid, &parents, area)
-            .inspect_err(|_| self.release_context_id(cid))
-            .map(Some)
+        self.child_with_area(cid, &parents, area).map(Some)
     }
 
     /// The collective part of `dup`, `split` and `create`: one exchange of each rank's
     /// color, key and offered collective area, riding on the context-id agreement. Returns,
     /// for a rank that joins a communicator, its id, its members' ranks here in order, and
     /// its area: the first offered by one of its members, if it fits.
-    fn create_colored(&self, color: i32, key: i32) -> Result<Option<Created>, CommError> {
+    fn create_colored(&self, color: i32, key: i32) -> Result<Option<Created<'_>>, CommError> {
         let runtime = &self.runtime;
         let fabric = &runtime.fabric;
         let joins = color != UNDEFINED;
@@ -262,7 +253,7 @@ impl Comm {
             }
         };
         if !joins {
-            self.release_context_id(cid);
+            // Dropping the guard gives the id back.
             return Ok(None);
         }
         let field = |item: &[u8], at: usize| {
@@ -313,13 +304,13 @@ impl Comm {
     /// Frees the communicator (`MPI_Comm_free`); the same as dropping it.
     pub fn free(self) {}
 
-    pub(super) fn child(&self, cid: u32, parents: &[usize]) -> Result<Comm, CommError> {
+    pub(super) fn child(&self, cid: HeldCid<'_>, parents: &[usize]) -> Result<Comm, CommError> {
         self.child_with_area(cid, parents, None)
     }
 
     fn child_with_area(
         &self,
-        cid: u32,
+        cid: HeldCid<'_>,
         parents: &[usize],
         area: Option<AreaGrant>,
     ) -> Result<Comm, CommError> {
@@ -337,6 +328,7 @@ impl Comm {
             rankmap::create(self.rank_map(), &indirect, &self.runtime.groups, &mut arena)
                 .map_err(CommError::RankMap)?
         };
-        Comm::with_area(self.runtime.clone(), cid, rank, map, shm).map_err(CommError::Collective)
+        Comm::with_area(self.runtime.clone(), cid.hand_over(), rank, map, shm)
+            .map_err(CommError::Collective)
     }
 }

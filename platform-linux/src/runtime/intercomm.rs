@@ -10,14 +10,14 @@
 use std::sync::{Arc, PoisonError};
 
 use commcore::av::Pgid;
-use commcore::cid::{Cid, CidRequest, InterCidPair, InterCidRequest, InterStep};
+use commcore::cid::{CidRequest, InterCidPair, InterCidRequest, InterStep};
 use commcore::coll::{CollArgs, CollOp, Datatype, Root};
 use commcore::rankmap::{self, InterMaps, RankMap};
 
 use super::comm::{Comm, Members, WORLD_CID};
+use super::context_id::{agree_cid, fold_words, to_bytes, HeldCid};
 use super::create::UNDEFINED;
 use super::error::{CollectiveError, CommError};
-use super::group::{agree_cid, fold_words, to_bytes};
 use super::Runtime;
 
 /// The local group of an inter-communicator.
@@ -109,6 +109,7 @@ impl Comm {
             return Err(CommError::GroupsOverlap);
         }
         let pair = self.agree_inter_cids(leader, peer_comm, remote_leader, tag)?;
+        let held = HeldCid::new(&self.runtime, pair.local);
         let maps = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
             self.rank_map().dup(&mut arena).and_then(|local| {
@@ -121,10 +122,8 @@ impl Comm {
                 }
             })
         };
-        let (local_map, remote_map) = maps.map_err(|e| {
-            self.release_context_id(pair.local);
-            CommError::RankMap(e)
-        })?;
+        let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
+        let pair = InterCidPair { local: held.hand_over(), remote: pair.remote };
         Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
     }
 
@@ -248,11 +247,9 @@ impl Comm {
                 merged
             })
         };
-        let merged = merged.map_err(|e| {
-            self.release_context_id(cid);
-            CommError::RankMap(e)
-        })?;
-        Comm::with(self.runtime.clone(), cid, rank, merged).map_err(CommError::Collective)
+        let merged = merged.map_err(CommError::RankMap)?;
+        Comm::with(self.runtime.clone(), cid.hand_over(), rank, merged)
+            .map_err(CommError::Collective)
     }
 
     /// A copy of this inter-communicator with a context of its own (`MPI_Comm_dup`;
@@ -272,10 +269,8 @@ impl Comm {
                 }
             })
         };
-        let (local_map, remote_map) = maps.map_err(|e| {
-            self.release_context_id(cid);
-            CommError::RankMap(e)
-        })?;
+        let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
+        let cid = cid.hand_over();
         let pair = InterCidPair { local: cid, remote: cid };
         Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
     }
@@ -304,14 +299,12 @@ impl Comm {
         let to_remote_world = |r| self.members.to_world(r);
         let groups = members(&local_items, &to_local_world)
             .and_then(|l| members(&remote_items, &to_remote_world).map(|(_, r)| (l, r)));
-        let ((local_ranks, local_world), remote_world) =
-            groups.inspect_err(|_| self.release_context_id(cid))?;
+        // On every return below without a communicator, dropping `cid` gives it back.
+        let ((local_ranks, local_world), remote_world) = groups?;
         let Some(rank) = local_ranks.iter().position(|&r| r == self.rank) else {
-            self.release_context_id(cid);
             return Ok(None);
         };
         if remote_world.is_empty() {
-            self.release_context_id(cid);
             return Ok(None);
         }
         let maps = {
@@ -327,10 +320,8 @@ impl Comm {
                 }
             })
         };
-        let (local_map, remote_map) = maps.map_err(|e| {
-            self.release_context_id(cid);
-            CommError::RankMap(e)
-        })?;
+        let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
+        let cid = cid.hand_over();
         let pair = InterCidPair { local: cid, remote: cid };
         Comm::inter(self.runtime.clone(), pair, rank, local_map, remote_map).map(Some)
     }
@@ -375,7 +366,7 @@ impl Comm {
     /// allreduce is two allgathers, the first giving each side the other group's words,
     /// which it folds, the second handing each side the other's fold, which is of its own
     /// group's words.
-    fn agree_cid_across_groups(&self) -> Result<Cid, CommError> {
+    fn agree_cid_across_groups(&self) -> Result<HeldCid<'_>, CommError> {
         let parent = self.context.min(self.remote_context) / 2;
         let mut request = CidRequest::new(self.runtime.cid_algorithm, parent, 0);
         agree_cid(&self.runtime, &mut request, |op, mine| {

@@ -28,6 +28,7 @@ mod affinity;
 mod coll;
 mod coll_selection;
 mod comm;
+mod context_id;
 mod create;
 mod engine;
 mod error;
