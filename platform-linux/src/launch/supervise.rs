@@ -271,8 +271,8 @@ impl Watch<'_> {
                 unsafe { libc::killpg(self.pgid, signal) };
                 interrupted.get_or_insert((signal, Instant::now() + GRACE));
             }
-            if let Some((_, deadline)) = interrupted.filter(|(_, d)| Instant::now() >= *d) {
-                let _ = deadline;
+            // The grace period after a forwarded signal is over: SIGKILL for what is left.
+            if interrupted.is_some_and(|(_, deadline)| Instant::now() >= deadline) {
                 kill_and_reap(self.pgid, pids);
                 break;
             }
