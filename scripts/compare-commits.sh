@@ -48,11 +48,12 @@ build() {
     if [ ! -d "$dir" ]; then
         git -C "$repo" worktree add --detach --quiet "$dir" "$1" >&2
     fi
-    worktrees+=("$dir")
     echo "building $1 in $dir" >&2
     (cd "$dir" && CARGO_TARGET_DIR="$target" cargo build --release --quiet -p commcore-cli --bin commcore >&2)
     echo "$target/release/commcore"
 }
+# Listed here, not in build(): that runs in a subshell.
+worktrees=("$work/tree-$old" "$work/tree-$new")
 old_bin=$(build "$old")
 new_bin=$(build "$new")
 
