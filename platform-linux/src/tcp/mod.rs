@@ -1,0 +1,37 @@
+//! TCP, the transport between ranks on different hosts (and between any two ranks when
+//! `COMMCORE_TRANSPORT=tcp`).
+//!
+//! - Every rank listens on one socket whose address the others learn at start-up (from the
+//!   launcher's key-value exchange, [`crate::launch::kv`]).
+//! - Connections are made on demand, at the first message to a peer. The handshake is core's
+//!   sans-IO machine ([`commcore::conn`]): its datagrams travel as frames on TCP streams.
+//!   A datagram to a listening address goes on a stream this rank dials to it; an answer
+//!   goes back on the stream the datagram came by (the address the machine sees is a token
+//!   naming that stream). When both ranks dial each other at once, the machine picks one
+//!   handshake; its stream ([`commcore::conn::Connection::via`]) carries the connection, and
+//!   each side closes the streams it dialed for the handshake that lost. A peer that never
+//!   answers fails the first send to it after the handshake's timeout.
+//! - Framing ([`frame`]): a 5-byte prefix (length, kind), then a handshake datagram, or
+//!   core's 32-byte wire header ([`commcore::wire`]) and the payload, or a goodbye.
+//! - Back-pressure: at most `queue_bytes` wait to be written to one peer (messages sent
+//!   before the connection is up count too). A send beyond that moves traffic until there
+//!   is room; after `send_timeout` without room the peer counts as no longer reading and
+//!   the send fails naming it. Memory per peer is bounded by the queue plus one message.
+//! - Latency: TCP_NODELAY on every stream; a message is written straight from the caller's
+//!   buffer when nothing is queued before it; waiting spins briefly over the sockets, then
+//!   sleeps in `poll(2)`.
+//! - Ends: a rank that finishes says goodbye on each connection; any other end of a
+//!   connection (the rank exited or was killed: EOF; a reset) is an error naming the rank,
+//!   reported by every later call, since the job cannot go on without it.
+//!
+//! Not yet: the runtime's message path does not select TCP per peer (see the closing note
+//! of issue 17); large messages travel eagerly in one frame (no rendezvous on TCP).
+
+pub mod error;
+pub mod frame;
+pub mod socket;
+mod stream;
+mod transport;
+
+pub use error::{PeerFault, TcpError};
+pub use transport::{Arrival, TcpSettings, TcpTransport, MAX_PEERS};

@@ -1,0 +1,477 @@
+//! The TCP transport: one listener, streams made on demand, the handshake driven by core's
+//! connection machine, bounded send queues, and waiting that spins briefly then polls.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use commcore::conn::{Addr, Config, ConnectOutcome, Endpoint, Event, FailReason, Identity};
+use commcore::wire::{Header, HEADER_LEN};
+
+use super::error::{PeerFault, TcpError};
+use super::frame::{self, FrameKind, Parsed, PREFIX_LEN};
+use super::socket;
+use super::stream::{ReadEnd, Stream};
+
+/// Peers one process may have handshake or connection state for at once.
+pub const MAX_PEERS: usize = 256;
+
+/// Tunables, with defaults fit for a job on one machine or a LAN.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpSettings {
+    /// Bytes that may wait to be written to one peer; a send beyond it waits for room.
+    pub queue_bytes: usize,
+    /// How long a send waits for room before the peer counts as no longer reading.
+    pub send_timeout: Duration,
+    /// How long a wait spins (polling sockets without sleeping) before it blocks.
+    pub spin: Duration,
+    /// Handshake timers in microseconds and the job's token.
+    pub handshake: Config,
+}
+
+impl TcpSettings {
+    /// The defaults for a job whose handshakes carry `token`: 4 MiB per peer, sends give
+    /// up after 1 s without room, 50 µs of spinning, handshakes give up after 1.5 s.
+    pub fn new(token: u128) -> Self {
+        let mut handshake = Config::micros(token);
+        handshake.timeout = 1_500_000;
+        Self {
+            queue_bytes: 4 << 20,
+            send_timeout: Duration::from_secs(1),
+            spin: Duration::from_micros(50),
+            handshake,
+        }
+    }
+}
+
+/// A message that arrived.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// The sender's world rank.
+    pub from: usize,
+    /// Its wire header.
+    pub header: Header,
+    /// Its payload.
+    pub payload: Vec<u8>,
+}
+
+/// The TCP transport of one rank of a job whose ranks listen at `addrs`.
+pub struct TcpTransport {
+    rank: usize,
+    addrs: Vec<SocketAddr>,
+    settings: TcpSettings,
+    listener: TcpListener,
+    endpoint: Box<Endpoint<MAX_PEERS>>,
+    epoch: Instant,
+    streams: HashMap<u64, Stream>,
+    next_token: u64,
+    /// The stream carrying each connected peer's connection.
+    connected: HashMap<usize, u64>,
+    /// Frames for peers whose handshake is not finished.
+    pending: HashMap<usize, (VecDeque<Vec<u8>>, usize)>,
+    /// Peers that said goodbye.
+    finished: Vec<usize>,
+    fault: Option<TcpError>,
+    arrivals: VecDeque<Arrival>,
+}
+
+impl TcpTransport {
+    /// Listens on `listener` (made by [`socket::listen`], whose address the job's other
+    /// ranks know as `addrs[rank]`).
+    pub fn new(
+        rank: usize,
+        addrs: Vec<SocketAddr>,
+        listener: TcpListener,
+        settings: TcpSettings,
+        seed: u64,
+    ) -> Result<Self, TcpError> {
+        let local = addrs
+            .get(rank)
+            .copied()
+            .ok_or(TcpError::peer(rank, PeerFault::NoSuchRank { size: addrs.len() }))?;
+        listener.set_nonblocking(true).map_err(|e| TcpError::Local(e.kind()))?;
+        let identity = Identity::new(0, rank as u32);
+        let endpoint = Endpoint::new(identity, socket::encode(local), settings.handshake, seed)
+            .map_err(|_| TcpError::Local(io::ErrorKind::InvalidInput))?;
+        Ok(Self {
+            rank,
+            addrs,
+            settings,
+            listener,
+            endpoint: Box::new(endpoint),
+            epoch: Instant::now(),
+            streams: HashMap::new(),
+            next_token: 1,
+            connected: HashMap::new(),
+            pending: HashMap::new(),
+            finished: Vec::new(),
+            fault: None,
+            arrivals: VecDeque::new(),
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Peers with a connection up.
+    pub fn connections(&self) -> usize {
+        self.connected.len()
+    }
+
+    /// Sends a message to `peer`: connects first if need be. Returns once the message is
+    /// written or queued; waits (moving other traffic) while more than `queue_bytes` wait
+    /// for the peer, and fails naming the peer after `send_timeout` without room.
+    pub fn send(&mut self, peer: usize, header: &Header, payload: &[u8]) -> Result<(), TcpError> {
+        self.check(peer)?;
+        if peer == self.rank {
+            let arrival = Arrival { from: peer, header: *header, payload: payload.to_vec() };
+            self.arrivals.push_back(arrival);
+            return Ok(());
+        }
+        let head = frame::message_prefix(header, payload.len());
+        match self.connected.get(&peer).and_then(|t| self.streams.get_mut(t)) {
+            Some(stream) => {
+                if let Err(e) = stream.send_frame(&head, payload) {
+                    return Err(self.lose(peer, PeerFault::Broken(e.kind())));
+                }
+            }
+            None => {
+                let mut bytes = Vec::with_capacity(head.len() + payload.len());
+                bytes.extend_from_slice(&head);
+                bytes.extend_from_slice(payload);
+                let (queue, queued) = self.pending.entry(peer).or_default();
+                *queued += bytes.len();
+                queue.push_back(bytes);
+                self.connect(peer)?;
+            }
+        }
+        let start = Instant::now();
+        self.progress()?;
+        while self.queued_to(peer) > self.settings.queue_bytes {
+            let waited = start.elapsed();
+            if waited >= self.settings.send_timeout {
+                let queued = self.queued_to(peer);
+                let waited_ms = waited.as_millis() as u64;
+                return Err(self.lose(peer, PeerFault::StoppedReading { queued, waited_ms }));
+            }
+            self.block(start + self.settings.send_timeout)?;
+            self.progress()?;
+            self.check(peer)?;
+        }
+        Ok(())
+    }
+
+    /// The next message that arrived, after moving what the sockets have now.
+    pub fn poll(&mut self) -> Result<Option<Arrival>, TcpError> {
+        if self.arrivals.is_empty() {
+            self.progress()?;
+        }
+        Ok(self.arrivals.pop_front())
+    }
+
+    /// Waits until a message arrived or `deadline` passed: spins for the settings' `spin`,
+    /// then sleeps in `poll(2)` on every socket. `Ok(true)` when a message waits.
+    pub fn wait(&mut self, deadline: Instant) -> Result<bool, TcpError> {
+        let spin_until = Instant::now() + self.settings.spin;
+        loop {
+            if !self.arrivals.is_empty() {
+                return Ok(true);
+            }
+            self.progress()?;
+            if !self.arrivals.is_empty() {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            if now >= spin_until {
+                self.block(deadline)?;
+            }
+        }
+    }
+
+    /// Writes everything queued, waiting up to `deadline`; fails naming a peer whose queue
+    /// did not drain.
+    pub fn flush(&mut self, deadline: Instant) -> Result<(), TcpError> {
+        loop {
+            self.progress()?;
+            let stuck = self.streams.values().find(|s| s.queued() > 0).and_then(|s| s.peer);
+            let waiting = self.pending.keys().next().copied();
+            let Some(peer) = stuck.or(waiting) else { return Ok(()) };
+            if Instant::now() >= deadline {
+                let queued = self.queued_to(peer);
+                return Err(self.lose(peer, PeerFault::StoppedReading { queued, waited_ms: 0 }));
+            }
+            self.block(deadline)?;
+        }
+    }
+
+    /// Says goodbye to every connected peer, writes what is queued (until `deadline`), and
+    /// closes every stream. Peers then take the end of the connection as normal.
+    pub fn finish(&mut self, deadline: Instant) -> Result<(), TcpError> {
+        let result = self.flush(deadline);
+        for token in self.connected.values() {
+            if let Some(stream) = self.streams.get_mut(token) {
+                stream.push(frame::goodbye_frame());
+            }
+        }
+        let flushed = self.flush(deadline);
+        self.streams.clear();
+        self.connected.clear();
+        result.and(flushed)
+    }
+
+    /// For tests: resets the connection to `peer` (the peer sees a reset, not an end).
+    pub fn reset(&mut self, peer: usize) -> bool {
+        let Some(token) = self.connected.remove(&peer) else { return false };
+        let Some(stream) = self.streams.remove(&token) else { return false };
+        socket::reset_on_close(&stream.socket).is_ok()
+    }
+
+    fn check(&self, peer: usize) -> Result<(), TcpError> {
+        if let Some(fault) = &self.fault {
+            return Err(fault.clone());
+        }
+        if peer >= self.addrs.len() {
+            return Err(TcpError::peer(peer, PeerFault::NoSuchRank { size: self.addrs.len() }));
+        }
+        if self.finished.contains(&peer) {
+            return Err(TcpError::peer(peer, PeerFault::Finished));
+        }
+        Ok(())
+    }
+
+    /// Records that `peer` is lost; every later call reports it, as the job cannot go on.
+    fn lose(&mut self, peer: usize, fault: PeerFault) -> TcpError {
+        let error = TcpError::peer(peer, fault);
+        self.fault.get_or_insert(error.clone());
+        if let Some(token) = self.connected.remove(&peer) {
+            self.streams.remove(&token);
+        }
+        self.pending.remove(&peer);
+        error
+    }
+
+    fn queued_to(&self, peer: usize) -> usize {
+        let streamed = self.connected.get(&peer).and_then(|t| self.streams.get(t));
+        streamed.map_or(0, Stream::queued) + self.pending.get(&peer).map_or(0, |p| p.1)
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    fn connect(&mut self, peer: usize) -> Result<(), TcpError> {
+        let identity = Identity::new(0, peer as u32);
+        let addr = socket::encode(self.addrs[peer]);
+        match self.endpoint.connect(self.now(), identity, addr) {
+            Ok(ConnectOutcome::Started | ConnectOutcome::InProgress) => {}
+            // Established in the machine but its event is not handled yet: that comes next.
+            Ok(ConnectOutcome::Connected(_)) => {}
+            Err(_) => return Err(self.lose(peer, PeerFault::TableFull)),
+        }
+        self.drive_machine();
+        self.fault.clone().map_or(Ok(()), Err)
+    }
+
+    /// One pass over the sockets without waiting: accepts, writes, reads, timers.
+    fn progress(&mut self) -> Result<(), TcpError> {
+        loop {
+            match self.listener.accept() {
+                Ok((socket, _)) => {
+                    if socket.set_nonblocking(true).and(socket.set_nodelay(true)).is_ok() {
+                        self.add_stream(Stream::new(socket, None));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A connection that failed before we accepted it: nothing to do.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => {}
+                Err(e) => return Err(TcpError::Local(e.kind())),
+            }
+        }
+        let tokens: Vec<u64> = self.streams.keys().copied().collect();
+        for token in tokens {
+            self.service(token);
+        }
+        if self.endpoint.poll_timeout().is_some_and(|t| t <= self.now()) {
+            self.endpoint.handle_timeout(self.now());
+            self.drive_machine();
+        }
+        self.fault.clone().map_or(Ok(()), Err)
+    }
+
+    /// Writes and reads one stream and handles the frames that arrived on it.
+    fn service(&mut self, token: u64) {
+        let Some(stream) = self.streams.get_mut(&token) else { return };
+        let written = stream.flush();
+        let read = stream.fill();
+        let peer = stream.peer;
+        let mut corrupt = false;
+        loop {
+            let Some(stream) = self.streams.get_mut(&token) else { return };
+            let unread = stream.unread();
+            let (kind, end) = match frame::parse(unread) {
+                Parsed::Need(_) => break,
+                Parsed::Corrupt => {
+                    corrupt = true;
+                    break;
+                }
+                Parsed::Frame { kind, end } => (kind, end),
+            };
+            let body = &unread[PREFIX_LEN..end];
+            match (kind, peer) {
+                (FrameKind::Handshake, _) => {
+                    let body = body.to_vec();
+                    stream.consume(end);
+                    let now = self.now();
+                    self.endpoint.handle_datagram(now, Addr::from_u64(token), &body);
+                    self.drive_machine();
+                    if self.streams.get(&token).is_some_and(|s| s.peer != peer) {
+                        // This frame made the connection: later frames belong to the peer.
+                        return self.service(token);
+                    }
+                }
+                (FrameKind::Message, Some(from)) => match Header::decode(body) {
+                    Ok(header) => {
+                        let payload = body[HEADER_LEN..].to_vec();
+                        stream.consume(end);
+                        self.arrivals.push_back(Arrival { from, header, payload });
+                    }
+                    Err(_) => {
+                        corrupt = true;
+                        break;
+                    }
+                },
+                (FrameKind::Goodbye, Some(from)) => {
+                    stream.consume(end);
+                    self.finished.push(from);
+                    self.connected.remove(&from);
+                    self.streams.remove(&token);
+                    return;
+                }
+                (_, None) => {
+                    corrupt = true;
+                    break;
+                }
+            }
+        }
+        let failure = match (corrupt, written, read) {
+            (true, ..) => Some(PeerFault::Corrupt),
+            (_, Err(e), _) | (_, _, ReadEnd::Failed(e)) => Some(PeerFault::Broken(e.kind())),
+            (_, _, ReadEnd::Closed) => Some(PeerFault::Closed),
+            _ => None,
+        };
+        if let Some(fault) = failure {
+            match peer {
+                Some(rank) => {
+                    self.lose(rank, fault);
+                }
+                // A stream that carries no connection (a handshake that lost, a dial that
+                // failed): drop it; the machine retries or reports its own failure.
+                None => {
+                    self.streams.remove(&token);
+                }
+            }
+        }
+    }
+
+    /// Sends the datagrams the connection machine owes and acts on its events.
+    fn drive_machine(&mut self) {
+        let now = self.now();
+        while let Some(datagram) = self.endpoint.poll_transmit(now) {
+            let bytes = frame::handshake_frame(datagram.payload());
+            if let Some(token) = datagram.to.to_u64() {
+                if let Some(stream) = self.streams.get_mut(&token) {
+                    stream.push(bytes);
+                }
+            } else if let Some(to) = socket::decode(&datagram.to) {
+                let open = self.streams.values_mut().find(|s| s.dialed == Some(to));
+                match open {
+                    Some(stream) => stream.push(bytes),
+                    None => {
+                        // A failed dial is retried when the machine retransmits.
+                        if let Ok(socket) = socket::connect_nonblocking(to) {
+                            let mut stream = Stream::new(socket, Some(to));
+                            stream.push(bytes);
+                            self.add_stream(stream);
+                        }
+                    }
+                }
+            }
+        }
+        while let Some(event) = self.endpoint.poll_event() {
+            match event {
+                Event::Connected(connection) => {
+                    let peer = connection.peer.lpid as usize;
+                    let Some(via) = connection.via.to_u64() else { continue };
+                    let dialed = self.addrs.get(peer).copied();
+                    // Streams this side dialed for handshakes that lost are not needed.
+                    self.streams
+                        .retain(|&t, s| t == via || s.dialed.is_none() || s.dialed != dialed);
+                    let Some(stream) = self.streams.get_mut(&via) else { continue };
+                    stream.peer = Some(peer);
+                    if let Some((frames, _)) = self.pending.remove(&peer) {
+                        frames.into_iter().for_each(|f| stream.push(f));
+                    }
+                    self.connected.insert(peer, via);
+                }
+                Event::Superseded { peer, .. } => {
+                    self.lose(peer.lpid as usize, PeerFault::Reconnected);
+                }
+                Event::Failed { peer, reason } => {
+                    let fault = match reason {
+                        FailReason::NoAnswer => PeerFault::NoAnswer,
+                        FailReason::Unconfirmed => PeerFault::Unconfirmed,
+                    };
+                    self.lose(peer.lpid as usize, fault);
+                }
+            }
+        }
+    }
+
+    fn add_stream(&mut self, stream: Stream) {
+        self.streams.insert(self.next_token, stream);
+        self.next_token += 1;
+    }
+
+    /// Sleeps in `poll(2)` until a socket is ready, the machine's next timer, or `deadline`.
+    fn block(&mut self, deadline: Instant) -> Result<(), TcpError> {
+        let mut fds = Vec::with_capacity(self.streams.len() + 1);
+        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for stream in self.streams.values() {
+            let mut events = libc::POLLIN;
+            if stream.queued() > 0 {
+                events |= libc::POLLOUT;
+            }
+            fds.push(libc::pollfd { fd: stream.socket.as_raw_fd(), events, revents: 0 });
+        }
+        let mut wake = deadline.saturating_duration_since(Instant::now());
+        if let Some(timer) = self.endpoint.poll_timeout() {
+            wake = wake.min(Duration::from_micros(timer.saturating_sub(self.now())));
+        }
+        let ms = wake.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: fds is a valid array of fds.len() pollfd structures for the call's length.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if rc < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(TcpError::Local(error.kind()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TcpTransport {
+    fn drop(&mut self) {
+        if !self.streams.is_empty() && self.fault.is_none() {
+            let _ = self.finish(Instant::now() + Duration::from_millis(500));
+        }
+    }
+}
