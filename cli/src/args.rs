@@ -40,6 +40,10 @@ pub struct RunArgs {
     /// Number of node labels the ranks are spread over (all on this machine).
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub nodes: usize,
+    /// Network namespaces ("hosts") the launcher creates and spreads the ranks over; ranks
+    /// on different hosts reach each other over TCP only (needs root).
+    #[arg(long, value_name = "H", default_value_t = 1)]
+    pub hosts: usize,
     /// How ranks are spread over node labels.
     #[arg(long, value_enum, default_value_t = PlacementArg::Block)]
     pub placement: PlacementArg,

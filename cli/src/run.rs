@@ -30,6 +30,7 @@ pub fn spec(args: RunArgs) -> Result<JobSpec, String> {
     let mut spec = JobSpec::new(args.procs, program);
     spec.args = command.collect();
     spec.nodes = args.nodes;
+    spec.hosts = args.hosts;
     spec.placement = args.placement.into();
     spec.timeout = args.timeout;
     spec.tag_output = args.tag_output;

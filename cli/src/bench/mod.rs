@@ -9,6 +9,7 @@ pub mod coll;
 pub mod coll_procs;
 pub mod progress;
 pub mod pt2pt;
+mod pt2pt_tcp;
 pub mod rankmap;
 pub mod report;
 pub mod split;

@@ -23,6 +23,11 @@ const RATE_WINDOW: usize = 64;
 
 /// Runs the benchmark.
 pub fn run(args: &[String]) -> Result<Value, String> {
+    match option::<String>(args, "--transport")?.as_deref() {
+        None | Some("shm") => {}
+        Some("tcp") => return super::pt2pt_tcp::run(args),
+        Some(other) => return Err(format!("--transport must be shm or tcp, not {other:?}")),
+    }
     if std::env::var_os(env::SHM_FD).is_some() {
         rank_main(args).map_err(|e| e.to_string())?;
         std::process::exit(0);
@@ -99,11 +104,23 @@ pub(crate) fn launch_self(
     args: &[String],
     env: &[(&str, &str)],
 ) -> Result<Value, String> {
+    launch_self_on(procs, 1, name, args, env)
+}
+
+/// [`launch_self`] with the ranks spread over `hosts` network namespaces (1: this host).
+pub(crate) fn launch_self_on(
+    procs: usize,
+    hosts: usize,
+    name: &str,
+    args: &[String],
+    env: &[(&str, &str)],
+) -> Result<Value, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let mut spec = JobSpec::new(procs, exe);
     spec.args = ["bench", name].iter().map(Into::into).chain(args.iter().map(Into::into)).collect();
     spec.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     spec.capture_rank0_stdout = true;
+    spec.hosts = hosts;
     let output = run_job(&spec).map_err(|f| format!("benchmark job failed: {f}"))?;
     let text = String::from_utf8_lossy(&output.rank0_stdout);
     serde_json::from_str(text.trim())

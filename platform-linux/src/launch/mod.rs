@@ -24,6 +24,8 @@
 //!   layout ([`crate::shm::Layout`]) tells it where each peer's queues and doorbell are.
 
 mod guardian;
+pub mod hosts;
+pub mod kv;
 mod output;
 mod placement;
 mod signals;
@@ -40,6 +42,7 @@ pub const GRACE: Duration = Duration::from_secs(1);
 
 use std::ffi::OsString;
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering::{Relaxed, Release};
@@ -59,6 +62,10 @@ pub mod env {
     pub const NODES: &str = "COMMCORE_NODES";
     /// The inherited descriptor of the job's shared region.
     pub const SHM_FD: &str = "COMMCORE_SHM_FD";
+    /// The host (network namespace) of this process, with `--hosts`.
+    pub const HOST: &str = "COMMCORE_HOST";
+    /// The number of hosts.
+    pub const HOSTS: &str = "COMMCORE_HOSTS";
 }
 
 /// What to start.
@@ -86,6 +93,8 @@ pub struct JobSpec {
     /// a child subreaper, guards the job against its own death and forwards ranks' output
     /// by whole lines. Off for a library caller, whose process-wide state it leaves alone.
     pub dedicated_launcher: bool,
+    /// Network namespaces the ranks are spread over ([`hosts`]); 1: this machine's own.
+    pub hosts: usize,
 }
 
 impl JobSpec {
@@ -102,6 +111,7 @@ impl JobSpec {
             capture_rank0_stdout: false,
             tag_output: false,
             dedicated_launcher: false,
+            hosts: 1,
         }
     }
 
@@ -118,6 +128,14 @@ impl JobSpec {
             return Err(format!(
                 "--nodes must be between 1 and -n ({}), not {}",
                 self.procs, self.nodes
+            ));
+        }
+        if self.hosts == 0 || self.hosts > self.procs.min(hosts::HOSTS_MAX) {
+            return Err(format!(
+                "--hosts must be between 1 and the smaller of -n ({}) and {}, not {}",
+                self.procs,
+                hosts::HOSTS_MAX,
+                self.hosts
             ));
         }
         Ok(())
@@ -152,12 +170,24 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
         guardian = guardian::Guardian::start().ok();
     }
     let lines = output::Lines::new(spec.tag_output);
+    let network = match spec.hosts {
+        1 => None,
+        h => {
+            Some(hosts::Network::create(h).map_err(|e| fail(JobError::Spec(e.to_string()), None))?)
+        }
+    };
+    let (kv_server, kv_ends) = kv::KvServer::start(spec.procs).map_err(|e| {
+        fail(JobError::Spec(format!("cannot start the key-value exchange: {e}")), None)
+    })?;
     let mut pids = Vec::with_capacity(spec.procs);
     let mut group: Option<i32> = None;
     let mut readers = Vec::new();
     let mut capture = None;
-    for rank in 0..spec.procs {
-        let mut command = rank_command(spec, rank, region.fd(), group.unwrap_or(0));
+    for (rank, kv_end) in kv_ends.iter().enumerate() {
+        let host = hosts::host_of(rank, spec.procs, spec.hosts);
+        let net = network.as_ref().and_then(|n| n.namespace(host)).map(|fd| (fd, host));
+        let fds = RankFds { region: region.fd(), kv: kv_end.as_raw_fd(), net };
+        let mut command = rank_command(spec, rank, fds, group.unwrap_or(0));
         let capture_this = rank == 0 && spec.capture_rank0_stdout;
         let by_lines = dedicated || spec.tag_output;
         if capture_this || by_lines {
@@ -197,6 +227,8 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
             }
         }
     }
+    // The ranks hold their ends; the exchange ends when they all closed them.
+    drop(kv_ends);
     let pgid = group.unwrap_or(0);
     let watch = supervise::Watch { region: &region, layout: &layout, pgid, timeout: spec.timeout };
     let outcome = watch.run(&mut pids, forwarder.as_ref());
@@ -210,6 +242,9 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
         supervise::end_strays();
     }
     drop(region);
+    drop(kv_server);
+    // The ranks are gone: the kernel removes the hosts' namespaces with the last descriptor.
+    drop(network);
     output::finish(readers);
     let rank0_stdout = capture.map(output::captured).unwrap_or_default();
     match outcome {
@@ -218,8 +253,17 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
     }
 }
 
+/// The descriptors a rank inherits: the job's region, its end of the key-value exchange,
+/// and with `--hosts` its host's network namespace (and the host's number).
+struct RankFds {
+    region: i32,
+    kv: i32,
+    net: Option<(i32, usize)>,
+}
+
 /// The command that starts `rank`, in process group `pgid` (0: a new one).
-fn rank_command(spec: &JobSpec, rank: usize, fd: i32, pgid: i32) -> Command {
+fn rank_command(spec: &JobSpec, rank: usize, fds: RankFds, pgid: i32) -> Command {
+    let RankFds { region: fd, kv: kv_fd, net } = fds;
     let node = spec.placement.node_of(rank, spec.procs, spec.nodes);
     let mut command = Command::new(&spec.program);
     command
@@ -230,16 +274,25 @@ fn rank_command(spec: &JobSpec, rank: usize, fd: i32, pgid: i32) -> Command {
         .env(env::NODE, node.to_string())
         .env(env::NODES, spec.nodes.to_string())
         .env(env::SHM_FD, fd.to_string())
+        .env(kv::ENV_FD, kv_fd.to_string())
+        .env(env::HOST, hosts::host_of(rank, spec.procs, spec.hosts).to_string())
+        .env(env::HOSTS, spec.hosts.to_string())
         .stdin(Stdio::null())
         .process_group(pgid);
+    if let Some((_, host)) = net {
+        command.env(crate::tcp::ENV_LISTEN_IP, hosts::Network::address(host).to_string());
+    }
     // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (fcntl, prctl, signal) on values copied in.
+    // async-signal-safe functions (fcntl, setns, prctl, signal) on values copied in.
     unsafe {
         command.pre_exec(move || {
             // Keep the region's descriptor across exec (it is close-on-exec in the launcher;
             // the rank makes it close-on-exec again once it has mapped it).
-            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 || libc::fcntl(kv_fd, libc::F_SETFD, 0) != 0 {
                 return Err(io::Error::last_os_error());
+            }
+            if let Some((namespace, _)) = net {
+                hosts::enter(namespace)?;
             }
             // Die with the launcher, so a killed launcher leaves no ranks behind.
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {

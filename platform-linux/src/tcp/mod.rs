@@ -30,8 +30,10 @@
 pub mod error;
 pub mod frame;
 pub mod socket;
+mod start;
 mod stream;
 mod transport;
 
 pub use error::{PeerFault, TcpError};
+pub use start::{StartError, ENV_LISTEN_IP};
 pub use transport::{Arrival, TcpSettings, TcpTransport, MAX_PEERS};
