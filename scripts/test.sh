@@ -98,6 +98,18 @@ fuzz_smoke() {
     done
 }
 
+tcp_hosts() {
+    step "TCP transport: jobs on one host and across 2 and 3 network namespaces, faults, bench"
+    if ! command -v ip >/dev/null || ! command -v lsns >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 util-linux
+    fi
+    timeout 300 cargo test --locked -p commcore-linux --test tcp
+    timeout 300 cargo test --locked -p commcore-tests --test tcp_jobs -- --include-ignored
+    cargo build --release -p commcore-cli --bin commcore --locked
+    timeout 120 ./target/release/commcore bench pt2pt --transport tcp --hosts 2 --rounds 1 \
+        --batches 1 --json >/dev/null
+}
+
 benches_run() {
     step "benchmarks run and their invariants hold (figures are not asserted)"
     cargo build --release -p commcore-cli --bin commcore --locked
@@ -126,6 +138,7 @@ c_abi
 pmpi
 miri
 fuzz_smoke
+tcp_hosts
 benches_run
 echo
 echo "all checks passed"
