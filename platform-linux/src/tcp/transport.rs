@@ -74,6 +74,8 @@ pub struct TcpTransport {
     /// Peers that said goodbye.
     finished: Vec<usize>,
     fault: Option<TcpError>,
+    /// This rank said goodbye: streams that end now end normally.
+    finishing: bool,
     arrivals: VecDeque<Arrival>,
 }
 
@@ -108,6 +110,7 @@ impl TcpTransport {
             pending: HashMap::new(),
             finished: Vec::new(),
             fault: None,
+            finishing: false,
             arrivals: VecDeque::new(),
         })
     }
@@ -220,6 +223,9 @@ impl TcpTransport {
                 stream.push(frame::goodbye_frame());
             }
         }
+        // A peer finishing at the same time closes once it has our goodbye or we its: the
+        // end of a stream is no failure from here on.
+        self.finishing = true;
         let flushed = self.flush(deadline);
         self.streams.clear();
         self.connected.clear();
@@ -360,6 +366,10 @@ impl TcpTransport {
                     break;
                 }
             }
+        }
+        if self.finishing && (corrupt || written.is_err() || !matches!(read, ReadEnd::WouldBlock)) {
+            self.streams.remove(&token);
+            return;
         }
         let failure = match (corrupt, written, read) {
             (true, ..) => Some(PeerFault::Corrupt),

@@ -47,7 +47,7 @@ fn main() {
     // Short where the test waits for it; long elsewhere, so a loaded machine is not taken
     // for a rank that stopped reading.
     let stops_reading = matches!(scenario, Scenario::StopsReading);
-    settings.send_timeout = Duration::from_millis(if stops_reading { 800 } else { 5000 });
+    settings.send_timeout = Duration::from_millis(if stops_reading { 400 } else { 5000 });
     let mut t = TcpTransport::join(settings).unwrap_or_else(|e| {
         eprintln!("tcp_rank: {e}");
         std::process::exit(2)
