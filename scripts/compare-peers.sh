@@ -4,7 +4,8 @@
 #   scripts/compare-peers.sh [--json] [--runs N] [--only GROUPS]
 #
 # --only takes a comma-separated list of figure groups to measure, of pt2pt, split, coll2,
-# coll4 and coll8 (the collectives at 2, 4 or 8 processes) and dpm (dynamic processes:
+# coll4 and coll8 (the collectives at 2, 4 or 8 processes), tcp (ping-pong and bandwidth over
+# TCP against Open MPI's TCP BTL; printed first, as its own JSON list) and dpm (dynamic processes:
 # Open MPI's side only, see scripts/peers/dpm.sh); default all. A full pass of
 # 5 runs takes 10 to 15 minutes, mostly MPICH's split and collectives at 8 processes.
 #
@@ -42,7 +43,7 @@ done
 wants() { [[ ",$only," == *",$1,"* ]]; }
 for group in ${only//,/ }; do
     case "$group" in
-        pt2pt | split | coll2 | coll4 | coll8 | dpm) ;;
+        pt2pt | split | coll2 | coll4 | coll8 | dpm | tcp) ;;
         *) echo "--only: unknown group $group" >&2; exit 2 ;;
     esac
 done
@@ -62,9 +63,9 @@ out=target/peers
 mkdir -p "$out"
 # The groups measured in interleaved rounds (all but dpm, which has no commcore side yet).
 rounds_wanted=0
-for group in ${only//,/ }; do [ "$group" = dpm ] || rounds_wanted=1; done
+for group in ${only//,/ }; do [ "$group" = dpm ] || [ "$group" = tcp ] || rounds_wanted=1; done
 log "building commcore (release) and the peer programs"
-if [ "$rounds_wanted" = 1 ]; then
+if [ "$rounds_wanted" = 1 ] || wants tcp; then
     cargo build --release --locked -q -p commcore-cli --bin commcore >&2
 fi
 for program in scripts/peers/*.c; do
@@ -85,6 +86,39 @@ openmpi() {
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp \
         mpirun.openmpi --allow-run-as-root --oversubscribe "$@"
 }
+
+# Group tcp: point-to-point over TCP, commcore's transport (`bench pt2pt --transport tcp`,
+# one host) against Open MPI's TCP BTL (pml ob1, btl self,tcp), interleaved, N runs each.
+# Prints one JSON list of {figure, procs, commcore, openmpi, unit, better, ratio}.
+if wants tcp; then
+    tcp_results="$out/tcp-results.jsonl"
+    : >"$tcp_results"
+    for ((round = 0; round < runs; round++)); do
+        log "tcp round $((round + 1))/$runs"
+        ./target/release/commcore bench pt2pt --transport tcp --rounds 1 --json |
+            jq -c '{peer: "commcore", figures: ([.figures[] | {key: .figure, value: .tcp}] | from_entries)}' \
+                >>"$tcp_results"
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp \
+            mpirun.openmpi --allow-run-as-root --oversubscribe -np 2 "$out/pt2pt-openmpi" |
+            tail -n 1 | jq -c '{peer: "openmpi", figures: {
+                pingpong_latency_8B: .latency_us["8"], pingpong_latency_64KiB: .latency_us["65536"],
+                pingpong_latency_1MiB: .latency_us["1048576"], bandwidth_1MiB: .bandwidth_mbps}}' \
+                >>"$tcp_results"
+    done
+    tcp_report=$(jq -s -c '
+        def median: sort | if length == 0 then null else .[(length / 2 | floor)] end;
+        def med($peer; $f): [.[] | select(.peer == $peer) | .figures[$f] | select(. != null)] | median;
+        . as $all
+        | [["pingpong_latency_8B", "us", "lower"], ["pingpong_latency_64KiB", "us", "lower"],
+           ["pingpong_latency_1MiB", "us", "lower"], ["bandwidth_1MiB", "MB/s", "higher"]]
+        | map(. as [$f, $unit, $better]
+            | {figure: ("tcp_" + $f), procs: 2, commcore: ($all | med("commcore"; $f)),
+               openmpi: ($all | med("openmpi"; $f)), unit: $unit, better: $better}
+            | .ratio = (if .commcore and .openmpi then .commcore / .openmpi else null end))' \
+        "$tcp_results")
+    if [ "$json" = 1 ]; then jq -c . <<<"$tcp_report"; else jq . <<<"$tcp_report"; fi
+    if [ "$only" = tcp ]; then exit 0; fi
+fi
 
 # Each prints one JSON object of figures by name for one run; collective figures are
 # named FIGURE@PROCS.
