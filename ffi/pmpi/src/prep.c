@@ -308,9 +308,8 @@ int cc_prep_gatherv_scatterv(cc_job *job, cc_comm *cs, int slot, int scatter, co
 /* Reduce_scatter (rcounts per rank) and reduce_scatter_block (rcounts NULL, rcount each). */
 int cc_prep_reduce_scatter(cc_job *job, cc_comm *cs, int slot, const void *send, void *recv,
                            const int *rcounts, int rcount, MPI_Datatype type, MPI_Op mop) {
-    /* Inter-communicator groups of different sizes: the standard leaves open which group's
-     * size sets the vector length (Open MPI and MPICH read it differently); the host decides. */
-    if (cc_reduction_of(mop, type, &job->red) < 0 || (cs->inter && cs->size != cs->remote_size))
+    /* On an inter-communicator too, the vector is as long as this group's blocks together. */
+    if (cc_reduction_of(mop, type, &job->red) < 0)
         return -1;
     size_t elem = job->red.elem, per = job->red.per_item;
     cc_call call = {.dtype = job->red.dtype, .rop = job->red.rop,
@@ -333,7 +332,7 @@ int cc_prep_reduce_scatter(cc_job *job, cc_comm *cs, int slot, const void *send,
         call.op = CC_REDUCE_SCATTER_BLOCK;
         call.count = (size_t)rcount * per;
         own = call.count;
-        total = own * (size_t)blocks_n(cs);
+        total = own * (size_t)cs->size;
     }
     if (send == MPI_IN_PLACE) {
         if (cs->inter || !(send = copy_of(job, recv, total * elem)))

@@ -58,13 +58,9 @@ static void run(const tcomm *t, int c, const tcase *k) {
     }
 }
 
-/* Whether operation c runs on t at all (MPI defines no scan on inter-communicators; the
- * inter reduce_scatter(_block) runs on groups of one size: the standard's text leaves open
- * whose group size sets the vector length, and the library hands unequal ones to the host). */
+/* Whether operation c runs on t at all (MPI defines no scan on inter-communicators). */
 static int defined_on(const tcomm *t, int c) {
-    if (!t->inter)
-        return 1;
-    return c != SCAN && c != EXSCAN && ((c != RS && c != RSB) || t->size == t->rsize);
+    return !t->inter || (c != SCAN && c != EXSCAN);
 }
 
 static void matrix(const tcomm *t, int which, int stride) {

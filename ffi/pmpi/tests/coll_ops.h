@@ -156,17 +156,20 @@ static void t_reduction(const tcomm *t, const tcase *k, const char *which) {
 
 /* Reduce_scatter_block (vary = 0) and reduce_scatter (block r has c + r % 2 elements). */
 static void t_reduce_scatter(const tcomm *t, const tcase *k, int vary) {
-    int n = t->inter ? t->rsize : t->size, o = k->o;
+    /* Both groups' vectors must be equally long (MPI): between groups of different sizes each
+     * member's block is the other group's size times the count, and blocks do not vary. */
+    int uneven = t->inter && t->size != t->rsize, o = k->o;
+    size_t per = uneven ? k->c * (size_t)t->rsize : k->c;
     int *counts = malloc(sizeof(int) * (size_t)t->size);
     size_t total = 0, mine_at = 0;
     for (int r = 0; r < t->size; r++) {
-        counts[r] = (int)k->c + (vary ? r % 2 : 0);
+        counts[r] = (int)per + (vary && !uneven ? r % 2 : 0);
         if (r < t->rank)
             mine_at += (size_t)counts[r];
         total += (size_t)counts[r];
     }
     if (!vary)
-        total = k->c * (size_t)n;
+        total = per * (size_t)t->size;
     void *send = alloc(k->d, total), *recv = alloc(k->d, total);
     for (size_t i = 0; i < total; i++)
         put(k->d, send, i, value(o, t->g, t->rank, i), t->rank);
@@ -180,8 +183,8 @@ static void t_reduce_scatter(const tcomm *t, const tcase *k, int vary) {
         k->nb ? MPI_Ireduce_scatter(s, recv, counts, k->d->t, ops[o].op, t->comm, &req)
               : MPI_Reduce_scatter(s, recv, counts, k->d->t, ops[o].op, t->comm);
     else
-        k->nb ? MPI_Ireduce_scatter_block(s, recv, (int)k->c, k->d->t, ops[o].op, t->comm, &req)
-              : MPI_Reduce_scatter_block(s, recv, (int)k->c, k->d->t, ops[o].op, t->comm);
+        k->nb ? MPI_Ireduce_scatter_block(s, recv, (int)per, k->d->t, ops[o].op, t->comm, &req)
+              : MPI_Reduce_scatter_block(s, recv, (int)per, k->d->t, ops[o].op, t->comm);
     finish(&req, k->nb);
     int g = t->inter ? t->rg : t->g, hi = t->inter ? t->rsize : t->size;
     for (size_t i = 0; i < (size_t)counts[t->rank]; i++) {
