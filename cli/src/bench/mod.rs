@@ -95,6 +95,8 @@ pub const BENCHES: &[Bench] = &[
             ("--procs", "N", "ranks (at least 2)"),
             ("--rounds", "N", "jobs per path"),
             ("--batches", "N", "batches per figure"),
+            ("--transport", "shm|tcp", "tcp: over the TCP transport (default shm)"),
+            ("--hosts", "H", "with tcp: ranks on H network namespaces (needs root)"),
         ],
     },
     Bench {
