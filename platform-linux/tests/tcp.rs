@@ -158,12 +158,16 @@ fn peer_fault(test: &str, part: &str, then: fn(&mut TcpTransport), expect: fn(&P
     }
     let (mut t, mut child) = pair(test, part);
     receive(&mut t, Duration::from_secs(5)).unwrap();
-    t.send(1, &header(9, 0), &[]).unwrap();
     let start = Instant::now();
+    // The go for the child's fault: the fault may already show in this very send.
+    let go = t.send(1, &header(9, 0), &[]);
     if part == "killed" {
         child.0.kill().unwrap();
     }
     let outcome = loop {
+        if let Err(error) = &go {
+            break error.clone();
+        }
         // Rank 0 keeps sending, as a rank pushing data to a slow peer would.
         let sent = t.send(1, &header(2, 1 << 20), &[0; 1 << 20]);
         let waited = sent.and_then(|()| t.wait(Instant::now() + Duration::from_millis(10)));
