@@ -105,7 +105,9 @@ fn any_port() -> impl Strategy<Value = (Option<String>, Option<SocketAddr>, [u8;
 }
 
 proptest! {
+    // Slow under miri, and core has no unsafe code for it to check here.
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn every_port_round_trips((unix, tcp, token) in any_port()) {
         let port = PortName { unix: unix.as_deref(), tcp, token: Token(token) };
         let text = encoded(&port);
@@ -114,6 +116,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn every_truncation_is_an_error((unix, tcp, token) in any_port()) {
         let port = PortName { unix: unix.as_deref(), tcp, token: Token(token) };
         let text = encoded(&port);
@@ -123,6 +126,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn every_corruption_is_an_error_or_another_valid_port(
         (unix, tcp, token) in any_port(), at in any::<usize>(), byte in any::<u8>()
     ) {
@@ -140,6 +144,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn arbitrary_bytes_never_panic(text in proptest::collection::vec(any::<u8>(), 0..1100)) {
         if let Ok(port) = PortName::parse(&text) {
             prop_assert_eq!(encoded(&port), text);
