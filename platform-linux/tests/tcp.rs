@@ -166,7 +166,7 @@ fn peer_fault(test: &str, part: &str, then: fn(&mut TcpTransport), expect: fn(&P
     }
     let outcome = loop {
         if let Err(error) = &go {
-            break error.clone();
+            break *error;
         }
         // Rank 0 keeps sending, as a rank pushing data to a slow peer would.
         let sent = t.send(1, &header(2, 1 << 20), &[0; 1 << 20]);

@@ -157,6 +157,8 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
     for rank in 0..spec.procs {
         let node = spec.placement.node_of(rank, spec.procs, spec.nodes);
         region.atomic_u32(layout.node(rank)).store(node as u32, Relaxed);
+        let host = hosts::host_of(rank, spec.procs, spec.hosts);
+        region.atomic_u32(layout.host(rank)).store(host as u32, Relaxed);
     }
     region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
 

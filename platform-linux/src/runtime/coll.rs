@@ -19,7 +19,7 @@ use commcore::coll::{
 
 use super::coll_selection::{control_text, Selection, Shape};
 use super::comm::Comm;
-use super::engine::{Pattern, Sink};
+use super::engine::{Pattern, Peer, Sink};
 use super::error::{CollectiveError, P2pError};
 use super::layout_words::LayoutWords;
 use super::shm_coll::{self, ShmColl, ShmComponent};
@@ -312,12 +312,12 @@ impl Comm {
                             self.outbound(context, SCHEDULE_TAG),
                             data,
                             false,
-                        );
+                        )?;
                     } else {
                         queued_large = true;
                         let data = data.to_vec();
                         let envelope = self.outbound(context, SCHEDULE_TAG);
-                        engine.start_send_owned(&runtime.fabric, dest, envelope, data);
+                        engine.start_send_owned(&runtime.fabric, dest, envelope, data)?;
                     }
                 }
                 Step::Recv { from, region } => {
@@ -401,14 +401,13 @@ impl Comm {
         Ok(())
     }
 
-    fn peer(&self, group: Group, rank: u32) -> Result<usize, CollectiveError> {
+    fn peer(&self, group: Group, rank: u32) -> Result<Peer, CollectiveError> {
         let rank = rank as usize;
-        let found = match (group, &self.inter) {
-            (Group::Local, None) | (Group::Remote, Some(_)) => self.world_rank(rank),
-            (Group::Local, Some(local)) => local.members.to_world(rank),
-            (Group::Remote, None) => return Err(CollectiveError::InterNotSupported),
-        };
-        found.ok_or(CollectiveError::P2p(P2pError::RankOutOfRange { rank, size: self.size }))
+        match (group, &self.inter) {
+            (Group::Local, None) | (Group::Remote, Some(_)) => Ok(self.check_rank(rank)?),
+            (Group::Local, Some(local)) => Ok(local.members.peer(&self.runtime, rank)?),
+            (Group::Remote, None) => Err(CollectiveError::InterNotSupported),
+        }
     }
 }
 

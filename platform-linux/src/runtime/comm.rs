@@ -6,9 +6,9 @@ use std::sync::Arc;
 use commcore::av::ProcessGroups;
 use commcore::rankmap::RankMap;
 
-use crate::transport::{self, Route};
+use crate::transport::Route;
 
-use super::engine::{Direct, Feed, Outbound, Pattern, SendStart, Sink};
+use super::engine::{Direct, Feed, Outbound, Pattern, Peer, SendStart, Sink};
 use super::error::{CollectiveError, P2pError};
 use super::request::{Request, State, Status};
 use super::shm_coll::{AreaGrant, ShmColl};
@@ -69,6 +69,15 @@ impl Members {
     pub(super) fn route(&self, groups: &Groups, rank: usize) -> Option<Route> {
         let rank = u32::try_from(rank).ok()?;
         self.map().entry(groups, rank).map(Route::of)
+    }
+
+    /// The engine's peer of rank `rank`: its route, then the transport's name for it.
+    #[inline]
+    pub(super) fn peer(&self, runtime: &Runtime, rank: usize) -> Result<Peer, P2pError> {
+        let route = self
+            .route(&runtime.groups, rank)
+            .ok_or(P2pError::RankOutOfRange { rank, size: self.map().size() as usize })?;
+        runtime.peer(route).ok_or(P2pError::NoTransport { rank, transport: route.transport.0 })
     }
 
     pub(super) fn to_world(&self, rank: usize) -> Option<usize> {
@@ -193,23 +202,13 @@ impl Comm {
         self.inter.as_ref().map_or(self.size, |local| local.size)
     }
 
-    /// The engine's peer (the shared-memory slot) of rank `rank`, through its address-vector
-    /// entry.
-    fn check_rank(&self, rank: usize) -> Result<usize, P2pError> {
-        let route = self
-            .members
-            .route(&self.runtime.groups, rank)
-            .ok_or(P2pError::RankOutOfRange { rank, size: self.size })?;
-        let unreachable = P2pError::NoTransport { rank, transport: route.transport.0 };
-        match route.transport {
-            transport::SHARED_MEMORY => {
-                self.runtime.fabric.slot(route.peer).map_err(|_| unreachable)
-            }
-            _ => Err(unreachable),
-        }
+    /// The engine's peer of rank `rank` (of the remote group, on an inter-communicator),
+    /// through its address-vector entry.
+    pub(super) fn check_rank(&self, rank: usize) -> Result<Peer, P2pError> {
+        self.members.peer(&self.runtime, rank)
     }
 
-    fn check_send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<usize, P2pError> {
+    fn check_send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<Peer, P2pError> {
         if tag < 0 {
             return Err(P2pError::InvalidTag(tag));
         }
@@ -257,7 +256,7 @@ impl Comm {
             self.outbound(context, tag),
             buf,
             true,
-        );
+        )?;
         match start {
             SendStart::Done => Ok(()),
             SendStart::Rendezvous(id) => runtime.block(|engine, fabric| {
@@ -331,7 +330,7 @@ impl Comm {
             self.outbound(self.remote_context, tag),
             buf,
             false,
-        );
+        )?;
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
             SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },

@@ -237,7 +237,11 @@ impl Comm {
         let runtime = &self.runtime;
         let fabric = &runtime.fabric;
         let joins = color != UNDEFINED;
-        let offer = if joins { runtime.areas.offer(&fabric.region, &fabric.layout) } else { None };
+        let offer = if joins && runtime.areas_enabled {
+            runtime.areas.offer(&fabric.region, &fabric.layout)
+        } else {
+            None
+        };
         let mut mine = [0u8; ITEM_BYTES];
         mine[0..4].copy_from_slice(&color.to_le_bytes());
         mine[4..8].copy_from_slice(&key.to_le_bytes());

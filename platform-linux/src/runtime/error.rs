@@ -248,6 +248,8 @@ pub enum P2pError {
         /// The entry's transport selector.
         transport: u8,
     },
+    /// The TCP transport failed; the error names the peer.
+    Tcp(crate::tcp::TcpError),
 }
 
 impl fmt::Display for P2pError {
@@ -275,6 +277,7 @@ impl fmt::Display for P2pError {
                 "rank {rank} is reached through transport {transport}, which this process does \
                  not run; start the job with that transport enabled"
             ),
+            P2pError::Tcp(error) => write!(f, "{error}"),
         }
     }
 }

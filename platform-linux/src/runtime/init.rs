@@ -11,13 +11,14 @@ use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups};
 use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
-use super::engine::Engine;
+use super::engine::{Engine, TcpLink};
 use super::error::InitError;
-use super::settings::{self, Settings, WakeFenceSetting};
+use super::settings::{self, Settings, TransportSetting, WakeFenceSetting};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
 use crate::shm::layout::{RANK_FINALIZED, RANK_JOINED};
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
+use crate::tcp::{TcpSettings, TcpTransport};
 use crate::transport;
 use crate::transport::shm::{ShmTransport, WakeFence};
 
@@ -169,8 +170,17 @@ impl World {
         }
         let pids: Vec<u32> =
             (0..size).map(|r| region.atomic_u32(layout.pid(r)).load(Relaxed)).collect();
-        let nodes: Vec<u32> =
-            (0..size).map(|r| region.atomic_u32(layout.node(r)).load(Relaxed)).collect();
+        let hosts: Vec<u32> =
+            (0..size).map(|r| region.atomic_u32(layout.host(r)).load(Relaxed)).collect();
+        // A node is a node label on a host (`host * labels + label`): ranks on different
+        // hosts never share one.
+        let host_count = hosts.iter().max().map_or(1, |&h| h as usize + 1);
+        let nodes: Vec<u32> = (0..size)
+            .map(|r| {
+                let label = region.atomic_u32(layout.node(r)).load(Relaxed);
+                hosts[r] * node_count as u32 + label
+            })
+            .collect();
         // Every rank compares every rank's settings with rank 0's, so a difference fails
         // them all alike (before the probe's meeting below, which then nobody waits in).
         if let Some(difference) = settings::difference(&region, &layout) {
@@ -233,7 +243,22 @@ impl World {
         };
         let threshold = matches!(single_copy, SingleCopy::On { .. }).then_some(above);
         let split_above = settings.split_copy_above.unwrap_or(Some(DEFAULT_SPLIT_COPY_ABOVE));
-        let av = world_address_vector(&pids, &nodes)?;
+        let tcp_only = settings.transport == TransportSetting::Tcp;
+        // Whether rank `r` is reached over TCP; the same answer on every rank.
+        let over_tcp = |r: usize| r != rank && (tcp_only || hosts[r] != hosts[rank]);
+        // Every rank answers alike: with two hosts, each rank has a peer on the other.
+        let tcp = if size > 1 && (tcp_only || host_count > 1) {
+            match join_tcp(settings) {
+                Ok(tcp) => Some(tcp),
+                Err(error) => {
+                    finalized();
+                    return Err(error);
+                }
+            }
+        } else {
+            None
+        };
+        let av = world_address_vector(&pids, &nodes, over_tcp)?;
         let fabric = ShmTransport { region, layout, rank, size, pids, nodes, node_count, wake };
         let mut groups = ProcessGroups::new();
         groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
@@ -241,7 +266,9 @@ impl World {
             Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
             fabric,
-            engine: Mutex::new(Engine::new(threshold, split_above)),
+            engine: Mutex::new(Engine::new(threshold, split_above, tcp.clone())),
+            tcp,
+            areas_enabled: !tcp_only,
             spin,
             single_copy,
             split_copy_above: split_above,
@@ -291,19 +318,27 @@ impl World {
         self.comm.size()
     }
 
-    /// This process's node label (given by `commcore run --nodes`).
+    /// This process's node label on its host (given by `commcore run --nodes`).
     pub fn node(&self) -> usize {
-        self.comm.runtime().fabric.nodes[self.rank()] as usize
+        self.node_of(self.rank()).unwrap_or(0)
     }
 
-    /// The node label of world rank `rank`, if it exists.
+    /// The node label of world rank `rank` on its host, if the rank exists.
     pub fn node_of(&self, rank: usize) -> Option<usize> {
-        self.comm.runtime().fabric.nodes.get(rank).map(|&n| n as usize)
+        let fabric = &self.comm.runtime().fabric;
+        fabric.nodes.get(rank).map(|&n| n as usize % fabric.node_count.max(1))
     }
 
-    /// The number of node labels in the job.
+    /// The number of node labels per host.
     pub fn nodes(&self) -> usize {
         self.comm.runtime().fabric.node_count
+    }
+
+    /// The host (given by `commcore run --hosts`) of world rank `rank`, if it exists: ranks
+    /// on different hosts reach each other over TCP.
+    pub fn host_of(&self, rank: usize) -> Option<usize> {
+        let fabric = &self.comm.runtime().fabric;
+        fabric.nodes.get(rank).map(|&n| n as usize / fabric.node_count.max(1))
     }
 
     /// How long messages travel, as decided at start-up.
@@ -312,17 +347,40 @@ impl World {
     }
 }
 
-/// Builds the world's address vector. It lives as long as the process, as MPI's world does
-/// (a few bytes per rank, once per `World::init`).
-fn world_address_vector(pids: &[u32], nodes: &[u32]) -> Result<&'static [Ave], InitError> {
+/// Builds the world's address vector: rank `r`'s entry names the TCP transport and its
+/// index there (its world rank) when `over_tcp(r)`, else the shared-memory transport and
+/// its slot and process id. It lives as long as the process, as MPI's world does (a few
+/// bytes per rank, once per `World::init`).
+fn world_address_vector(
+    pids: &[u32],
+    nodes: &[u32],
+    over_tcp: impl Fn(usize) -> bool,
+) -> Result<&'static [Ave], InitError> {
     let entries = (0..pids.len())
         .map(|r| {
-            let address = Address::Inline(ShmTransport::address_of(r, pids[r]).0);
-            Ave::new(address, transport::SHARED_MEMORY, NodeId(nodes[r]))
+            let (address, transport) = if over_tcp(r) {
+                (r as u64, transport::TCP)
+            } else {
+                (ShmTransport::address_of(r, pids[r]).0, transport::SHARED_MEMORY)
+            };
+            Ave::new(Address::Inline(address), transport, NodeId(nodes[r]))
                 .map_err(|e| InitError::Environment(format!("rank {r}: {e:?}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Box::leak(entries.into_boxed_slice()))
+}
+
+/// Starts this rank's TCP transport: listens, and learns every rank's address through the
+/// launcher's key-value exchange (collective over the job).
+fn join_tcp(settings: &Settings) -> Result<TcpLink, InitError> {
+    let mut tcp = TcpSettings::new(0);
+    // The runtime polls before it sleeps; the transport's wait is its sleep.
+    tcp.spin = Duration::ZERO;
+    if let Some(ms) = settings.tcp_send_timeout_ms {
+        tcp.send_timeout = Duration::from_millis(ms);
+    }
+    let transport = TcpTransport::join(tcp).map_err(|e| InitError::Environment(e.to_string()))?;
+    Ok(TcpLink::new(transport))
 }
 
 /// The process's CID space, with the world's and self's ids taken.

@@ -47,10 +47,10 @@ pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 pub use settings::{
-    Bind, Difference, SettingDoc, SettingError, Settings, WakeFenceSetting, ENV_BIND,
-    ENV_CID_ALGORITHM, ENV_COLL, ENV_COLL_SPIN_US, ENV_SHM_MAX, ENV_SHM_SINGLE_COPY_FROM,
-    ENV_SINGLE_COPY, ENV_SINGLE_COPY_ABOVE, ENV_SPIN_US, ENV_SPLIT_COPY_ABOVE, ENV_WAKE_FENCE,
-    ENV_YIELD_US, SETTINGS,
+    Bind, Difference, SettingDoc, SettingError, Settings, TransportSetting, WakeFenceSetting,
+    ENV_BIND, ENV_CID_ALGORITHM, ENV_COLL, ENV_COLL_SPIN_US, ENV_SHM_MAX, ENV_SHM_SINGLE_COPY_FROM,
+    ENV_SINGLE_COPY, ENV_SINGLE_COPY_ABOVE, ENV_SPIN_US, ENV_SPLIT_COPY_ABOVE,
+    ENV_TCP_SEND_TIMEOUT_MS, ENV_TRANSPORT, ENV_WAKE_FENCE, ENV_YIELD_US, SETTINGS,
 };
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -61,7 +61,8 @@ use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
 
 use crate::transport::shm::ShmTransport;
-use engine::Engine;
+use crate::transport::{self as transports, Route};
+use engine::{Engine, Peer, TcpLink};
 
 /// Any tag, for receives.
 pub const ANY_TAG: i32 = -1;
@@ -97,6 +98,12 @@ struct Spin {
 pub(crate) struct Runtime {
     fabric: ShmTransport,
     engine: Mutex<Engine>,
+    /// The TCP transport (also held by the engine), when some peer is reached over TCP:
+    /// waiting then sleeps in `poll(2)` on its sockets.
+    tcp: Option<TcpLink>,
+    /// Whether communicators on one node may use shared-memory collective areas (not when
+    /// `COMMCORE_TRANSPORT=tcp` sends everything over TCP).
+    areas_enabled: bool,
     spin: Spin,
     single_copy: SingleCopy,
     /// Single copies longer than this are split between both sides (`COMMCORE_SPLIT_COPY_ABOVE`;
@@ -138,6 +145,39 @@ impl Runtime {
         self.engine.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The engine's name for the process an address-vector entry routes to, if this
+    /// process runs the entry's transport.
+    #[inline]
+    fn peer(&self, route: Route) -> Option<Peer> {
+        match route.transport {
+            transports::SHARED_MEMORY => self.fabric.slot(route.peer).ok().map(Peer::Shm),
+            transports::TCP if self.tcp.is_some() => {
+                usize::try_from(route.peer.0).ok().map(Peer::Tcp)
+            }
+            _ => None,
+        }
+    }
+
+    /// Sleeps until a peer may have sent something: on this rank's doorbell, or, with TCP
+    /// peers, in `poll(2)` on the sockets for at most [`TCP_SLEEP`] (a shared-memory peer's
+    /// doorbell does not end that sleep, so it is short). Returns whether it was woken by
+    /// news rather than by its time running out (always `true` for the doorbell, whose
+    /// sleeps are long).
+    fn sleep(&self, ready: impl Fn() -> bool) -> Result<bool, P2pError> {
+        match &self.tcp {
+            None => {
+                self.fabric.sleep(ready);
+                Ok(true)
+            }
+            Some(tcp) => {
+                if ready() {
+                    return Ok(true);
+                }
+                tcp.lock().wait(Instant::now() + TCP_SLEEP).map_err(P2pError::Tcp)
+            }
+        }
+    }
+
     /// Runs `step` under the engine lock until it yields a value. Between steps it polls
     /// the rings without the lock (up to [`POLLS_PER_STEP`] times: another thread may have
     /// finished our operation meanwhile), then yields the CPU, then sleeps on this rank's
@@ -172,8 +212,8 @@ impl Runtime {
                 // A peer that shares our core (more ranks than cores, or a busy machine)
                 // gets it now rather than at the end of our time slice.
                 std::thread::yield_now();
-            } else {
-                fabric.sleep(ready);
+            } else if self.sleep(ready)? {
+                // Something came: poll again before the next sleep.
                 start = Some(Instant::now());
             }
         }
@@ -183,6 +223,12 @@ impl Runtime {
 /// Lock-free polls of the rings between two steps of a blocked operation.
 const POLLS_PER_STEP: u32 = 32;
 
+/// How long one sleep of a process with TCP peers lasts at most.
+const TCP_SLEEP: Duration = Duration::from_millis(1);
+
+/// How long finalizing waits for TCP peers to take what is queued to them.
+const TCP_FINISH: Duration = Duration::from_secs(10);
+
 impl Drop for Runtime {
     fn drop(&mut self) {
         // Like MPI_Finalize: what is still queued for a peer is delivered before we go.
@@ -190,6 +236,10 @@ impl Drop for Runtime {
             engine.progress(fabric, None, None)?;
             Ok((!engine.has_outbound()).then_some(()))
         });
+        if let Some(tcp) = &self.tcp {
+            // Say goodbye, so that peers take the end of our streams as normal.
+            let _ = tcp.lock().finish(Instant::now() + TCP_FINISH);
+        }
         if self.launched {
             let state = self.fabric.layout.state(self.fabric.rank);
             self.fabric

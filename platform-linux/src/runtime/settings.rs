@@ -46,6 +46,12 @@ pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
 /// Environment: `core` (the default) binds rank `r` to the `r mod CPUs`-th allowed CPU;
 /// `none` leaves ranks unbound.
 pub const ENV_BIND: &str = "COMMCORE_BIND";
+/// Environment: `auto` (the default) reaches peers on this host through shared memory and
+/// peers on other hosts over TCP; `tcp` sends everything between two ranks over TCP.
+pub const ENV_TRANSPORT: &str = "COMMCORE_TRANSPORT";
+/// Environment: milliseconds a TCP send waits for a peer that takes nothing before the
+/// peer counts as no longer reading (default 1000).
+pub const ENV_TCP_SEND_TIMEOUT_MS: &str = "COMMCORE_TCP_SEND_TIMEOUT_MS";
 
 /// One setting as the help texts list it: its variable, what it accepts, what it does.
 pub struct SettingDoc {
@@ -125,7 +131,26 @@ pub const SETTINGS: &[SettingDoc] = &[
         accepted: "core (default) or none",
         meaning: "core: rank r runs on the (r mod CPUs)-th allowed CPU; none: unbound",
     },
+    SettingDoc {
+        name: ENV_TRANSPORT,
+        accepted: "auto (default) or tcp",
+        meaning: "auto: shared memory within a host, TCP between hosts; tcp: TCP between ranks",
+    },
+    SettingDoc {
+        name: ENV_TCP_SEND_TIMEOUT_MS,
+        accepted: "milliseconds: a whole number above 0, e.g. 1000",
+        meaning: "how long a TCP send waits for a peer that reads nothing before failing",
+    },
 ];
+
+/// How ranks reach each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TransportSetting {
+    /// Shared memory within a host, TCP between hosts.
+    Auto,
+    /// TCP between any two ranks (a rank still reaches itself through memory).
+    Tcp,
+}
 
 /// Whether a rank is bound to a CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -172,6 +197,10 @@ pub struct Settings {
     pub shm_single_copy_from: Option<usize>,
     /// `COMMCORE_BIND`.
     pub bind: Bind,
+    /// `COMMCORE_TRANSPORT`.
+    pub transport: TransportSetting,
+    /// `COMMCORE_TCP_SEND_TIMEOUT_MS`.
+    pub tcp_send_timeout_ms: Option<u64>,
 }
 
 impl Default for Settings {
@@ -189,6 +218,8 @@ impl Default for Settings {
             shm_max: None,
             shm_single_copy_from: None,
             bind: Bind::Core,
+            transport: TransportSetting::Auto,
+            tcp_send_timeout_ms: None,
         }
     }
 }
@@ -275,6 +306,17 @@ impl Settings {
                         _ => return Err(bad(accepted())),
                     }
                 }
+                ENV_TRANSPORT => {
+                    s.transport = match value.as_str() {
+                        "auto" => TransportSetting::Auto,
+                        "tcp" => TransportSetting::Tcp,
+                        _ => return Err(bad(accepted())),
+                    }
+                }
+                ENV_TCP_SEND_TIMEOUT_MS => match value.parse::<u64>() {
+                    Ok(ms) if ms > 0 => s.tcp_send_timeout_ms = Some(ms),
+                    _ => return Err(bad(accepted())),
+                },
                 _ => {}
             }
         }
@@ -298,6 +340,7 @@ impl Settings {
             (ENV_COLL, fnv1a(self.coll.trim().as_bytes())),
             (ENV_SHM_MAX, bytes(self.shm_max)),
             (ENV_SHM_SINGLE_COPY_FROM, bytes(self.shm_single_copy_from)),
+            (ENV_TRANSPORT, self.transport as u64),
         ]
     }
 
@@ -309,6 +352,8 @@ impl Settings {
             (ENV_SINGLE_COPY, 0) => "off".into(),
             (ENV_SINGLE_COPY, _) => "on".into(),
             (ENV_CID_ALGORITHM, w) => format!("algorithm {w}"),
+            (ENV_TRANSPORT, 0) => "auto".into(),
+            (ENV_TRANSPORT, _) => "tcp".into(),
             (ENV_COLL, _) => "a different control string".into(),
             (_, w) => w.to_string(),
         }
@@ -316,7 +361,7 @@ impl Settings {
 }
 
 /// Job-wide settings (see [`Settings::job_wide`]).
-pub(super) const JOB_WIDE: usize = 6;
+pub(super) const JOB_WIDE: usize = 7;
 
 /// A job-wide setting that differs between rank 0 and another rank.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -459,8 +504,13 @@ mod tests {
             (ENV_BIND, "none"),
             (ENV_CID_ALGORITHM, "mask"),
             (ENV_COLL, "coll=^shm"),
+            (ENV_TRANSPORT, "tcp"),
+            (ENV_TCP_SEND_TIMEOUT_MS, "2500"),
         ])
         .unwrap();
+        assert_eq!(s.transport, TransportSetting::Tcp);
+        assert_eq!(s.tcp_send_timeout_ms, Some(2500));
+        assert!(parse(&[(ENV_TCP_SEND_TIMEOUT_MS, "0")]).is_err());
         assert_eq!(s.shm_max, Some(65536));
         assert!(!s.single_copy);
         assert_eq!(s.split_copy_above, Some(None));

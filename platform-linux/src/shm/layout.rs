@@ -115,6 +115,11 @@ impl Layout {
     pub fn cpus(&self, rank: usize) -> usize {
         self.slot(rank) + 24
     }
+    /// Slot: the rank's host (u32), written by the launcher: ranks on different hosts reach
+    /// each other over TCP.
+    pub fn host(&self, rank: usize) -> usize {
+        self.slot(rank) + 28
+    }
     /// Slot: how many of the rank's threads sleep on its doorbell (u32), on its own cache
     /// line.
     pub fn sleeping(&self, rank: usize) -> usize {

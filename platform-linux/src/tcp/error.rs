@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 
 /// Why a peer is unusable.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeerFault {
     /// The connection handshake got no answer before its deadline (the rank is gone, hung,
     /// or unreachable).
@@ -38,7 +38,7 @@ pub enum PeerFault {
 }
 
 /// A TCP transport error.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcpError {
     /// Rank `rank` cannot be talked to.
     Peer {

@@ -125,6 +125,12 @@ impl TcpTransport {
         self.connected.len()
     }
 
+    /// Whether bytes wait to be written to any peer (queued on a stream, or waiting for a
+    /// handshake to finish).
+    pub fn has_queued(&self) -> bool {
+        self.streams.values().any(|s| s.queued() > 0) || !self.pending.is_empty()
+    }
+
     /// Sends a message to `peer`: connects first if need be. Returns once the message is
     /// written or queued; waits (moving other traffic) while more than `queue_bytes` wait
     /// for the peer, and fails naming the peer after `send_timeout` without room.
@@ -241,7 +247,7 @@ impl TcpTransport {
 
     fn check(&self, peer: usize) -> Result<(), TcpError> {
         if let Some(fault) = &self.fault {
-            return Err(fault.clone());
+            return Err(*fault);
         }
         if peer >= self.addrs.len() {
             return Err(TcpError::peer(peer, PeerFault::NoSuchRank { size: self.addrs.len() }));
@@ -255,7 +261,7 @@ impl TcpTransport {
     /// Records that `peer` is lost; every later call reports it, as the job cannot go on.
     fn lose(&mut self, peer: usize, fault: PeerFault) -> TcpError {
         let error = TcpError::peer(peer, fault);
-        self.fault.get_or_insert(error.clone());
+        self.fault.get_or_insert(error);
         if let Some(token) = self.connected.remove(&peer) {
             self.streams.remove(&token);
         }
@@ -282,7 +288,7 @@ impl TcpTransport {
             Err(_) => return Err(self.lose(peer, PeerFault::TableFull)),
         }
         self.drive_machine();
-        self.fault.clone().map_or(Ok(()), Err)
+        self.fault.map_or(Ok(()), Err)
     }
 
     /// One pass over the sockets without waiting: accepts, writes, reads, timers.
@@ -309,7 +315,7 @@ impl TcpTransport {
             self.endpoint.handle_timeout(self.now());
             self.drive_machine();
         }
-        self.fault.clone().map_or(Ok(()), Err)
+        self.fault.map_or(Ok(()), Err)
     }
 
     /// Writes and reads one stream and handles the frames that arrived on it.

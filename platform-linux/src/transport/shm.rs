@@ -23,7 +23,9 @@ pub(crate) struct ShmTransport {
     pub(crate) rank: usize,
     pub(crate) size: usize,
     pub(crate) pids: Vec<u32>,
+    /// Each rank's node: its node label on its host, `host * node_count + label`.
     pub(crate) nodes: Vec<u32>,
+    /// Node labels per host.
     pub(crate) node_count: usize,
     pub(crate) wake: WakeFence,
 }

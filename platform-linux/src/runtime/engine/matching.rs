@@ -2,15 +2,14 @@
 //! wildcards, oldest first on both sides, so that messages of one pair match in order.
 
 use super::rendezvous::finished_cell;
-use super::Engine;
+use super::{Engine, Peer};
 use crate::transport::shm::ShmTransport;
 
-/// Which messages a receive accepts (`None` = any).
 /// Which messages a receive accepts (`None` = any).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Pattern {
     pub(crate) context: u32,
-    pub(crate) source: Option<usize>,
+    pub(crate) source: Option<Peer>,
     pub(crate) tag: Option<i32>,
 }
 
@@ -26,15 +25,16 @@ pub(super) enum Body {
     /// Sent by copy through the ring: `pending` holds bytes `[in_sink, received)` that came
     /// while the receive's buffer was not lent.
     Copied { pending: Vec<u8>, in_sink: usize, received: usize },
-    /// Announced for a single-copy read from the sender's memory. `split` is set once the
-    /// receiver asked the sender to write the bytes `start..end` of the message itself.
-    Remote { address: u64, sender_id: u64, split: Option<(usize, usize)> },
+    /// Announced for a single-copy read from the memory of the sender in shared-memory slot
+    /// `slot`. `split` is set once the receiver asked the sender to write the bytes
+    /// `start..end` of the message itself.
+    Remote { slot: usize, address: u64, sender_id: u64, split: Option<(usize, usize)> },
 }
 
 pub(super) struct Arrival {
     pub(super) context: u32,
-    /// The peer (world rank) the message came from: the ring it arrived on.
-    pub(super) source: usize,
+    /// The peer the message came from: the ring or the stream it arrived on.
+    pub(super) source: Peer,
     /// The sender's rank in the communicator, from the header.
     pub(super) rank: u32,
     pub(super) tag: i32,
@@ -96,7 +96,7 @@ impl Engine {
         let Some(arrival_id) = self.matched.remove(&recv) else { return };
         let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
         let remote = match arrival.body {
-            Body::Remote { sender_id, .. } => Some((arrival.source, finished_cell(sender_id))),
+            Body::Remote { slot, sender_id, .. } => Some((slot, finished_cell(sender_id))),
             Body::Copied { .. } => None,
         };
         if arrival.complete() {

@@ -1,5 +1,5 @@
 //! The point-to-point engine: MPI matching, the ring protocol, single-copy rendezvous and
-//! split copies, over the shared-memory transport.
+//! split copies over the shared-memory transport, and whole messages over TCP.
 //!
 //! The engine keeps no pointer to a caller's buffer. A call that owns one (a blocking
 //! receive, or `wait`/`test` on a request) lends it for that call as a [`Sink`] (receive) or
@@ -11,9 +11,11 @@
 //! protocol: draining and pushing cells), [`rendezvous`] (single copy, split copies and
 //! their control cells), [`connections`] (per-peer state) and [`pool`] (spare buffers).
 //!
-//! Peers are named by their slot in the shared-memory transport (for the world's group,
-//! the world rank). Matching compares slots, which is exact because a slot is one process;
-//! the rank a receive reports comes from the message's header.
+//! Peers are named by [`Peer`]: their slot in the shared-memory transport (for the world's
+//! group, the world rank) or their index in the TCP transport. Matching compares peers,
+//! which is exact because a peer is one process; the rank a receive reports comes from the
+//! message's header. TCP carries each message whole (its own framing and bounded queue), so
+//! TCP peers need none of the per-peer cell state; their arrivals join the same queues.
 //!
 //! Matching is not core's `commcore::matching`: that matcher's queues are bounded, and a
 //! full unexpected queue would have to stop draining a ring, which can hide the very
@@ -27,6 +29,7 @@ mod progress;
 mod receive;
 mod rendezvous;
 mod send;
+mod tcp;
 #[cfg(test)]
 mod tests;
 
@@ -37,10 +40,19 @@ use connections::Connections;
 pub(crate) use matching::Pattern;
 use matching::{Arrival, Body};
 use pool::BufferPool;
+pub(crate) use tcp::TcpLink;
 
 use super::error::P2pError;
 
-/// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
+/// A process the engine talks to, as its transport names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Peer {
+    /// A slot of the shared-memory transport.
+    Shm(usize),
+    /// A peer index of the TCP transport.
+    Tcp(usize),
+}
+
 /// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
 #[derive(Default)]
 struct IdHasher(u64);
@@ -148,10 +160,16 @@ pub(crate) struct Engine {
     rendezvous: HashMap<u64, (usize, u64, usize)>,
     /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
     written: std::collections::HashMap<(usize, u64), i32>,
+    /// The TCP transport, when some peer is reached over TCP.
+    tcp: Option<TcpLink>,
 }
 
 impl Engine {
-    pub(crate) fn new(single_copy_above: Option<usize>, split_above: Option<usize>) -> Engine {
+    pub(crate) fn new(
+        single_copy_above: Option<usize>,
+        split_above: Option<usize>,
+        tcp: Option<TcpLink>,
+    ) -> Engine {
         Engine {
             next_id: 1,
             posted: VecDeque::new(),
@@ -168,6 +186,7 @@ impl Engine {
             owned_rendezvous: HashMap::default(),
             news: false,
             written: std::collections::HashMap::new(),
+            tcp,
         }
     }
 
@@ -184,6 +203,6 @@ impl Engine {
 
     /// Whether any send still waits for room or for its receiver.
     pub(crate) fn has_outbound(&self) -> bool {
-        self.peers.any_outbound() || !self.owned_rendezvous.is_empty()
+        self.peers.any_outbound() || !self.owned_rendezvous.is_empty() || self.tcp_has_outbound()
     }
 }

@@ -5,15 +5,16 @@ use super::matching::{Arrival, Body};
 use super::receive::take_payload;
 use super::rendezvous::{written_cell, ClearToSend, CONTROL_BYTES};
 use super::send::Outgoing;
-use super::{Engine, Feed, Sink};
+use super::{Engine, Feed, Peer, Sink};
 use crate::runtime::error::P2pError;
 use crate::shm::layout::RING_DEPTH;
 use crate::shm::{cma, CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
 
 impl Engine {
-    /// Drains every inbound ring and pushes what waits to go out. Bytes for the receive in
-    /// `sink` go straight into it; cells of the streamed send in `feed` come from it.
+    /// Drains every inbound ring (and takes what TCP holds) and pushes what waits to go out.
+    /// Bytes for the receive in `sink` go straight into it; cells of the streamed send in
+    /// `feed` come from it.
     pub(crate) fn progress(
         &mut self,
         fabric: &ShmTransport,
@@ -23,6 +24,7 @@ impl Engine {
         for source in 0..fabric.size {
             self.drain(fabric, source, sink.as_deref_mut())?;
         }
+        self.poll_tcp()?;
         self.blocked.clear();
         for i in 0..self.peers.len() {
             if let Some(dest) = self.peers.waiting(i) {
@@ -59,12 +61,17 @@ impl Engine {
                     let body = if header.kind == CellKind::Message {
                         Body::Copied { pending: self.pool.take(), in_sink: 0, received: 0 }
                     } else {
-                        Body::Remote { address: header.address, sender_id: header.id, split: None }
+                        Body::Remote {
+                            slot: source,
+                            address: header.address,
+                            sender_id: header.id,
+                            split: None,
+                        }
                     };
                     let id = self.fresh_id();
                     let mut arrival = Arrival {
                         context: header.context,
-                        source,
+                        source: Peer::Shm(source),
                         rank: header.source,
                         tag: header.tag,
                         len,

@@ -3,7 +3,7 @@
 
 use super::matching::{Arrival, Body, Pattern};
 use super::rendezvous::Remote;
-use super::{Direct, Engine, Envelope, Sink};
+use super::{Direct, Engine, Envelope, Peer, Sink};
 use crate::runtime::error::P2pError;
 use crate::shm::{CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
@@ -60,7 +60,10 @@ impl Engine {
         buf: &mut [u8],
     ) -> Direct {
         let sources = match pattern.source {
-            Some(source) => source..source + 1,
+            Some(Peer::Shm(source)) => source..source + 1,
+            // TCP's messages reach the queues only through progress: the general path.
+            Some(Peer::Tcp(_)) => return Direct::Slow,
+            None if self.tcp.is_some() => return Direct::Slow,
             None => 0..fabric.size,
         };
         for source in sources {
@@ -122,9 +125,8 @@ impl Engine {
                     return Ok(None);
                 }
             }
-            &mut Body::Remote { address, sender_id, split } => {
-                let remote =
-                    Remote { source: arrival.source, len: arrival.len, address, sender_id };
+            &mut Body::Remote { slot, address, sender_id, split } => {
+                let remote = Remote { source: slot, len: arrival.len, address, sender_id };
                 match self.finish_remote(fabric, sink, arrival_id, remote, split) {
                     None => return Ok(None),
                     Some(result) => read_error = result.err(),

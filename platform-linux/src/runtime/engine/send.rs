@@ -1,8 +1,9 @@
 //! Starting sends: eagerly into the peer's ring when it fits and nothing queues before it,
 //! else queued (copied, or lent by a blocking caller) for progress to push; announced for a
-//! single copy when long and enabled.
+//! single copy when long and enabled. A TCP peer gets the whole message at once.
 
-use super::{Engine, Outbound, SendStart};
+use super::{Engine, Outbound, Peer, SendStart};
+use crate::runtime::error::P2pError;
 use crate::shm::{CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
 
@@ -13,9 +14,25 @@ pub(super) enum Outgoing {
 }
 
 impl Engine {
-    /// Starts sending `buf`; `lend` says whether the caller will lend it until done
+    /// Starts sending `buf` to `peer`; `lend` says whether the caller will lend it until done
     /// (a blocking send) or needs it free at once unless it goes by single copy (isend).
+    #[inline]
     pub(crate) fn start_send(
+        &mut self,
+        fabric: &ShmTransport,
+        peer: Peer,
+        envelope: Outbound,
+        buf: &[u8],
+        lend: bool,
+    ) -> Result<SendStart, P2pError> {
+        match peer {
+            Peer::Shm(slot) => Ok(self.start_send_shm(fabric, slot, envelope, buf, lend)),
+            Peer::Tcp(index) => self.send_tcp(index, envelope, buf).map(|()| SendStart::Done),
+        }
+    }
+
+    /// [`Engine::start_send`] to shared-memory slot `dest`.
+    pub(crate) fn start_send_shm(
         &mut self,
         fabric: &ShmTransport,
         dest: usize,
@@ -96,14 +113,22 @@ impl Engine {
     pub(crate) fn start_send_owned(
         &mut self,
         fabric: &ShmTransport,
-        dest: usize,
+        peer: Peer,
         envelope: Outbound,
         data: Vec<u8>,
-    ) {
+    ) -> Result<(), P2pError> {
+        let dest = match peer {
+            Peer::Shm(slot) => slot,
+            Peer::Tcp(index) => {
+                let sent = self.send_tcp(index, envelope, &data);
+                self.pool.recycle(data);
+                return sent;
+            }
+        };
         let single_copy = self.single_copy_above.is_some_and(|limit| data.len() > limit);
         if data.len() <= Ring::PAYLOAD_BYTES || !single_copy {
             if data.len() <= Ring::PAYLOAD_BYTES {
-                self.start_send(fabric, dest, envelope, &data, false);
+                self.start_send_shm(fabric, dest, envelope, &data, false);
                 self.pool.recycle(data);
             } else {
                 let id = self.fresh_id();
@@ -127,12 +152,14 @@ impl Engine {
                 // Start it now: the caller may not call in again for a while.
                 self.push_out(fabric, dest, None);
             }
-            return;
+            return Ok(());
         }
         // The vector's heap block does not move while the engine holds it.
-        if let SendStart::Rendezvous(id) = self.start_send(fabric, dest, envelope, &data, true) {
+        if let SendStart::Rendezvous(id) = self.start_send_shm(fabric, dest, envelope, &data, true)
+        {
             self.owned_rendezvous.insert(id, data);
         }
+        Ok(())
     }
 
     /// Whether the single-copy send `id` has been read by its receiver (consumes the news).
@@ -141,7 +168,8 @@ impl Engine {
     }
 
     /// Whether the streamed send `id` to `dest` still has cells to push.
-    pub(crate) fn send_queued(&self, dest: usize, id: u64) -> bool {
+    pub(crate) fn send_queued(&self, dest: Peer, id: u64) -> bool {
+        let Peer::Shm(dest) = dest else { return false };
         self.peers.get(dest).is_some_and(|c| {
             c.outbound.iter().any(|o| matches!(o, Outgoing::Borrowed { id: i, .. } if *i == id))
         })

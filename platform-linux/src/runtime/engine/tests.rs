@@ -10,7 +10,7 @@ use crate::transport::shm::{test_pair, ShmTransport};
 const CONTEXT: u32 = 4;
 
 fn pattern(source: Option<usize>, tag: Option<i32>) -> Pattern {
-    Pattern { context: CONTEXT, source, tag }
+    Pattern { context: CONTEXT, source: source.map(Peer::Shm), tag }
 }
 
 fn outbound(tag: i32, source: u32) -> Outbound {
@@ -36,8 +36,8 @@ fn until(
 #[test]
 fn an_eager_message_reports_the_rank_from_its_header() {
     let (a, b) = test_pair();
-    let (mut sender, mut receiver) = (Engine::new(None, None), Engine::new(None, None));
-    let start = sender.start_send(&a, 1, outbound(3, 42), b"hello", false);
+    let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
+    let start = sender.start_send_shm(&a, 1, outbound(3, 42), b"hello", false);
     assert_eq!(start, SendStart::Done);
     let mut buf = [0u8; 8];
     match receiver.try_direct_recv(&b, &pattern(Some(0), None), &mut buf) {
@@ -53,9 +53,9 @@ fn an_eager_message_reports_the_rank_from_its_header() {
 #[test]
 fn messages_of_one_pair_match_in_order_and_receives_in_posting_order() {
     let (a, b) = test_pair();
-    let (mut sender, mut receiver) = (Engine::new(None, None), Engine::new(None, None));
+    let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
     for (tag, byte) in [(1, b'a'), (2, b'b'), (1, b'c')] {
-        sender.start_send(&a, 1, outbound(tag, 0), &[byte], false);
+        sender.start_send_shm(&a, 1, outbound(tag, 0), &[byte], false);
     }
     // The tag-2 receive is posted first but matches only the second message.
     let second = receiver.post_recv(pattern(None, Some(2)));
@@ -73,9 +73,9 @@ fn messages_of_one_pair_match_in_order_and_receives_in_posting_order() {
 #[test]
 fn a_message_longer_than_a_cell_streams_through_the_ring() {
     let (a, b) = test_pair();
-    let (mut sender, mut receiver) = (Engine::new(None, None), Engine::new(None, None));
+    let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
     let message: Vec<u8> = (0..5 * Ring::PAYLOAD_BYTES + 17).map(|i| (i % 251) as u8).collect();
-    sender.start_send_owned(&a, 1, outbound(9, 1), message.clone());
+    sender.start_send_owned(&a, Peer::Shm(1), outbound(9, 1), message.clone()).unwrap();
     let recv = receiver.post_recv(pattern(Some(0), Some(9)));
     let mut buf = vec![0u8; message.len()];
     let mut envelope = None;
@@ -93,10 +93,10 @@ fn a_message_longer_than_a_cell_streams_through_the_ring() {
 /// A single-copy message, read whole or split between both sides.
 fn single_copy(split_above: Option<usize>) {
     let (a, b) = test_pair();
-    let mut sender = Engine::new(Some(1024), split_above);
-    let mut receiver = Engine::new(Some(1024), split_above);
+    let mut sender = Engine::new(Some(1024), split_above, None);
+    let mut receiver = Engine::new(Some(1024), split_above, None);
     let message: Vec<u8> = (0..100_000).map(|i| (i % 253) as u8).collect();
-    sender.start_send_owned(&a, 1, outbound(5, 0), message.clone());
+    sender.start_send_owned(&a, Peer::Shm(1), outbound(5, 0), message.clone()).unwrap();
     let recv = receiver.post_recv(pattern(None, None));
     let mut buf = vec![0u8; message.len()];
     until((&mut receiver, &b), (&mut sender, &a), |engine, fabric| {
@@ -124,8 +124,8 @@ fn a_split_single_copy_has_each_side_copy_a_half() {
 #[test]
 fn a_longer_message_than_the_buffer_is_a_truncation_error() {
     let (a, b) = test_pair();
-    let (mut sender, mut receiver) = (Engine::new(None, None), Engine::new(None, None));
-    sender.start_send(&a, 1, outbound(0, 0), &[7; 10], false);
+    let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
+    sender.start_send_shm(&a, 1, outbound(0, 0), &[7; 10], false);
     let mut buf = [0u8; 4];
     match receiver.try_direct_recv(&b, &pattern(None, None), &mut buf) {
         Direct::Done(Err(P2pError::Truncated { message_len: 10, buffer_len: 4 })) => {}

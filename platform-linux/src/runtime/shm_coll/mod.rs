@@ -79,7 +79,8 @@ impl ShmColl {
         world: &[usize],
     ) -> Option<ShmColl> {
         let layout = &runtime.fabric.layout;
-        let fits = world.len() > 1
+        let fits = runtime.areas_enabled
+            && world.len() > 1
             && world.len() <= members_max(layout.size())
             && grant.owner < layout.size()
             && grant.index < layout.coll_areas_per_rank();

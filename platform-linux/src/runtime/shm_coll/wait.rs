@@ -137,12 +137,12 @@ fn shares_cpu(area: &CollArea<'_>, me: usize) -> bool {
 }
 
 /// Moves point-to-point traffic on while we wait: pushes what sends still queue into the
-/// rings and takes what peers put in ours (a peer may block until its long sends leave its
-/// queue). Returns whether sends remain queued.
+/// rings and takes what peers put in ours or on TCP (a peer may block until its long sends
+/// leave its queue). Returns whether sends remain queued.
 fn push_queued_sends(runtime: &Runtime) -> bool {
     let fabric = &runtime.fabric;
     let mut engine = runtime.engine();
-    if !engine.has_outbound() && !fabric.any_inbound() {
+    if runtime.tcp.is_none() && !engine.has_outbound() && !fabric.any_inbound() {
         return false;
     }
     // A failure belongs to the message's own operation, which reports it when it next

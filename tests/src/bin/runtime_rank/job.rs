@@ -15,7 +15,8 @@ pub(crate) fn identity(world: &World) {
     let me = comm.rank();
     let av = world.address_vector();
     assert_eq!(av.len(), comm.size());
-    assert_eq!(av[me].node().0 as usize, world.node());
+    let host = world.host_of(me).expect("a rank has a host");
+    assert_eq!(av[me].node().0 as usize, host * world.nodes() + world.node());
     assert_eq!(av[me].address_word() >> 32, u64::from(std::process::id()));
     assert_eq!(comm.rank_map().kind(), commcore::rankmap::ModelKind::Direct);
     let (_, lpid) = world.self_comm().rank_map().translate(0).expect("self has rank 0");
