@@ -99,7 +99,8 @@ fn implied(
         C::Gather => (n, if is_root { all } else { 0 }),
         C::Scatter => (if is_root { all } else { 0 }, n),
         C::Alltoall => (all, all),
-        C::ReduceScatterBlock => (all, n),
+        // Both vectors are as long as this group's blocks, also on an inter-communicator.
+        C::ReduceScatterBlock => (n.saturating_mul(size as usize), n),
         C::Allgatherv => (own(args.recv), extent(args.recv, e)),
         C::Gatherv => (own(args.recv), if is_root { extent(args.recv, e) } else { 0 }),
         C::Scatterv => (if is_root { extent(args.send, e) } else { 0 }, own(args.send)),
@@ -513,8 +514,11 @@ fn inter_communicator(call: &Call) {
                 }
             }
             C::ReduceScatterBlock => {
-                let f = fold(theirs, mine.len() * count);
-                (input(g, theirs.len() * count), Some(f[r * count..][..count].to_vec()), 0)
+                // Each group's vector is its own size times its count, so the two counts
+                // must make vectors of one length: `count` times the other group's size.
+                let block = count * theirs.len();
+                let f = fold(theirs, mine.len() * block);
+                (input(g, mine.len() * block), Some(f[r * block..][..block].to_vec()), 0)
             }
             C::ReduceScatter => {
                 let f = fold(theirs, ext(my_layout));
@@ -546,6 +550,7 @@ fn inter_communicator(call: &Call) {
         };
         let my_count = match op {
             C::ReduceScatter => ext(their_layout),
+            C::ReduceScatterBlock => count * remote,
             C::Allgatherv | C::Gatherv | C::Scatterv => vcount(g),
             _ => count,
         };
