@@ -16,21 +16,21 @@ use super::stats::median;
 use commcore_linux::launch::{env, run_job, JobSpec};
 use commcore_linux::runtime::{Comm, P2pError, Request, World};
 
-const LATENCY_SIZES: [usize; 3] = [8, 64 * 1024, 1024 * 1024];
+pub(crate) const LATENCY_SIZES: [usize; 3] = [8, 64 * 1024, 1024 * 1024];
 const BANDWIDTH_BYTES: usize = 1024 * 1024;
 const BANDWIDTH_WINDOW: usize = 16;
 const RATE_WINDOW: usize = 64;
 
 /// Runs the benchmark.
 pub fn run(args: &[String]) -> Result<Value, String> {
+    if std::env::var_os(env::SHM_FD).is_some() {
+        rank_main(args).map_err(|e| e.to_string())?;
+        std::process::exit(0);
+    }
     match option::<String>(args, "--transport")?.as_deref() {
         None | Some("shm") => {}
         Some("tcp") => return super::pt2pt_tcp::run(args),
         Some(other) => return Err(format!("--transport must be shm or tcp, not {other:?}")),
-    }
-    if std::env::var_os(env::SHM_FD).is_some() {
-        rank_main(args).map_err(|e| e.to_string())?;
-        std::process::exit(0);
     }
     let procs: usize = option(args, "--procs")?.unwrap_or(2);
     if procs < 2 {
@@ -127,7 +127,7 @@ pub(crate) fn launch_self_on(
         .map_err(|e| format!("rank 0 printed no figures ({e}): {text:?}"))
 }
 
-fn label(size: usize) -> String {
+pub(crate) fn label(size: usize) -> String {
     match size {
         s if s >= 1 << 20 => format!("{}MiB", s >> 20),
         s if s >= 1 << 10 => format!("{}KiB", s >> 10),

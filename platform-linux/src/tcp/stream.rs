@@ -128,16 +128,28 @@ impl Stream {
         Ok(true)
     }
 
-    /// Reads what the kernel holds for this stream into the inbound buffer. The buffer is
-    /// zeroed once when it grows, not at every read, so polling an idle stream is cheap.
+    /// Reads what the kernel holds for this stream into the inbound buffer. Room is made
+    /// for the whole frame being read once its prefix is here, so a long message is read
+    /// straight into place; the buffer is zeroed only when it grows, not at every read, so
+    /// polling an idle stream is cheap.
     pub fn fill(&mut self) -> ReadEnd {
         loop {
-            if self.inbound.len() - self.end < READ_CHUNK / 4 {
-                self.inbound.copy_within(self.start..self.end, 0);
-                self.end -= self.start;
-                self.start = 0;
-                if self.inbound.len() - self.end < READ_CHUNK / 4 {
-                    self.inbound.resize(self.end + READ_CHUNK, 0);
+            // Only a connected peer's frames are trusted with room for their claimed length.
+            let frame_rest = match super::frame::parse(self.unread()) {
+                super::frame::Parsed::Need(total) if self.peer.is_some() => {
+                    total.saturating_sub(self.end - self.start)
+                }
+                _ => 0,
+            };
+            let room = frame_rest.max(READ_CHUNK / 4);
+            if self.inbound.len() - self.end < room {
+                if self.start > 0 {
+                    self.inbound.copy_within(self.start..self.end, 0);
+                    self.end -= self.start;
+                    self.start = 0;
+                }
+                if self.inbound.len() - self.end < room {
+                    self.inbound.resize(self.end + room.max(READ_CHUNK), 0);
                 }
             }
             match self.socket.read(&mut self.inbound[self.end..]) {

@@ -18,6 +18,9 @@ use super::stream::{ReadEnd, Stream};
 /// Peers one process may have handshake or connection state for at once.
 pub const MAX_PEERS: usize = 256;
 
+/// Passes over the sockets per look at the listener while no handshake runs.
+const ACCEPT_EVERY: u32 = 16;
+
 /// Tunables, with defaults fit for a job on one machine or a LAN.
 #[derive(Clone, Copy, Debug)]
 pub struct TcpSettings {
@@ -77,6 +80,8 @@ pub struct TcpTransport {
     /// This rank said goodbye: streams that end now end normally.
     finishing: bool,
     arrivals: VecDeque<Arrival>,
+    /// Passes over the sockets so far (see [`TcpTransport::progress`]).
+    passes: u32,
 }
 
 impl TcpTransport {
@@ -112,6 +117,7 @@ impl TcpTransport {
             fault: None,
             finishing: false,
             arrivals: VecDeque::new(),
+            passes: 0,
         })
     }
 
@@ -157,6 +163,10 @@ impl TcpTransport {
                 queue.push_back(bytes);
                 self.connect(peer)?;
             }
+        }
+        if self.queued_to(peer) == 0 {
+            // Written whole: nothing to move on for it (reads happen when the caller polls).
+            return Ok(());
         }
         let start = Instant::now();
         self.progress()?;
@@ -291,8 +301,28 @@ impl TcpTransport {
         self.fault.map_or(Ok(()), Err)
     }
 
-    /// One pass over the sockets without waiting: accepts, writes, reads, timers.
+    /// One pass over the sockets without waiting: accepts, writes, reads, timers. The
+    /// listener is asked for new connections every [`ACCEPT_EVERY`] passes, or every pass
+    /// while a handshake runs: a peer's first frame waits that long at most, and a pass
+    /// that moves a message saves the system call.
     fn progress(&mut self) -> Result<(), TcpError> {
+        self.passes = self.passes.wrapping_add(1);
+        if self.passes % ACCEPT_EVERY == 0 || self.endpoint.poll_timeout().is_some() {
+            self.accept_all()?;
+        }
+        let tokens: Vec<u64> = self.streams.keys().copied().collect();
+        for token in tokens {
+            self.service(token);
+        }
+        if self.endpoint.poll_timeout().is_some_and(|t| t <= self.now()) {
+            self.endpoint.handle_timeout(self.now());
+            self.drive_machine();
+        }
+        self.fault.map_or(Ok(()), Err)
+    }
+
+    /// Takes every connection waiting at the listener.
+    fn accept_all(&mut self) -> Result<(), TcpError> {
         loop {
             match self.listener.accept() {
                 Ok((socket, _)) => {
@@ -307,15 +337,7 @@ impl TcpTransport {
                 Err(e) => return Err(TcpError::Local(e.kind())),
             }
         }
-        let tokens: Vec<u64> = self.streams.keys().copied().collect();
-        for token in tokens {
-            self.service(token);
-        }
-        if self.endpoint.poll_timeout().is_some_and(|t| t <= self.now()) {
-            self.endpoint.handle_timeout(self.now());
-            self.drive_machine();
-        }
-        self.fault.map_or(Ok(()), Err)
+        Ok(())
     }
 
     /// Writes and reads one stream and handles the frames that arrived on it.
@@ -479,6 +501,9 @@ impl TcpTransport {
             if error.kind() != io::ErrorKind::Interrupted {
                 return Err(TcpError::Local(error.kind()));
             }
+        }
+        if fds[0].revents & libc::POLLIN != 0 {
+            self.accept_all()?;
         }
         Ok(())
     }
