@@ -105,6 +105,12 @@ tcp_hosts() {
     fi
     timeout 300 cargo test --locked -p commcore-linux --test tcp
     timeout 300 cargo test --locked -p commcore-tests --test tcp_jobs -- --include-ignored
+    # The runtime's suites (point-to-point, communicators, collectives, inter-communicators,
+    # faults) again: TCP between every pair on one host, then across 2 and 3 hosts.
+    local suites=(--test runtime_p2p --test runtime_intercomm)
+    COMMCORE_TEST_TRANSPORT=tcp timeout 600 cargo test --locked -p commcore-tests "${suites[@]}"
+    COMMCORE_TEST_HOSTS=2 timeout 600 cargo test --locked -p commcore-tests "${suites[@]}"
+    COMMCORE_TEST_HOSTS=3 timeout 600 cargo test --locked -p commcore-tests "${suites[@]}"
     cargo build --release -p commcore-cli --bin commcore --locked
     timeout 120 ./target/release/commcore bench pt2pt --transport tcp --hosts 2 --rounds 1 \
         --batches 1 --json >/dev/null
