@@ -8,6 +8,7 @@
 //! `runtime/layout_words.rs` (a node layout's heap words, kept alive for its table) and
 //! `runtime/affinity.rs` (binding ranks to CPUs) use `unsafe`.
 
+pub mod bridge;
 pub mod cma;
 pub mod coll_area;
 #[cfg(all(test, loom))]
@@ -20,6 +21,7 @@ pub mod membarrier;
 pub mod region;
 pub mod ring;
 
+pub use bridge::{Bridge, BridgeLayout};
 pub use coll_area::CollArea;
 pub use layout::Layout;
 pub use region::Region;

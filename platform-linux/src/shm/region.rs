@@ -52,12 +52,24 @@ impl Region {
         if unsafe { libc::fstat(raw, &mut stat) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let len = usize::try_from(stat.st_size)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad region size"))?;
         // SAFETY: fstat succeeded, so raw is an open descriptor; the launcher handed it to
         // this process for the runtime alone, which takes ownership here.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        // SAFETY: fcntl on the descriptor this value now owns.
+        Self::from_owned(fd)
+    }
+
+    /// Maps the memory file `fd` (received from another process), whole; makes the
+    /// descriptor close-on-exec.
+    pub fn from_owned(fd: OwnedFd) -> io::Result<Region> {
+        // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: stat points to writable memory of the right type; fd is open.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let len = usize::try_from(stat.st_size)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad region size"))?;
+        // SAFETY: fcntl on the descriptor this value owns.
         if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
             return Err(io::Error::last_os_error());
         }

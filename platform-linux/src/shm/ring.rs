@@ -172,6 +172,11 @@ impl<'r> Ring<'r> {
         Ring { region, control: layout.ring(from, to) }
     }
 
+    /// The ring whose control block is at `control` in `region` (a bridge's rings).
+    pub fn at(region: &'r Region, control: usize) -> Ring<'r> {
+        Ring { region, control }
+    }
+
     fn cell(&self, index: u64) -> usize {
         self.control + Layout::RING_CELLS + (index % RING_DEPTH as u64) as usize * CELL_BYTES
     }
