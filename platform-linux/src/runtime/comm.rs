@@ -299,7 +299,7 @@ impl Comm {
                     Direct::Done(result) => return result.map(Some),
                     Direct::Empty => {
                         // Keep other peers' traffic and our queued sends moving meanwhile.
-                        if engine.has_outbound() || fabric.any_inbound() {
+                        if engine.has_outbound() || engine.inbound_anywhere(fabric) {
                             engine.progress(fabric, None, None)?;
                         }
                         return Ok(None);

@@ -250,6 +250,17 @@ pub enum P2pError {
     },
     /// The TCP transport failed; the error names the peer.
     Tcp(crate::tcp::TcpError),
+    /// The process is in a group this process is no longer connected to (disconnected).
+    PeerGone {
+        /// The engine's index of the peer.
+        peer: usize,
+    },
+    /// The bridge to another group failed: a process of that group (or of ours) died or
+    /// left before disconnecting.
+    GroupFailed {
+        /// Which side failed, as the bridge records it.
+        reason: u32,
+    },
 }
 
 impl fmt::Display for P2pError {
@@ -278,6 +289,18 @@ impl fmt::Display for P2pError {
                  not run; start the job with that transport enabled"
             ),
             P2pError::Tcp(error) => write!(f, "{error}"),
+            P2pError::PeerGone { peer } => {
+                write!(f, "peer {peer} belongs to a group this process has disconnected from")
+            }
+            P2pError::GroupFailed { reason } => write!(
+                f,
+                "the connection to another process group failed: {}",
+                match reason {
+                    crate::shm::bridge::FAILED_A => "a process of the first group died or left",
+                    crate::shm::bridge::FAILED_B => "a process of the second group died or left",
+                    _ => "a side gave up",
+                }
+            ),
         }
     }
 }

@@ -60,9 +60,11 @@ use commcore::cid::{Algorithm, CidSpace};
 use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
 
+use crate::shm::bridge::Bridge;
 use crate::transport::shm::ShmTransport;
 use crate::transport::{self as transports, Route};
-use engine::{Engine, Peer, TcpLink};
+use engine::{Engine, GuestInbox, Peer, TcpLink};
+use std::sync::Arc;
 
 /// Any tag, for receives.
 pub const ANY_TAG: i32 = -1;
@@ -150,7 +152,8 @@ impl Runtime {
     #[inline]
     fn peer(&self, route: Route) -> Option<Peer> {
         match route.transport {
-            transports::SHARED_MEMORY => self.fabric.slot(route.peer).ok().map(Peer::Shm),
+            // A slot of this job's region, or a guest of a bridge (the engine checks it).
+            transports::SHARED_MEMORY => Some(Peer::Shm(ShmTransport::peer_index(route.peer))),
             transports::TCP if self.tcp.is_some() => {
                 usize::try_from(route.peer.0).ok().map(Peer::Tcp)
             }
@@ -163,10 +166,14 @@ impl Runtime {
     /// doorbell does not end that sleep, so it is short). Returns whether it was woken by
     /// news rather than by its time running out (always `true` for the doorbell, whose
     /// sleeps are long).
-    fn sleep(&self, ready: impl Fn() -> bool) -> Result<bool, P2pError> {
+    fn sleep(
+        &self,
+        bridges: &[(Arc<Bridge>, usize)],
+        ready: impl Fn() -> bool,
+    ) -> Result<bool, P2pError> {
         match &self.tcp {
             None => {
-                self.fabric.sleep(ready);
+                self.fabric.sleep_bridged(bridges, ready);
                 Ok(true)
             }
             Some(tcp) => {
@@ -191,16 +198,26 @@ impl Runtime {
         // at once.
         let mut start = None;
         loop {
-            let blocked = {
+            let (blocked, guests) = {
                 let mut engine = self.engine();
                 if let Some(value) = step(&mut engine, fabric)? {
                     return Ok(value);
                 }
-                engine.blocked.clone()
+                (engine.blocked.clone(), engine.guest_inboxes())
             };
-            let ready =
-                || fabric.any_inbound() || blocked.iter().any(|&d| fabric.outbox(d).has_room());
+            let ready = || {
+                fabric.any_inbound()
+                    || blocked.iter().any(|&d| fabric.outbox(d).has_room())
+                    || guests.as_ref().is_some_and(|g| g.iter().any(GuestInbox::has_cell))
+            };
             let waited = start.get_or_insert_with(Instant::now).elapsed();
+            if guests.is_some() && waited >= self.spin.poll {
+                // A group we are connected to failed: what we wait for may never come.
+                let failure = self.engine().failed_bridge();
+                if let Some(reason) = failure {
+                    return Err(P2pError::GroupFailed { reason });
+                }
+            }
             if waited < self.spin.poll {
                 for _ in 0..POLLS_PER_STEP {
                     if ready() {
@@ -212,9 +229,12 @@ impl Runtime {
                 // A peer that shares our core (more ranks than cores, or a busy machine)
                 // gets it now rather than at the end of our time slice.
                 std::thread::yield_now();
-            } else if self.sleep(ready)? {
-                // Something came: poll again before the next sleep.
-                start = Some(Instant::now());
+            } else {
+                let bridges = if guests.is_some() { self.engine().bridges() } else { Vec::new() };
+                if self.sleep(&bridges, ready)? {
+                    // Something came: poll again before the next sleep.
+                    start = Some(Instant::now());
+                }
             }
         }
     }

@@ -7,11 +7,13 @@
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 use std::sync::atomic::{compiler_fence, fence, AtomicU32};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use commcore::wire::Header;
 
 use super::{Arrival, Capabilities, PeerAddress, Taken, Transport, TransportError};
+use crate::shm::bridge::Bridge;
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
 
 /// How long one futex sleep lasts at most before the waiter looks again on its own.
@@ -73,10 +75,7 @@ impl ShmTransport {
     /// before it sleeps, or we see its sleeping flag and ring the bell.
     pub(crate) fn notify(&self, rank: usize) {
         self.waker_fence();
-        if self.sleeping(rank).load(Relaxed) != 0 {
-            self.doorbell(rank).fetch_add(1, Release);
-            futex::wake_all(self.doorbell(rank));
-        }
+        ring_bell(&self.region, self.layout.sleeping(rank), self.layout.doorbell(rank));
     }
 
     /// What a waker runs between publishing and reading a sleeper count, the pair of the
@@ -90,14 +89,34 @@ impl ShmTransport {
 
     /// Sleeps on this rank's doorbell unless `ready()` already holds.
     pub(crate) fn sleep(&self, ready: impl Fn() -> bool) {
-        self.sleep_at_most(SLEEP_SLICE, ready);
+        self.sleep_at_most(SLEEP_SLICE, &[], ready);
     }
 
-    fn sleep_at_most(&self, slice: Duration, ready: impl Fn() -> bool) {
+    /// Sleeps on this rank's doorbell and on its doorbells in `bridges` (each with our slot
+    /// there), unless `ready()` already holds: a peer of another group rings ours in the
+    /// bridge it shares with us.
+    pub(crate) fn sleep_bridged(&self, bridges: &[(Arc<Bridge>, usize)], ready: impl Fn() -> bool) {
+        self.sleep_at_most(SLEEP_SLICE, bridges, ready);
+    }
+
+    fn sleep_at_most(
+        &self,
+        slice: Duration,
+        bridges: &[(Arc<Bridge>, usize)],
+        ready: impl Fn() -> bool,
+    ) {
         let bell = self.doorbell(self.rank);
-        let seen = bell.load(Acquire);
+        let mut bells: Vec<(&AtomicU32, u32)> = vec![(bell, bell.load(Acquire))];
+        let mut counts: Vec<&AtomicU32> = vec![self.sleeping(self.rank)];
+        for (bridge, me) in bridges {
+            let bell = bridge.word(bridge.layout.doorbell(*me));
+            bells.push((bell, bell.load(Acquire)));
+            counts.push(bridge.word(bridge.layout.sleeping(*me)));
+        }
         // A count, not a flag: several threads of this process may sleep at once.
-        self.sleeping(self.rank).fetch_add(1, Relaxed);
+        for count in &counts {
+            count.fetch_add(1, Relaxed);
+        }
         fence(SeqCst);
         if self.wake == WakeFence::Asymmetric {
             // Every waker now either has its ring update visible to `ready` below, or runs
@@ -105,9 +124,29 @@ impl ShmTransport {
             membarrier::global();
         }
         if !ready() {
-            futex::wait(bell, seen, slice);
+            if bells.len() == 1 {
+                futex::wait(bell, bells[0].1, slice);
+            } else if !futex::wait_any(&bells, slice) {
+                // No futex_waitv: a bridge's bell cannot end this sleep, so it is short.
+                futex::wait(bell, bells[0].1, BRIDGED_SLICE);
+            }
         }
-        self.sleeping(self.rank).fetch_sub(1, Relaxed);
+        for count in &counts {
+            count.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// How long one sleep lasts at most when bridges' bells cannot wake it.
+const BRIDGED_SLICE: Duration = Duration::from_millis(1);
+
+/// Rings the doorbell at `doorbell` in `region` if the count at `sleeping` says someone
+/// sleeps on it. The caller fenced (see [`ShmTransport::waker_fence`]) after publishing.
+pub(crate) fn ring_bell(region: &Region, sleeping: usize, doorbell: usize) {
+    if region.atomic_u32(sleeping).load(Relaxed) != 0 {
+        let bell = region.atomic_u32(doorbell);
+        bell.fetch_add(1, Release);
+        futex::wake_all(bell);
     }
 }
 
@@ -115,6 +154,13 @@ impl ShmTransport {
     /// The address of the process in slot `slot` of the region, whose process id is `pid`.
     pub fn address_of(slot: usize, pid: u32) -> PeerAddress {
         PeerAddress((u64::from(pid) << 32) | slot as u64)
+    }
+
+    /// The engine's index of the peer an address names: a slot of this job's region, or
+    /// from the job's size up, a guest reached through a bridge.
+    #[inline]
+    pub(crate) fn peer_index(peer: PeerAddress) -> usize {
+        (peer.0 & u64::from(u32::MAX)) as usize
     }
 
     /// The slot an address names, if the region has it.
@@ -225,7 +271,7 @@ impl Transport for ShmTransport {
     fn wait(&self, deadline: Instant, ready: impl Fn() -> bool) {
         let left = deadline.saturating_duration_since(Instant::now());
         if !left.is_zero() {
-            self.sleep_at_most(left.min(SLEEP_SLICE), ready);
+            self.sleep_at_most(left.min(SLEEP_SLICE), &[], ready);
         }
     }
 

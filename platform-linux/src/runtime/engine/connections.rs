@@ -94,6 +94,21 @@ impl Connections {
         self.table.get(i).and_then(|(peer, c)| c.has_outbound().then_some(*peer))
     }
 
+    /// Forgets `peer` and anything queued for it (its group is gone).
+    pub(super) fn forget(&mut self, peer: usize) {
+        let Some(at) = self.position(peer) else { return };
+        if let Some(page) = self.pages.get_mut(peer / PAGE).and_then(Option::as_mut) {
+            page[peer % PAGE] = NONE;
+        }
+        self.table.swap_remove(at);
+        if let Some(&(moved, _)) = self.table.get(at) {
+            if let Some(page) = self.pages.get_mut(moved / PAGE).and_then(Option::as_mut) {
+                // Fits: a table holds fewer peers than u32::MAX.
+                page[moved % PAGE] = at as u32;
+            }
+        }
+    }
+
     /// Whether anything waits to go to any peer.
     pub(super) fn any_outbound(&self) -> bool {
         self.table.iter().any(|(_, c)| c.has_outbound())
@@ -127,6 +142,11 @@ mod tests {
         assert_eq!(peers.len(), 2);
         assert_eq!(peers.waiting(0), None);
         assert!(!peers.any_outbound());
+        peers.forget(5);
+        assert_eq!((peers.len(), peers.inbound(5), peers.inbound(700)), (1, None, Some(1)));
+        peers.forget(5);
+        peers.open(5).inbound = Some(4);
+        assert_eq!((peers.inbound(5), peers.inbound(700)), (Some(4), Some(1)));
     }
 
     /// Memory for connection state at 8, 64, 512 and 786,432 ranks, each rank talking to

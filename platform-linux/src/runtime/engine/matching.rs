@@ -108,7 +108,7 @@ impl Engine {
             arrival.discard = true;
         }
         if let Some((source, cell)) = remote {
-            self.send_control(fabric, source, cell);
+            self.with_guests(|engine, guests| engine.send_control(fabric, guests, source, cell));
         }
     }
 }

@@ -23,6 +23,7 @@
 //! engine keeps unbounded queues until that back-pressure has a deadlock-free design.
 
 mod connections;
+mod links;
 mod matching;
 mod pool;
 mod progress;
@@ -37,6 +38,7 @@ use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use connections::Connections;
+pub(crate) use links::GuestInbox;
 pub(crate) use matching::Pattern;
 use matching::{Arrival, Body};
 use pool::BufferPool;
@@ -162,6 +164,8 @@ pub(crate) struct Engine {
     written: std::collections::HashMap<(usize, u64), i32>,
     /// The TCP transport, when some peer is reached over TCP.
     tcp: Option<TcpLink>,
+    /// Processes of other groups on this host, reached through bridges.
+    guests: links::Guests,
 }
 
 impl Engine {
@@ -187,6 +191,7 @@ impl Engine {
             news: false,
             written: std::collections::HashMap::new(),
             tcp,
+            guests: links::Guests::default(),
         }
     }
 

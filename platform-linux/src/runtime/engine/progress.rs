@@ -1,6 +1,7 @@
 //! The ring protocol: draining every inbound ring (messages, fragments and the single-copy
 //! control cells) and pushing what waits to go out, in cells.
 
+use super::links::Guests;
 use super::matching::{Arrival, Body};
 use super::receive::take_payload;
 use super::rendezvous::{written_cell, ClearToSend, CONTROL_BYTES};
@@ -18,17 +19,29 @@ impl Engine {
     pub(crate) fn progress(
         &mut self,
         fabric: &ShmTransport,
+        sink: Option<&mut Sink<'_>>,
+        feed: Option<&Feed<'_>>,
+    ) -> Result<(), P2pError> {
+        self.with_guests(|engine, guests| engine.progress_with(fabric, guests, sink, feed))
+    }
+
+    fn progress_with(
+        &mut self,
+        fabric: &ShmTransport,
+        guests: &Guests,
         mut sink: Option<&mut Sink<'_>>,
         feed: Option<&Feed<'_>>,
     ) -> Result<(), P2pError> {
-        for source in 0..fabric.size {
-            self.drain(fabric, source, sink.as_deref_mut())?;
+        for source in guests.shm_peers(fabric) {
+            if !guests.vacant(fabric, source) {
+                self.drain(fabric, guests, source, sink.as_deref_mut())?;
+            }
         }
         self.poll_tcp()?;
         self.blocked.clear();
         for i in 0..self.peers.len() {
             if let Some(dest) = self.peers.waiting(i) {
-                self.push_out(fabric, dest, feed);
+                self.push_out(fabric, guests, dest, feed);
             }
         }
         if std::mem::take(&mut self.news) {
@@ -40,10 +53,12 @@ impl Engine {
     fn drain(
         &mut self,
         fabric: &ShmTransport,
+        guests: &Guests,
         source: usize,
         mut sink: Option<&mut Sink<'_>>,
     ) -> Result<(), P2pError> {
-        let ring = fabric.inbox(source);
+        let link = guests.link(fabric, source)?;
+        let ring = link.inbox();
         let corrupt = P2pError::CorruptQueue { peer: source };
         let mut popped = false;
         for _ in 0..RING_DEPTH {
@@ -122,14 +137,15 @@ impl Engine {
                         {
                             let local = address + offset;
                             let part = part as usize;
-                            match cma::write(fabric.pids[source], local, target, part) {
+                            let pid = guests.pid_of(fabric, source).unwrap_or(0);
+                            match cma::write(pid, local, target, part) {
                                 Ok(()) => 0,
                                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
                             }
                         }
                         _ => libc::EINVAL,
                     };
-                    self.send_control(fabric, source, written_cell(header.id, errno));
+                    self.send_control(fabric, guests, source, written_cell(header.id, errno));
                 }
                 CellKind::Written => {
                     let mut errno = [0u8; 4];
@@ -145,13 +161,24 @@ impl Engine {
             popped = true;
         }
         if popped {
-            fabric.notify(source);
+            link.notify(fabric);
         }
         Ok(())
     }
 
-    pub(super) fn push_out(&mut self, fabric: &ShmTransport, dest: usize, feed: Option<&Feed<'_>>) {
-        let ring = fabric.outbox(dest);
+    pub(super) fn push_out(
+        &mut self,
+        fabric: &ShmTransport,
+        guests: &Guests,
+        dest: usize,
+        feed: Option<&Feed<'_>>,
+    ) {
+        let Ok(link) = guests.link(fabric, dest) else {
+            // The peer's group is gone: what waited for it goes nowhere.
+            self.peers.forget(dest);
+            return;
+        };
+        let ring = link.outbox();
         let mut pushed = false;
         let Self { peers, pool, blocked, .. } = self;
         let peer = peers.open(dest);
@@ -194,11 +221,12 @@ impl Engine {
                 pool.recycle(payload);
             }
         }
-        if peer.has_outbound() && !ring.has_room() {
+        // A waiter watches home rings for room; a guest rings our bridge bell when it pops.
+        if peer.has_outbound() && !ring.has_room() && dest < fabric.size {
             blocked.push(dest);
         }
         if pushed {
-            fabric.notify(dest);
+            link.notify(fabric);
         }
     }
 }

@@ -59,15 +59,23 @@ impl Engine {
         pattern: &Pattern,
         buf: &mut [u8],
     ) -> Direct {
+        let guests = &self.guests;
         let sources = match pattern.source {
             Some(Peer::Shm(source)) => source..source + 1,
             // TCP's messages reach the queues only through progress: the general path.
             Some(Peer::Tcp(_)) => return Direct::Slow,
             None if self.tcp.is_some() => return Direct::Slow,
-            None => 0..fabric.size,
+            None => guests.shm_peers(fabric),
         };
         for source in sources {
-            let ring = fabric.inbox(source);
+            let Ok(link) = guests.link(fabric, source) else {
+                // A guest that is gone: the general path reports it.
+                if pattern.source.is_some() {
+                    return Direct::Slow;
+                }
+                continue;
+            };
+            let ring = link.inbox();
             let header = match ring.peek() {
                 Ok(None) => continue,
                 Ok(Some(header)) => header,
@@ -86,7 +94,7 @@ impl Engine {
             let n = len.min(buf.len());
             ring.read_payload(&header, &mut buf[..n]);
             ring.pop();
-            fabric.notify(source);
+            link.notify(fabric);
             if len > buf.len() {
                 return Direct::Done(Err(P2pError::Truncated {
                     message_len: len,
@@ -127,7 +135,10 @@ impl Engine {
             }
             &mut Body::Remote { slot, address, sender_id, split } => {
                 let remote = Remote { source: slot, len: arrival.len, address, sender_id };
-                match self.finish_remote(fabric, sink, arrival_id, remote, split) {
+                let finished = self.with_guests(|engine, guests| {
+                    engine.finish_remote(fabric, guests, sink, arrival_id, remote, split)
+                });
+                match finished {
                     None => return Ok(None),
                     Some(result) => read_error = result.err(),
                 }

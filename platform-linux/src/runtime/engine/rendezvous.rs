@@ -3,6 +3,7 @@
 //! the sender writes the other. The control cells (clear-to-send, written, finished) carry
 //! their data as payload, so header fields keep one meaning.
 
+use super::links::Guests;
 use super::matching::{Arrival, Body};
 use super::{Engine, Sink};
 use crate::runtime::error::P2pError;
@@ -26,6 +27,7 @@ impl Engine {
     pub(super) fn finish_remote(
         &mut self,
         fabric: &ShmTransport,
+        guests: &Guests,
         sink: &mut Sink<'_>,
         arrival_id: u64,
         remote: Remote,
@@ -33,7 +35,7 @@ impl Engine {
     ) -> Option<Result<(), P2pError>> {
         let Remote { source, len, address, sender_id } = remote;
         let n = len.min(sink.buf.len());
-        let pid = fabric.pids[source];
+        let pid = guests.pid_of(fabric, source).unwrap_or(0);
         let failed = |e: std::io::Error| P2pError::SingleCopyFailed {
             peer: source,
             errno: e.raw_os_error().unwrap_or(0),
@@ -46,9 +48,9 @@ impl Engine {
         };
         let split = match split {
             None if sink.blocking && self.split_above.is_some_and(|limit| n > limit) => {
-                let (mine, theirs) = halves(fabric.rank, source, n);
+                let (mine, theirs) = halves(std::process::id(), pid, n);
                 let cell = ClearToSend::cell(sender_id, theirs, sink.buf[theirs.0..].as_ptr());
-                self.send_control(fabric, source, cell);
+                self.send_control(fabric, guests, source, cell);
                 if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
                     self.arrivals.get_mut(&arrival_id)
                 {
@@ -71,15 +73,22 @@ impl Engine {
                 read(&mut sink.buf[start..end], start);
             }
         }
-        self.send_control(fabric, source, finished_cell(sender_id));
+        self.send_control(fabric, guests, source, finished_cell(sender_id));
         Some(result)
     }
 
     /// Sends a control cell now if its ring has room, else queues it for progress.
-    pub(super) fn send_control(&mut self, fabric: &ShmTransport, dest: usize, cell: Control) {
+    pub(super) fn send_control(
+        &mut self,
+        fabric: &ShmTransport,
+        guests: &Guests,
+        dest: usize,
+        cell: Control,
+    ) {
+        let Ok(link) = guests.link(fabric, dest) else { return };
         let queue = &mut self.peers.open(dest).control;
-        if queue.is_empty() && fabric.outbox(dest).try_push(&cell.header, cell.payload()) {
-            fabric.notify(dest);
+        if queue.is_empty() && link.outbox().try_push(&cell.header, cell.payload()) {
+            link.notify(fabric);
         } else {
             queue.push_back(cell);
         }
@@ -87,11 +96,12 @@ impl Engine {
 }
 
 /// How a split single copy of `n` bytes between receiver `receiver` and sender `sender`
-/// divides the message: (the receiver's part, the sender's part), as byte ranges. The lower
-/// rank of a pair always copies the head and the higher the tail, whichever way the message
+/// (process ids) divides the message: (the receiver's part, the sender's part), as byte
+/// ranges. The lower process of a pair always copies the head and the higher the tail,
+/// whichever way the message
 /// goes, so a buffer that a pair passes back and forth stays in the cache of the core that
 /// copied each half last, and neither side reads lines the other core just wrote.
-fn halves(receiver: usize, sender: usize, n: usize) -> ((usize, usize), (usize, usize)) {
+fn halves(receiver: u32, sender: u32, n: usize) -> ((usize, usize), (usize, usize)) {
     let at = (n / 2) & !63;
     let (head, tail) = ((0, at), (at, n));
     if receiver < sender {

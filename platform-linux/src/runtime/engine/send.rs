@@ -2,6 +2,7 @@
 //! else queued (copied, or lent by a blocking caller) for progress to push; announced for a
 //! single copy when long and enabled. A TCP peer gets the whole message at once.
 
+use super::links::Guests;
 use super::{Engine, Outbound, Peer, SendStart};
 use crate::runtime::error::P2pError;
 use crate::shm::{CellHeader, CellKind, Ring};
@@ -26,12 +27,13 @@ impl Engine {
         lend: bool,
     ) -> Result<SendStart, P2pError> {
         match peer {
-            Peer::Shm(slot) => Ok(self.start_send_shm(fabric, slot, envelope, buf, lend)),
+            Peer::Shm(slot) => self.start_send_shm(fabric, slot, envelope, buf, lend),
             Peer::Tcp(index) => self.send_tcp(index, envelope, buf).map(|()| SendStart::Done),
         }
     }
 
-    /// [`Engine::start_send`] to shared-memory slot `dest`.
+    /// [`Engine::start_send`] to shared-memory peer `dest`.
+    #[inline]
     pub(crate) fn start_send_shm(
         &mut self,
         fabric: &ShmTransport,
@@ -39,7 +41,21 @@ impl Engine {
         envelope: Outbound,
         buf: &[u8],
         lend: bool,
-    ) -> SendStart {
+    ) -> Result<SendStart, P2pError> {
+        self.with_guests(|engine, guests| {
+            engine.start_send_linked(fabric, guests, dest, envelope, buf, lend)
+        })
+    }
+
+    fn start_send_linked(
+        &mut self,
+        fabric: &ShmTransport,
+        guests: &Guests,
+        dest: usize,
+        envelope: Outbound,
+        buf: &[u8],
+        lend: bool,
+    ) -> Result<SendStart, P2pError> {
         let Outbound { context, tag, source } = envelope;
         // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
         let total_len = buf.len() as u32;
@@ -54,10 +70,11 @@ impl Engine {
             id,
         };
         let idle = self.peers.get(dest).map_or(true, |c| c.outbound.is_empty());
+        let link = guests.link(fabric, dest)?;
         if buf.len() <= Ring::PAYLOAD_BYTES {
             let cell = header(CellKind::Message, buf.len(), 0, 0);
-            if idle && fabric.outbox(dest).try_push(&cell, buf) {
-                fabric.notify(dest);
+            if idle && link.outbox().try_push(&cell, buf) {
+                link.notify(fabric);
             } else {
                 let mut payload = self.pool.take();
                 payload.extend_from_slice(buf);
@@ -68,15 +85,15 @@ impl Engine {
                     started: false,
                 });
             }
-            return SendStart::Done;
+            return Ok(SendStart::Done);
         }
         let id = self.fresh_id();
         if self.single_copy_above.is_some_and(|limit| buf.len() > limit) {
             let address = buf.as_ptr() as usize as u64;
             self.rendezvous.insert(id, (dest, address, buf.len()));
             let cell = header(CellKind::ReadyToSend, 0, address, id);
-            if idle && fabric.outbox(dest).try_push(&cell, &[]) {
-                fabric.notify(dest);
+            if idle && link.outbox().try_push(&cell, &[]) {
+                link.notify(fabric);
             } else {
                 self.peers.open(dest).outbound.push_back(Outgoing::Owned {
                     header: cell,
@@ -85,7 +102,7 @@ impl Engine {
                     started: false,
                 });
             }
-            return SendStart::Rendezvous(id);
+            return Ok(SendStart::Rendezvous(id));
         }
         let cell = header(CellKind::Message, 0, 0, id);
         if lend {
@@ -95,7 +112,7 @@ impl Engine {
                 sent: 0,
                 started: false,
             });
-            SendStart::Streaming(id)
+            Ok(SendStart::Streaming(id))
         } else {
             let payload = buf.to_vec();
             self.peers.open(dest).outbound.push_back(Outgoing::Owned {
@@ -104,7 +121,7 @@ impl Engine {
                 sent: 0,
                 started: false,
             });
-            SendStart::Done
+            Ok(SendStart::Done)
         }
     }
 
@@ -125,11 +142,13 @@ impl Engine {
                 return sent;
             }
         };
+        self.guests.link(fabric, dest)?;
         let single_copy = self.single_copy_above.is_some_and(|limit| data.len() > limit);
         if data.len() <= Ring::PAYLOAD_BYTES || !single_copy {
             if data.len() <= Ring::PAYLOAD_BYTES {
-                self.start_send_shm(fabric, dest, envelope, &data, false);
+                let started = self.start_send_shm(fabric, dest, envelope, &data, false);
                 self.pool.recycle(data);
+                started?;
             } else {
                 let id = self.fresh_id();
                 let header = CellHeader {
@@ -150,12 +169,13 @@ impl Engine {
                     started: false,
                 });
                 // Start it now: the caller may not call in again for a while.
-                self.push_out(fabric, dest, None);
+                self.with_guests(|engine, guests| engine.push_out(fabric, guests, dest, None));
             }
             return Ok(());
         }
         // The vector's heap block does not move while the engine holds it.
-        if let SendStart::Rendezvous(id) = self.start_send_shm(fabric, dest, envelope, &data, true)
+        if let SendStart::Rendezvous(id) =
+            self.start_send_shm(fabric, dest, envelope, &data, true)?
         {
             self.owned_rendezvous.insert(id, data);
         }

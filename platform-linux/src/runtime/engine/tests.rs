@@ -38,7 +38,7 @@ fn an_eager_message_reports_the_rank_from_its_header() {
     let (a, b) = test_pair();
     let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
     let start = sender.start_send_shm(&a, 1, outbound(3, 42), b"hello", false);
-    assert_eq!(start, SendStart::Done);
+    assert_eq!(start, Ok(SendStart::Done));
     let mut buf = [0u8; 8];
     match receiver.try_direct_recv(&b, &pattern(Some(0), None), &mut buf) {
         Direct::Done(Ok(envelope)) => {
@@ -55,7 +55,7 @@ fn messages_of_one_pair_match_in_order_and_receives_in_posting_order() {
     let (a, b) = test_pair();
     let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
     for (tag, byte) in [(1, b'a'), (2, b'b'), (1, b'c')] {
-        sender.start_send_shm(&a, 1, outbound(tag, 0), &[byte], false);
+        sender.start_send_shm(&a, 1, outbound(tag, 0), &[byte], false).unwrap();
     }
     // The tag-2 receive is posted first but matches only the second message.
     let second = receiver.post_recv(pattern(None, Some(2)));
@@ -125,7 +125,7 @@ fn a_split_single_copy_has_each_side_copy_a_half() {
 fn a_longer_message_than_the_buffer_is_a_truncation_error() {
     let (a, b) = test_pair();
     let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
-    sender.start_send_shm(&a, 1, outbound(0, 0), &[7; 10], false);
+    sender.start_send_shm(&a, 1, outbound(0, 0), &[7; 10], false).unwrap();
     let mut buf = [0u8; 4];
     match receiver.try_direct_recv(&b, &pattern(None, None), &mut buf) {
         Direct::Done(Err(P2pError::Truncated { message_len: 10, buffer_len: 4 })) => {}
