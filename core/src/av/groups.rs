@@ -39,7 +39,7 @@ impl fmt::Display for GroupsError {
 /// The registry keeps the address vectors as `&'a [Ave]`, so rank maps built from it copy
 /// the slice they need and never borrow the registry itself: registering a group while
 /// communicators exist is fine.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ProcessGroups<'a, const N: usize> {
     avs: [&'a [Ave]; N],
     live: [bool; N],

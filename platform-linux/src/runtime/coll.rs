@@ -110,24 +110,24 @@ fn selection(info: &CommInfo<'static>, area: bool) -> Result<Selection, Collecti
     Ok(Selection { table: selected, without_shm: Some(without_shm), shm_ops })
 }
 
-/// The collective table of a communicator whose members are `world_ranks`; `shm` is this
-/// member's use of the shared-memory area the creation granted it, if any. Communicators
-/// on one node take their tables from the runtime's cache of selections.
+/// The collective table of a communicator whose members are on `nodes` (by rank, from their
+/// address-vector entries); `shm` is this member's use of the shared-memory area the
+/// creation granted it, if any. Communicators on one node take their tables from the
+/// runtime's cache of selections.
 pub(super) fn select(
     runtime: &Runtime,
     rank: usize,
-    world_ranks: &[usize],
+    nodes: &[u32],
     shm: Option<ShmColl>,
 ) -> Result<BuiltinTable, CollectiveError> {
-    let nodes: Vec<u32> = world_ranks.iter().map(|&w| runtime.fabric.nodes[w]).collect();
-    let size = u32::try_from(world_ranks.len()).map_err(|_| CollectiveError::TooLarge)?;
+    let size = u32::try_from(nodes.len()).map_err(|_| CollectiveError::TooLarge)?;
     let info = CommInfo::intra(rank as u32, size);
     if nodes.iter().all(|&n| n == nodes[0]) {
         let shape = Shape { rank: rank as u32, size, area: shm.is_some() };
         let selection = runtime.selections.get_or_select(shape, || selection(&info, shape.area))?;
         return Ok(BuiltinTable::new(selection, shm, None));
     }
-    let (layout, words) = LayoutWords::build(&nodes).map_err(|_| CollectiveError::TooLarge)?;
+    let (layout, words) = LayoutWords::build(nodes).map_err(|_| CollectiveError::TooLarge)?;
     let selection = selection(&info.with_layout(layout), false)?;
     Ok(BuiltinTable::new(selection, None, Some(words)))
 }

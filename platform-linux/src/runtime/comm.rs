@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use commcore::av::ProcessGroups;
 use commcore::rankmap::RankMap;
 
 use crate::transport::Route;
 
 use super::engine::{Direct, Feed, Outbound, Pattern, Peer, SendStart, Sink};
 use super::error::{CollectiveError, P2pError};
+use super::registry::{GroupSet, Groups};
 use super::request::{Request, State, Status};
 use super::shm_coll::{AreaGrant, ShmColl};
 use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
@@ -19,18 +19,27 @@ use super::{Runtime, Source, ANY_TAG, MAX_MESSAGE_BYTES};
 /// collectives' messages in `2 cid + 1`, so the two never match each other.
 pub(super) const WORLD_CID: u32 = 0;
 pub(super) const SELF_CID: u32 = 1;
+/// The context id whose context carries the leaders' messages while two groups set up an
+/// inter-communicator over a bridge (before they have agreed on its id).
+pub(super) const BRIDGE_CID: u32 = 2;
+/// Ids from here on are agreed for communicators and given back when they go.
+pub(super) const FIRST_FREE_CID: u32 = 3;
 
 /// A communicator's context id and rank map, owned by it and its clones: with the last of
-/// them the id goes back to the CID space and the map's table, if any, to the arena.
+/// them the id goes back to the CID space, the map's table, if any, to the arena, and the
+/// process groups it reached lose a user (a group nobody reaches any more goes).
 pub(super) struct MapHandle {
     cid: u32,
     map: Option<RankMap<'static>>,
+    /// The registry as it was when the map was made: the map's groups are in it.
+    groups: Arc<Groups>,
+    reached: GroupSet,
     runtime: Arc<Runtime>,
 }
 
 impl Drop for MapHandle {
     fn drop(&mut self) {
-        if self.cid > SELF_CID {
+        if self.cid >= FIRST_FREE_CID {
             // Only fails for an id that is not ours, which a communicator's never is.
             let _ = self.runtime.cids.release(self.cid);
         }
@@ -41,20 +50,32 @@ impl Drop for MapHandle {
             // for maps it handed out.
             let _ = map.free(&mut arena);
         }
+        let gone = self.runtime.registry.release(self.reached);
+        self.runtime.untie(gone);
     }
 }
 
-/// The runtime's registry of process groups.
-type Groups = ProcessGroups<'static, { super::MAX_PROCESS_GROUPS }>;
-
 /// A communicator's members: core's rank map from communicator ranks to processes of the
-/// world's group, whose lpids are world ranks.
+/// registry's groups.
 #[derive(Clone)]
 pub(super) struct Members(Arc<MapHandle>);
 
 impl Members {
     pub(super) fn new(runtime: Arc<Runtime>, cid: u32, map: RankMap<'static>) -> Members {
-        Members(Arc::new(MapHandle { cid, map: Some(map), runtime }))
+        let reached = GroupSet::reached_by(&map);
+        runtime.registry.acquire(reached);
+        let groups = runtime.registry.snapshot();
+        Members(Arc::new(MapHandle { cid, map: Some(map), groups, reached, runtime }))
+    }
+
+    /// The groups this communicator reaches.
+    pub(super) fn reached(&self) -> GroupSet {
+        self.0.reached
+    }
+
+    /// The registry snapshot the map's groups are in.
+    pub(super) fn groups(&self) -> &Groups {
+        &self.0.groups
     }
 
     pub(super) fn map(&self) -> &RankMap<'static> {
@@ -66,23 +87,33 @@ impl Members {
     /// process's 12-byte entry in its group's address vector → transport selector and
     /// address.
     #[inline]
-    pub(super) fn route(&self, groups: &Groups, rank: usize) -> Option<Route> {
+    pub(super) fn route(&self, rank: usize) -> Option<Route> {
         let rank = u32::try_from(rank).ok()?;
-        self.map().entry(groups, rank).map(Route::of)
+        self.map().entry(&self.0.groups, rank).map(Route::of)
     }
 
     /// The engine's peer of rank `rank`: its route, then the transport's name for it.
     #[inline]
     pub(super) fn peer(&self, runtime: &Runtime, rank: usize) -> Result<Peer, P2pError> {
         let route = self
-            .route(&runtime.groups, rank)
+            .route(rank)
             .ok_or(P2pError::RankOutOfRange { rank, size: self.map().size() as usize })?;
         runtime.peer(route).ok_or(P2pError::NoTransport { rank, transport: route.transport.0 })
     }
 
+    /// The world rank of rank `rank`, if it is a process of this job's world.
     pub(super) fn to_world(&self, rank: usize) -> Option<usize> {
         let rank = u32::try_from(rank).ok()?;
-        self.map().translate(rank).map(|(_, lpid)| lpid as usize)
+        match self.map().translate(rank)? {
+            (pgid, lpid) if pgid.0 == 0 => Some(lpid as usize),
+            _ => None,
+        }
+    }
+
+    /// The node of rank `rank`, from its address-vector entry (`u32::MAX` for no rank).
+    pub(super) fn node(&self, rank: usize) -> u32 {
+        let entry = u32::try_from(rank).ok().and_then(|r| self.map().entry(&self.0.groups, r));
+        entry.map_or(u32::MAX, |e| e.node().0)
     }
 }
 
@@ -154,8 +185,8 @@ impl Comm {
     ) -> Result<Comm, CollectiveError> {
         let size = map.size() as usize;
         let members = Members::new(runtime.clone(), cid, map);
-        let world_ranks: Vec<usize> = (0..size).filter_map(|r| members.to_world(r)).collect();
-        let coll = Arc::new(super::coll::select(&runtime, rank, &world_ranks, shm)?);
+        let nodes: Vec<u32> = (0..size).map(|r| members.node(r)).collect();
+        let coll = Arc::new(super::coll::select(&runtime, rank, &nodes, shm)?);
         let context = 2 * cid;
         Ok(Comm {
             runtime,

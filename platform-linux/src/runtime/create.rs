@@ -272,8 +272,11 @@ impl Comm {
         chosen.sort_unstable();
         let parents: Vec<usize> = chosen.iter().map(|&(_, rank, _)| rank).collect();
         let world: Vec<usize> = parents.iter().filter_map(|&r| self.world_rank(r)).collect();
+        // An area serves processes of this job's region only, on one node.
+        let home = world.len() == parents.len();
         let one_node = world.iter().all(|&w| fabric.nodes[w] == fabric.nodes[world[0]]);
-        let fits = one_node && world.len() > 1 && world.len() <= members_max(fabric.layout.size());
+        let fits =
+            home && one_node && world.len() > 1 && world.len() <= members_max(fabric.layout.size());
         let grant =
             chosen.iter().find(|&&(_, _, offered)| offered != NO_OFFER).filter(|_| fits).and_then(
                 |&(_, rank, index)| {
@@ -329,7 +332,7 @@ impl Comm {
         let map = {
             let mut arena =
                 self.runtime.arena.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            rankmap::create(self.rank_map(), &indirect, &self.runtime.groups, &mut arena)
+            rankmap::create(self.rank_map(), &indirect, self.members.groups(), &mut arena)
                 .map_err(CommError::RankMap)?
         };
         Comm::with_area(self.runtime.clone(), cid.hand_over(), rank, map, shm)

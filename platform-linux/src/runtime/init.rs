@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use commcore::av::{Address, Ave, NodeId, Pgid, ProcessGroups};
+use commcore::av::{Address, Ave, NodeId, Pgid};
 use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
@@ -260,8 +260,8 @@ impl World {
         };
         let av = world_address_vector(&pids, &nodes, over_tcp)?;
         let fabric = ShmTransport { region, layout, rank, size, pids, nodes, node_count, wake };
-        let mut groups = ProcessGroups::new();
-        groups.register(av).map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
+        let registry = super::registry::Registry::new(av)
+            .map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
         let words: &'static [AtomicU32] =
             Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
@@ -273,7 +273,7 @@ impl World {
             single_copy,
             split_copy_above: split_above,
             launched,
-            groups,
+            registry,
             arena: Mutex::new(TableArena::new(words)),
             cids: context_ids(threaded)?,
             cid_algorithm: settings.cid_algorithm,
@@ -281,8 +281,9 @@ impl World {
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
             selections: Default::default(),
             oversubscribed,
+            ports: Default::default(),
         });
-        let (world_map, self_map) = rank_maps(&runtime.groups, av, rank)?;
+        let (world_map, self_map) = rank_maps(av, rank)?;
         let coll = InitError::Collectives;
         Ok(World {
             comm: Comm::world(runtime.clone(), world_map).map_err(coll)?,
@@ -390,6 +391,7 @@ fn context_ids(threaded: bool) -> Result<CidSpace<{ super::CID_WORDS }>, InitErr
     let space = CidSpace::new(config).map_err(bad)?;
     space.claim(super::comm::WORLD_CID).map_err(bad)?;
     space.claim(super::comm::SELF_CID).map_err(bad)?;
+    space.claim(super::comm::BRIDGE_CID).map_err(bad)?;
     Ok(space)
 }
 
@@ -398,12 +400,10 @@ const ARENA_WORDS: usize = 16 * 1024;
 
 /// The world's map (direct) and this rank's self map (offset), over process group 0.
 fn rank_maps(
-    groups: &ProcessGroups<'static, { super::MAX_PROCESS_GROUPS }>,
     av: &'static [Ave],
     rank: usize,
 ) -> Result<(RankMap<'static>, RankMap<'static>), InitError> {
     let pgid = Pgid(0);
-    debug_assert!(groups.contains(pgid));
     let own = RankMap::contiguous(pgid, av, rank as u32, 1)
         .map_err(|e| InitError::Environment(format!("self rank map: {e:?}")))?;
     Ok((RankMap::direct(pgid, av), own))

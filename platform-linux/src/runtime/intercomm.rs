@@ -17,15 +17,27 @@ use commcore::rankmap::{self, InterMaps, RankMap};
 use super::comm::{Comm, Members, WORLD_CID};
 use super::context_id::{agree_cid, fold_words, to_bytes, HeldCid};
 use super::create::UNDEFINED;
-use super::error::{CollectiveError, CommError};
+use super::error::{CollectiveError, CommError, P2pError};
 use super::Runtime;
 
 /// The local group of an inter-communicator.
 pub(crate) struct LocalGroup {
-    /// Local ranks to world ranks; owns the local context id.
+    /// Local ranks to processes; owns the local context id.
     pub(super) members: Members,
     /// The local group's size.
     pub(super) size: usize,
+    /// Whether this group comes first where both groups must order themselves alike (a
+    /// merge whose groups pass the same `high`): fixed when the groups met over a bridge
+    /// (its first side first); `None` when both are of this job, whose rank 0 with the
+    /// lower world rank comes first.
+    pub(super) first: Option<bool>,
+}
+
+impl LocalGroup {
+    /// Whether this group comes first, the remote group's members being `remote`.
+    fn orders_first(&self, remote: &Members) -> bool {
+        self.first.unwrap_or_else(|| self.members.to_world(0) < remote.to_world(0))
+    }
 }
 
 /// The (color, key) each process of a group passed to a split, by rank.
@@ -108,12 +120,23 @@ impl Comm {
         if remote.iter().any(|&w| local.contains(&(w as usize))) {
             return Err(CommError::GroupsOverlap);
         }
-        let pair = self.agree_inter_cids(leader, peer_comm, remote_leader, tag)?;
+        let pair = self.agree_inter_cids(leader, tag as u32, |local| {
+            let mut theirs = [0u8; 4];
+            peer_comm.sendrecv(
+                &local.to_le_bytes(),
+                remote_leader,
+                tag,
+                &mut theirs,
+                remote_leader,
+                tag,
+            )?;
+            Ok(u32::from_le_bytes(theirs))
+        })?;
         let held = HeldCid::new(&self.runtime, pair.local);
         let maps = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
             self.rank_map().dup(&mut arena).and_then(|local| {
-                match rankmap::from_group(WORLD_PGID, &remote, &self.runtime.groups, &mut arena) {
+                match rankmap::from_group(WORLD_PGID, &remote, self.members.groups(), &mut arena) {
                     Ok(remote) => Ok((local, remote)),
                     Err(error) => {
                         let _ = local.free(&mut arena);
@@ -124,21 +147,21 @@ impl Comm {
         };
         let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
         let pair = InterCidPair { local: held.hand_over(), remote: pair.remote };
-        Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
+        Comm::inter(self.runtime.clone(), pair, self.rank, (local_map, remote_map), None)
     }
 
     /// Runs core's inter-communicator CID request: a local agreement over this
-    /// communicator, the leaders' swap over `peer_comm`, and the spread to the group.
-    fn agree_inter_cids(
+    /// communicator, the leaders' swap (`exchange` gives ours and returns theirs), and the
+    /// spread to the group.
+    pub(super) fn agree_inter_cids(
         &self,
         leader: bool,
-        peer_comm: &Comm,
-        remote_leader: usize,
-        tag: i32,
+        tag: u32,
+        mut exchange: impl FnMut(u32) -> Result<u32, P2pError>,
     ) -> Result<InterCidPair, CommError> {
         let runtime = &self.runtime;
         let mut request: InterCidRequest<{ super::CID_WORDS }> =
-            InterCidRequest::new(runtime.cid_algorithm, self.cid, tag as u32, leader);
+            InterCidRequest::new(runtime.cid_algorithm, self.cid, tag, leader);
         loop {
             let result = match request.poll(&runtime.cids).map_err(CommError::Cid)? {
                 InterStep::Done(pair) => return Ok(pair),
@@ -152,24 +175,9 @@ impl Comm {
                         request.handle_allreduce(&runtime.cids, &reduced).map_err(CommError::Cid)
                     })
                 }
-                InterStep::Exchange { local } => {
-                    let mut theirs = [0u8; 4];
-                    peer_comm
-                        .sendrecv(
-                            &local.to_le_bytes(),
-                            remote_leader,
-                            tag,
-                            &mut theirs,
-                            remote_leader,
-                            tag,
-                        )
-                        .map_err(CommError::P2p)
-                        .and_then(|_| {
-                            request
-                                .handle_exchange(u32::from_le_bytes(theirs))
-                                .map_err(CommError::Cid)
-                        })
-                }
+                InterStep::Exchange { local } => exchange(local)
+                    .map_err(CommError::P2p)
+                    .and_then(|theirs| request.handle_exchange(theirs).map_err(CommError::Cid)),
             };
             if let Err(error) = result {
                 request.abort(&runtime.cids);
@@ -178,13 +186,14 @@ impl Comm {
         }
     }
 
-    /// An inter-communicator over CID `pair`, this process being `rank` of `local`.
-    fn inter(
+    /// An inter-communicator over CID `pair`, this process being `rank` of `local`; `first`
+    /// is [`LocalGroup::first`].
+    pub(super) fn inter(
         runtime: Arc<Runtime>,
         pair: InterCidPair,
         rank: usize,
-        local: RankMap<'static>,
-        remote: RankMap<'static>,
+        (local, remote): (RankMap<'static>, RankMap<'static>),
+        first: Option<bool>,
     ) -> Result<Comm, CommError> {
         let (size, remote_size) = (local.size() as usize, remote.size() as usize);
         let local = Members::new(runtime.clone(), pair.local, local);
@@ -202,7 +211,7 @@ impl Comm {
             members,
             coll: Arc::new(coll),
             remote_context: 2 * pair.remote,
-            inter: Some(Arc::new(LocalGroup { members: local, size })),
+            inter: Some(Arc::new(LocalGroup { members: local, size, first })),
         })
     }
 
@@ -223,11 +232,8 @@ impl Comm {
         if remote_agrees == 0 || verdicts.contains(&0) {
             return Err(CommError::InconsistentHigh);
         }
-        let local_first = if high != remote_high {
-            !high
-        } else {
-            local.members.to_world(0) < self.members.to_world(0)
-        };
+        let local_first =
+            if high != remote_high { !high } else { local.orders_first(&self.members) };
         let rank = if local_first { self.rank } else { self.size + self.rank };
         let cid = self.agree_cid_across_groups()?;
         let merged = {
@@ -242,7 +248,8 @@ impl Comm {
                 }
             });
             maps.and_then(|maps| {
-                let merged = maps.merge(local_first, &self.runtime.groups, &mut arena);
+                let groups = self.runtime.registry.snapshot();
+                let merged = maps.merge(local_first, &groups, &mut arena);
                 let _ = maps.free(&mut arena);
                 merged
             })
@@ -272,7 +279,8 @@ impl Comm {
         let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
         let cid = cid.hand_over();
         let pair = InterCidPair { local: cid, remote: cid };
-        Comm::inter(self.runtime.clone(), pair, self.rank, local_map, remote_map)
+        let first = self.inter.as_ref().and_then(|local| local.first);
+        Comm::inter(self.runtime.clone(), pair, self.rank, (local_map, remote_map), first)
     }
 
     /// `MPI_Comm_split` on an inter-communicator (collective over both groups): in each
@@ -284,46 +292,45 @@ impl Comm {
         let local = self.inter.as_ref().ok_or(CommError::NotInter)?;
         let (local_items, remote_items) = self.exchange_color_keys(local, color, key)?;
         let cid = self.agree_cid_across_groups()?;
-        // World ranks of a group's processes with our color, in their new order.
-        let members = |items: &[(i32, i32)], to_world: &dyn Fn(usize) -> Option<usize>| {
-            let mut ranks: Vec<usize> =
-                (0..items.len()).filter(|&r| color != UNDEFINED && items[r].0 == color).collect();
-            ranks.sort_by_key(|&r| (items[r].1, r));
-            let world: Result<Vec<u32>, CommError> = ranks
-                .iter()
-                .map(|&rank| to_world(rank).map(|w| w as u32).ok_or(CommError::BadGroup { rank }))
+        // The ranks of a group's processes with our color, in their new order.
+        let members = |items: &[(i32, i32)]| {
+            let mut ranks: Vec<u32> = (0..items.len() as u32)
+                .filter(|&r| color != UNDEFINED && items[r as usize].0 == color)
                 .collect();
-            world.map(|world| (ranks, world))
+            ranks.sort_by_key(|&r| (items[r as usize].1, r));
+            ranks
         };
-        let to_local_world = |r| local.members.to_world(r);
-        let to_remote_world = |r| self.members.to_world(r);
-        let groups = members(&local_items, &to_local_world)
-            .and_then(|l| members(&remote_items, &to_remote_world).map(|(_, r)| (l, r)));
         // On every return below without a communicator, dropping `cid` gives it back.
-        let ((local_ranks, local_world), remote_world) = groups?;
-        let Some(rank) = local_ranks.iter().position(|&r| r == self.rank) else {
+        let (local_ranks, remote_ranks) = (members(&local_items), members(&remote_items));
+        let Some(rank) = local_ranks.iter().position(|&r| r as usize == self.rank) else {
             return Ok(None);
         };
-        if remote_world.is_empty() {
+        if remote_ranks.is_empty() {
             return Ok(None);
         }
         let maps = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
-            let groups = &self.runtime.groups;
-            rankmap::from_group(WORLD_PGID, &local_world, groups, &mut arena).and_then(|local| {
-                match rankmap::from_group(WORLD_PGID, &remote_world, groups, &mut arena) {
+            let (local_groups, remote_groups) = (local.members.groups(), self.members.groups());
+            rankmap::create(self.local_map(), &local_ranks, local_groups, &mut arena).and_then(
+                |local| match rankmap::create(
+                    self.rank_map(),
+                    &remote_ranks,
+                    remote_groups,
+                    &mut arena,
+                ) {
                     Ok(remote) => Ok((local, remote)),
                     Err(error) => {
                         let _ = local.free(&mut arena);
                         Err(error)
                     }
-                }
-            })
+                },
+            )
         };
         let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
         let cid = cid.hand_over();
         let pair = InterCidPair { local: cid, remote: cid };
-        Comm::inter(self.runtime.clone(), pair, rank, local_map, remote_map).map(Some)
+        let first = local.first;
+        Comm::inter(self.runtime.clone(), pair, rank, (local_map, remote_map), first).map(Some)
     }
 
     /// Every process's (color, key), of the local group and of the remote one, by rank. An
@@ -339,7 +346,7 @@ impl Comm {
         let mut remote_bytes = vec![0u8; mine.len() * self.size];
         self.allgather(&mine, &mut remote_bytes).map_err(CommError::Collective)?;
         let mut local_bytes = vec![0u8; mine.len() * local.size];
-        let local_first = local.members.to_world(0) < self.members.to_world(0);
+        let local_first = local.orders_first(&self.members);
         for local_sends in [local_first, !local_first] {
             if local_sends {
                 let root = if self.rank == 0 { Root::Here } else { Root::Elsewhere };

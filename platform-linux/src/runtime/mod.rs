@@ -30,18 +30,21 @@ mod coll_selection;
 mod comm;
 mod context_id;
 mod create;
+mod dpm;
 mod engine;
 mod error;
 mod group;
 mod init;
 mod intercomm;
 mod layout_words;
+mod registry;
 mod request;
 pub(crate) mod settings;
 mod shm_coll;
 
 pub use comm::Comm;
 pub use create::UNDEFINED;
+pub use dpm::DpmError;
 pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
@@ -55,7 +58,6 @@ pub use settings::{
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use commcore::av::ProcessGroups;
 use commcore::cid::{Algorithm, CidSpace};
 use commcore::rankmap::TableArena;
 use std::time::{Duration, Instant};
@@ -114,7 +116,7 @@ pub(crate) struct Runtime {
     launched: bool,
     /// The process groups this process knows, each with its address vector; group 0 is
     /// the world's.
-    groups: ProcessGroups<'static, MAX_PROCESS_GROUPS>,
+    registry: registry::Registry,
     /// Storage for the tables of rank maps that need one.
     arena: Mutex<TableArena<'static, ARENA_TABLES>>,
     /// This process's context ids, shared by its threads (core's CID space).
@@ -129,6 +131,8 @@ pub(crate) struct Runtime {
     selections: coll_selection::SelectionCache,
     /// More ranks than CPUs (counted before this rank was bound to one).
     oversubscribed: bool,
+    /// The ports this process opened.
+    ports: dpm::OpenPorts,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.

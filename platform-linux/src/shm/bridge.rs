@@ -8,7 +8,7 @@
 //! pairs that never talk cost nothing.
 //!
 //! ```text
-//!  header (4 KiB): magic, a, b, arrived (futex word), failed, generation
+//!  header (4 KiB): magic, a, b, arrived (futex word), failed, each side's leader
 //!  slots (256 B each): pid, node, state, sleeping, doorbell — as a job region's slots
 //!  rings: A→B (a × b), then B→A (b × a)
 //! ```
@@ -100,6 +100,15 @@ impl BridgeLayout {
     /// [`FAILED_ABANDONED`]) (u32).
     pub fn failed(&self) -> usize {
         20
+    }
+    /// Header: 1 + the slot of group A's leader (`side_a`) or group B's, 0 until it
+    /// arrives (u32). The leaders agree the inter-communicator's context ids.
+    pub fn leader(&self, side_a: bool) -> usize {
+        if side_a {
+            24
+        } else {
+            28
+        }
     }
 
     fn slot(&self, slot: usize) -> usize {

@@ -108,6 +108,11 @@ impl Region {
         self.len == 0
     }
 
+    /// The memory file's descriptor, borrowed, for handing over to another process.
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.fd)
+    }
+
     /// The memory file's descriptor, for handing to child processes.
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()

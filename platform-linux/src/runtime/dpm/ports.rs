@@ -1,0 +1,271 @@
+//! Ports (`MPI_Open_port`, `MPI_Comm_accept`, `MPI_Comm_connect`): a port is an abstract
+//! Unix socket with a random 128-bit token, named in core's printable port-name format. The
+//! connecting root presents the token; the accepting root checks it in constant time, makes
+//! a bridge for the two groups and hands its memory file over the socket (`SCM_RIGHTS`).
+//! Then each root shares the bridge with its group and both groups build the
+//! inter-communicator. A forged or stale connection is refused and the acceptor keeps
+//! waiting; every wait ends at the caller's timeout.
+
+use std::io::{Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use commcore::port::{PortName, Token, PORT_NAME_MAX, TOKEN_BYTES};
+
+use super::bridge_comm::Side;
+use super::DpmError;
+use crate::dpm::fds::{recv_fds, send_fds};
+use crate::runtime::registry::LauncherTie;
+use crate::runtime::{Comm, World};
+use crate::shm::bridge::{Bridge, FAILED_ABANDONED};
+use crate::shm::Region;
+
+const HELLO: &[u8; 8] = b"CCHELLO1";
+const HELLO_BYTES: usize = 8 + TOKEN_BYTES + 4;
+const ACCEPTED: &[u8; 8] = b"CCACCEPT";
+const REFUSED: &[u8; 8] = b"CCREFUSE";
+
+/// A port this process opened: its name and its listening socket.
+pub(crate) struct Port {
+    name: String,
+    token: Token,
+    listener: UnixListener,
+}
+
+/// The ports this process has open, by name.
+#[derive(Default)]
+pub(crate) struct OpenPorts(Mutex<Vec<Arc<Port>>>);
+
+impl OpenPorts {
+    fn find(&self, name: &str) -> Option<Arc<Port>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|p| p.name == name)
+            .cloned()
+    }
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], DpmError> {
+    let mut bytes = [0u8; N];
+    // SAFETY: bytes is a writable buffer of the length passed.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), N, 0) };
+    if n != N as isize {
+        return Err(DpmError::Port("no randomness for a port token".into()));
+    }
+    Ok(bytes)
+}
+
+impl World {
+    /// Opens a port (`MPI_Open_port`; local): another job on this host connects to its
+    /// name. The port stays open until [`World::close_port`].
+    pub fn open_port(&self) -> Result<String, DpmError> {
+        let token = Token(random_bytes::<TOKEN_BYTES>()?);
+        let id: [u8; 12] = random_bytes()?;
+        let unix: String = format!(
+            "commcore-port-{}-{}",
+            std::process::id(),
+            id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let address = SocketAddr::from_abstract_name(unix.as_bytes())
+            .map_err(|e| DpmError::Port(format!("cannot name the socket: {e}")))?;
+        let listener = UnixListener::bind_addr(&address)
+            .map_err(|e| DpmError::Port(format!("cannot listen: {e}")))?;
+        listener.set_nonblocking(true).map_err(|e| DpmError::Port(e.to_string()))?;
+        let mut buf = [0u8; PORT_NAME_MAX];
+        let name = PortName { unix: Some(&unix), tcp: None, token };
+        let len = name.encode(&mut buf).map_err(|e| DpmError::Port(e.to_string()))?;
+        let name = String::from_utf8_lossy(&buf[..len]).into_owned();
+        let port = Arc::new(Port { name: name.clone(), token, listener });
+        self.comm().runtime.ports.0.lock().unwrap_or_else(PoisonError::into_inner).push(port);
+        Ok(name)
+    }
+
+    /// Closes a port this process opened (`MPI_Close_port`): later connects to it fail.
+    pub fn close_port(&self, name: &str) -> Result<(), DpmError> {
+        let mut ports = self.comm().runtime.ports.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = ports.len();
+        ports.retain(|p| p.name != name);
+        if ports.len() == before {
+            return Err(DpmError::Port(format!("{name:?} is not a port this process opened")));
+        }
+        Ok(())
+    }
+}
+
+impl Comm {
+    /// Accepts a connection on `port` (`MPI_Comm_accept`; collective over this
+    /// communicator; `port` matters at `root` only, which must have opened it) and returns
+    /// the inter-communicator to the connecting group, or an error on every rank after
+    /// `timeout`.
+    pub fn accept(&self, port: &str, root: usize, timeout: Duration) -> Result<Comm, DpmError> {
+        self.check_root(root)?;
+        let deadline = Instant::now() + timeout;
+        let made = if self.rank() == root {
+            match self.runtime.ports.find(port) {
+                Some(port) => accept_one(&port, self.size(), deadline).map(Some),
+                None => Err(DpmError::Port(format!("{port:?} is not open in this process"))),
+            }
+        } else {
+            Ok(None)
+        };
+        let outcome = made.as_ref().map(|_| Vec::new()).map_err(Clone::clone);
+        self.bcast_outcome(root, outcome)?;
+        let bridge = made?;
+        self.meet(bridge, Side::A, root, deadline)
+    }
+
+    /// Connects to the port named `port` (`MPI_Comm_connect`; collective; `port` matters
+    /// at `root` only) and returns the inter-communicator to the accepting group, or an
+    /// error on every rank: a malformed name, a closed port or a refused token at once, an
+    /// acceptor that does not come after `timeout`.
+    pub fn connect(&self, port: &str, root: usize, timeout: Duration) -> Result<Comm, DpmError> {
+        self.check_root(root)?;
+        let deadline = Instant::now() + timeout;
+        let made = if self.rank() == root {
+            connect_one(port, self.size(), deadline).map(Some)
+        } else {
+            Ok(None)
+        };
+        let outcome = made.as_ref().map(|_| Vec::new()).map_err(Clone::clone);
+        self.bcast_outcome(root, outcome)?;
+        let bridge = made?;
+        self.meet(bridge, Side::B, root, deadline)
+    }
+
+    /// Shares the root's bridge with the group and builds the inter-communicator over it.
+    fn meet(
+        &self,
+        bridge: Option<Bridge>,
+        side: Side,
+        root: usize,
+        deadline: Instant,
+    ) -> Result<Comm, DpmError> {
+        let shared = self.share_fd(root, bridge.as_ref().map(|b| b.region.as_fd()));
+        let mapped = shared.and_then(|fd| {
+            Region::from_owned(fd)
+                .map_err(|e| DpmError::Handover(format!("cannot map the bridge: {e}")))
+                .and_then(|r| Bridge::open(r).map_err(|e| DpmError::Handover(e.to_string())))
+        });
+        let bridge = match mapped {
+            Ok(bridge) => Arc::new(bridge),
+            Err(error) => {
+                if let Some(bridge) = &bridge {
+                    bridge.fail(FAILED_ABANDONED);
+                }
+                return Err(error);
+            }
+        };
+        self.bridge_intercomm(bridge, side, root, deadline, LauncherTie::None)
+    }
+
+    fn check_root(&self, root: usize) -> Result<(), DpmError> {
+        if root >= self.size() || self.is_inter() {
+            return Err(DpmError::InvalidArgument(format!(
+                "root {root} of an intra-communicator of {} ranks",
+                self.size()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The accepting root's side: waits for a connection that presents the port's token and
+/// gives it a new bridge between our `size` processes (group A) and its group (B).
+fn accept_one(port: &Port, size: usize, deadline: Instant) -> Result<Bridge, DpmError> {
+    loop {
+        let stream = wait_for_connection(&port.listener, deadline)?;
+        let Ok(hello) = read_exact(&stream, HELLO_BYTES, deadline) else { continue };
+        let mut token = [0u8; TOKEN_BYTES];
+        token.copy_from_slice(&hello[8..8 + TOKEN_BYTES]);
+        let theirs = u32::from_le_bytes([hello[24], hello[25], hello[26], hello[27]]) as usize;
+        if &hello[..8] != HELLO || !port.token.matches(&Token(token)) {
+            // A forged or stale connection: refuse it and wait for the real one.
+            let _ = (&stream).write_all(REFUSED);
+            continue;
+        }
+        let bridge = match Bridge::create(size, theirs) {
+            Ok(bridge) => bridge,
+            Err(error) => {
+                let _ = (&stream).write_all(REFUSED);
+                return Err(DpmError::Handover(error.to_string()));
+            }
+        };
+        let mut reply = [0u8; 12];
+        reply[..8].copy_from_slice(ACCEPTED);
+        reply[8..].copy_from_slice(&(size as u32).to_le_bytes());
+        match send_fds(&stream, &reply, &[bridge.region.as_fd()]) {
+            Ok(12) => return Ok(bridge),
+            // The connector went away: wait for another.
+            _ => continue,
+        }
+    }
+}
+
+/// The connecting root's side: presents the token and takes the bridge.
+fn connect_one(name: &str, size: usize, deadline: Instant) -> Result<Bridge, DpmError> {
+    let port = PortName::parse(name.as_bytes()).map_err(|e| DpmError::Port(e.to_string()))?;
+    let Some(unix) = port.unix else {
+        return Err(DpmError::Port("the port has no address on this host".into()));
+    };
+    let address = SocketAddr::from_abstract_name(unix.as_bytes())
+        .map_err(|e| DpmError::Port(e.to_string()))?;
+    let stream = UnixStream::connect_addr(&address).map_err(|e| {
+        DpmError::Port(format!("cannot reach the port ({e}): it is closed or on another host"))
+    })?;
+    let mut hello = [0u8; HELLO_BYTES];
+    hello[..8].copy_from_slice(HELLO);
+    hello[8..8 + TOKEN_BYTES].copy_from_slice(&port.token.0);
+    hello[24..28].copy_from_slice(&(size as u32).to_le_bytes());
+    (&stream).write_all(&hello).map_err(|e| DpmError::Port(format!("the port went away: {e}")))?;
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    stream.set_read_timeout(Some(left)).map_err(|e| DpmError::Port(e.to_string()))?;
+    let mut reply = [0u8; 12];
+    let (read, fds) = recv_fds(&stream, &mut reply, 1)
+        .map_err(|e| DpmError::TimedOut(format!("no acceptor answered on the port ({e})")))?;
+    if read >= 8 && &reply[..8] == REFUSED {
+        return Err(DpmError::Port("the port refused the connection (its token differs)".into()));
+    }
+    let Some(fd) = fds.into_iter().next().filter(|_| read == 12 && &reply[..8] == ACCEPTED) else {
+        return Err(DpmError::Port("the port answered with something else than a bridge".into()));
+    };
+    let region = Region::from_owned(fd).map_err(|e| DpmError::Handover(e.to_string()))?;
+    Bridge::open(region).map_err(|e| DpmError::Handover(e.to_string()))
+}
+
+fn wait_for_connection(listener: &UnixListener, deadline: Instant) -> Result<UnixStream, DpmError> {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).map_err(|e| DpmError::Port(e.to_string()))?;
+                return Ok(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(DpmError::Port(format!("accept failed: {e}"))),
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(DpmError::TimedOut("no job connected to the port".into()));
+        }
+        let mut fds = [libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(listener),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        let ms = left.as_millis().clamp(1, 100) as i32;
+        // SAFETY: fds is a valid array of one pollfd for the call's length.
+        unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
+    }
+}
+
+fn read_exact(stream: &UnixStream, len: usize, deadline: Instant) -> std::io::Result<Vec<u8>> {
+    let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+    // A connector gets a second at most to say hello, so a silent one cannot stall accept.
+    stream.set_read_timeout(Some(left.min(Duration::from_secs(1))))?;
+    let mut buf = vec![0u8; len];
+    (&*stream).read_exact(&mut buf)?;
+    Ok(buf)
+}
