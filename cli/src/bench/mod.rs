@@ -7,6 +7,7 @@ mod cid_floor;
 mod cid_one_load;
 pub mod coll;
 pub mod coll_procs;
+pub mod dpm;
 pub mod progress;
 pub mod pt2pt;
 mod pt2pt_tcp;
@@ -116,6 +117,16 @@ pub const BENCHES: &[Bench] = &[
         about: "collectives between real processes over shared memory",
         run: coll_procs::run,
         options: &PROCS_OPTIONS,
+    },
+    Bench {
+        name: "dpm",
+        about: "dynamic processes: spawn, merge, inter-group ping-pong, accept/connect, inter-communicator collectives",
+        run: dpm::run,
+        options: &[
+            ("--reps", "N", "repetitions per figure"),
+            ("--role", "ROLE", "(inside the benchmark's jobs) what a job does"),
+            ("--file", "PATH", "(inside the benchmark's jobs) where the port name goes"),
+        ],
     },
 ];
 

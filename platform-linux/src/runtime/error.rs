@@ -24,6 +24,8 @@ pub enum InitError {
         /// The rank claimed twice.
         rank: usize,
     },
+    /// This job was spawned and could not meet its parents.
+    Parent(super::DpmError),
 }
 
 impl fmt::Display for InitError {
@@ -44,6 +46,7 @@ impl fmt::Display for InitError {
                 "two processes claimed rank {rank}; start ranks with `commcore run` and leave \
                  COMMCORE_RANK as it sets it"
             ),
+            InitError::Parent(error) => write!(f, "cannot meet the parent group: {error}"),
         }
     }
 }

@@ -65,6 +65,8 @@ impl fmt::Display for SingleCopy {
 pub struct World {
     comm: Comm,
     self_comm: Comm,
+    /// The inter-communicator to the group that spawned this one (`MPI_Comm_get_parent`).
+    parent: Option<Comm>,
     av: &'static [Ave],
 }
 
@@ -109,7 +111,7 @@ impl World {
                 return Err(e);
             }
         };
-        Self::join(region, layout, rank, node_count, settings, true, threaded)
+        Self::enter(region, layout, rank, node_count, settings, true, threaded)
             .inspect_err(|_| release_launched_world())
     }
 
@@ -119,10 +121,10 @@ impl World {
         region.atomic_u32(layout.job_size()).store(1, Relaxed);
         region.atomic_u32(layout.nodes()).store(1, Relaxed);
         region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
-        Self::join(region, layout, 0, 1, settings, false, threaded)
+        Self::enter(region, layout, 0, 1, settings, false, threaded)
     }
 
-    fn join(
+    fn enter(
         region: Region,
         layout: Layout,
         rank: usize,
@@ -226,8 +228,8 @@ impl World {
             .unwrap_or(cpus)
             .max(1);
         let oversubscribed = size > cores;
-        if launched && size > 1 {
-            super::affinity::bind(rank, settings.bind);
+        if launched && (size > 1 || settings.cpu_offset.is_some()) {
+            super::affinity::bind(settings.cpu_offset.unwrap_or(0) + rank, settings.bind);
         }
         // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
         // machine a rank that yields loses its core to other work for a whole time slice);
@@ -285,11 +287,26 @@ impl World {
         });
         let (world_map, self_map) = rank_maps(av, rank)?;
         let coll = InitError::Collectives;
-        Ok(World {
-            comm: Comm::world(runtime.clone(), world_map).map_err(coll)?,
-            self_comm: Comm::own(runtime, self_map).map_err(coll)?,
-            av,
-        })
+        let comm = Comm::world(runtime.clone(), world_map).map_err(coll)?;
+        let self_comm = Comm::own(runtime, self_map).map_err(coll)?;
+        let parent = super::dpm::parent(&comm).map_err(InitError::Parent)?;
+        Ok(World { comm, self_comm, parent, av })
+    }
+
+    /// The inter-communicator to the group that spawned this process's group
+    /// (`MPI_Comm_get_parent`): its local group is this world, its remote group the parents.
+    /// `None` when this job was not spawned.
+    pub fn parent(&self) -> Option<&Comm> {
+        self.parent.as_ref()
+    }
+
+    /// Disconnects from the parents (`MPI_Comm_disconnect` on the parent communicator;
+    /// collective over both groups): afterwards the two jobs run and end independently.
+    pub fn disconnect_parent(&mut self) -> Result<(), super::DpmError> {
+        match self.parent.take() {
+            Some(parent) => parent.disconnect(),
+            None => Ok(()),
+        }
     }
 
     /// The world's address vector (process group 0): one 12-byte entry per rank holding its

@@ -46,6 +46,10 @@ pub const ENV_SHM_SINGLE_COPY_FROM: &str = "COMMCORE_SHM_SINGLE_COPY_FROM";
 /// Environment: `core` (the default) binds rank `r` to the `r mod CPUs`-th allowed CPU;
 /// `none` leaves ranks unbound.
 pub const ENV_BIND: &str = "COMMCORE_BIND";
+/// Environment: a whole number: rank `r` binds to the `(offset + r) mod CPUs`-th allowed CPU
+/// (the launcher sets it for spawned children, so they take the CPUs their parents leave
+/// free; set it for a second job on the same host).
+pub const ENV_CPU_OFFSET: &str = "COMMCORE_CPU_OFFSET";
 /// Environment: `auto` (the default) reaches peers on this host through shared memory and
 /// peers on other hosts over TCP; `tcp` sends everything between two ranks over TCP.
 pub const ENV_TRANSPORT: &str = "COMMCORE_TRANSPORT";
@@ -132,6 +136,11 @@ pub const SETTINGS: &[SettingDoc] = &[
         meaning: "core: rank r runs on the (r mod CPUs)-th allowed CPU; none: unbound",
     },
     SettingDoc {
+        name: ENV_CPU_OFFSET,
+        accepted: "a whole number, e.g. 4",
+        meaning: "rank r binds to the (offset + r) mod CPUs-th CPU; also binds a job of one rank",
+    },
+    SettingDoc {
         name: ENV_TRANSPORT,
         accepted: "auto (default) or tcp",
         meaning: "auto: shared memory within a host, TCP between hosts; tcp: TCP between ranks",
@@ -197,6 +206,8 @@ pub struct Settings {
     pub shm_single_copy_from: Option<usize>,
     /// `COMMCORE_BIND`.
     pub bind: Bind,
+    /// `COMMCORE_CPU_OFFSET`.
+    pub cpu_offset: Option<usize>,
     /// `COMMCORE_TRANSPORT`.
     pub transport: TransportSetting,
     /// `COMMCORE_TCP_SEND_TIMEOUT_MS`.
@@ -218,6 +229,7 @@ impl Default for Settings {
             shm_max: None,
             shm_single_copy_from: None,
             bind: Bind::Core,
+            cpu_offset: None,
             transport: TransportSetting::Auto,
             tcp_send_timeout_ms: None,
         }
@@ -306,6 +318,10 @@ impl Settings {
                         _ => return Err(bad(accepted())),
                     }
                 }
+                ENV_CPU_OFFSET => match value.parse::<usize>() {
+                    Ok(offset) => s.cpu_offset = Some(offset),
+                    Err(_) => return Err(bad(accepted())),
+                },
                 ENV_TRANSPORT => {
                     s.transport = match value.as_str() {
                         "auto" => TransportSetting::Auto,

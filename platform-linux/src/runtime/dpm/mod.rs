@@ -10,13 +10,40 @@
 mod bridge_comm;
 mod error;
 pub(crate) mod handover;
+mod join;
 mod ports;
 
 pub use error::DpmError;
 pub(crate) use ports::OpenPorts;
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use super::registry::{GroupTie, LauncherTie};
 use super::{Comm, Runtime};
+use crate::shm::bridge::Bridge;
+
+/// The variable naming the inherited descriptor of the bridge to the parents (set by the
+/// launcher for a spawned job).
+pub const ENV_PARENT_BRIDGE_FD: &str = "COMMCORE_PARENT_BRIDGE_FD";
+/// How long a spawned job waits for its parents to meet it (the parents' own spawn
+/// timeout ends it sooner, through the bridge's failure word).
+const PARENT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The inter-communicator to the parents, when `world` (this job's world communicator) was
+/// spawned (collective over the job).
+pub(super) fn parent(world: &Comm) -> Result<Option<Comm>, DpmError> {
+    let Ok(text) = std::env::var(ENV_PARENT_BRIDGE_FD) else { return Ok(None) };
+    let fd: i32 = text
+        .parse()
+        .map_err(|_| DpmError::Launcher(format!("{ENV_PARENT_BRIDGE_FD}={text:?} is malformed")))?;
+    let region = crate::shm::Region::open(fd)
+        .map_err(|e| DpmError::Handover(format!("cannot map the bridge to the parents: {e}")))?;
+    let bridge = Bridge::open(region).map_err(|e| DpmError::Handover(e.to_string()))?;
+    let deadline = Instant::now() + PARENT_TIMEOUT;
+    let side = bridge_comm::Side::B;
+    world.bridge_intercomm(Arc::new(bridge), side, 0, deadline, LauncherTie::None).map(Some)
+}
 
 impl Comm {
     /// Disconnects (`MPI_Comm_disconnect`; collective over both groups of an

@@ -1,0 +1,215 @@
+//! The ranks of `commcore bench dpm`'s jobs, by `--role`: each measures with the runtime's
+//! dynamic-process calls and rank 0 prints one JSON object of its figures.
+
+use std::time::{Duration, Instant};
+
+use commcore::coll::{Datatype, ReduceOp};
+use serde_json::{json, Map, Value};
+
+use super::super::option;
+use super::super::stats::median;
+use commcore_linux::runtime::{Comm, World};
+
+/// How long one dynamic-process step may take before the run counts as a hang.
+pub(super) const STEP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Ping-pong sizes.
+pub(super) const PINGPONG_BYTES: [usize; 2] = [8, 65536];
+/// Inter-communicator collectives: (operation, bytes).
+const COLLECTIVES: [(&str, usize); 4] =
+    [("barrier", 0), ("bcast", 8), ("bcast", 65536), ("allreduce", 8)];
+
+type Figures = Result<Value, Box<dyn std::error::Error>>;
+
+/// Runs the rank's role; rank 0 prints the figures.
+pub(super) fn main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let role: String = option(args, "--role")?.ok_or("--role is required in a job")?;
+    let reps: usize = option(args, "--reps")?.unwrap_or(10).max(1);
+    let file: Option<String> = option(args, "--file")?;
+    let world = World::init()?;
+    let figures = match role.as_str() {
+        "intra" => intra(&world),
+        "accept" | "connect" => {
+            let file = file.ok_or("--file is required for accept and connect")?;
+            connected(&world, role == "accept", &file, reps)
+        }
+        "static" => static_merges(&world, reps),
+        other => Err(format!("unknown role {other:?}").into()),
+    }?;
+    if world.rank() == 0 {
+        println!("{figures}");
+    }
+    Ok(())
+}
+
+/// Half the round trip of `bytes`-byte messages between rank 0 of `comm` and rank 0 of the
+/// other side (`peer`), in µs: the median of 5 batches.
+fn pingpong(
+    comm: &Comm,
+    peer: usize,
+    starts: bool,
+    bytes: usize,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut buf = vec![1u8; bytes];
+    let iterations = if bytes <= 1024 { 5000 } else { 500 };
+    let mut batches = Vec::new();
+    for batch in 0..6 {
+        let start = Instant::now();
+        for _ in 0..iterations {
+            if starts {
+                comm.send(&buf, peer, 1)?;
+                comm.recv(&mut buf, peer, 1)?;
+            } else {
+                comm.recv(&mut buf, peer, 1)?;
+                comm.send(&buf, peer, 1)?;
+            }
+        }
+        if batch > 0 {
+            batches.push(start.elapsed().as_secs_f64() / iterations as f64 / 2.0 * 1e6);
+        }
+    }
+    Ok(median(batches))
+}
+
+fn pingpong_figures(comm: &Comm, peer: usize, starts: bool) -> Figures {
+    let mut out = Map::new();
+    for bytes in PINGPONG_BYTES {
+        out.insert(bytes.to_string(), json!(pingpong(comm, peer, starts, bytes)?));
+    }
+    Ok(Value::Object(out))
+}
+
+/// Ping-pong between ranks 0 and 1 of the world.
+fn intra(world: &World) -> Figures {
+    let comm = world.comm();
+    let figures = if comm.rank() < 2 {
+        pingpong_figures(comm, 1 - comm.rank(), comm.rank() == 0)?
+    } else {
+        Value::Null
+    };
+    comm.barrier()?;
+    Ok(json!({ "pingpong_intra": figures }))
+}
+
+/// The median time per call of `op` on an inter-communicator, at its local rank 0.
+fn collective(
+    inter: &Comm,
+    accept_side: bool,
+    op: &str,
+    bytes: usize,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut buf = vec![0u8; bytes];
+    let mut out = vec![0u8; bytes];
+    let root = if accept_side {
+        commcore::coll::Root::Rank(0)
+    } else if inter.rank() == 0 {
+        commcore::coll::Root::Here
+    } else {
+        commcore::coll::Root::Elsewhere
+    };
+    let mut batches = Vec::new();
+    for batch in 0..6 {
+        let start = Instant::now();
+        for _ in 0..200 {
+            match op {
+                "barrier" => inter.barrier()?,
+                "bcast" => inter.bcast_root(&mut buf, root)?,
+                _ => inter.allreduce(&buf, &mut out, Datatype::U64, ReduceOp::Sum)?,
+            }
+        }
+        if batch > 0 {
+            batches.push(start.elapsed().as_secs_f64() / 200.0 * 1e6);
+        }
+    }
+    Ok(median(batches))
+}
+
+/// One side of two independently started jobs: `reps` accept/connect + disconnect cycles,
+/// then over one connection the ping-pong, the inter-communicator collectives and merges.
+fn connected(world: &World, accept: bool, file: &str, reps: usize) -> Figures {
+    let comm = world.comm();
+    let meet = |round: usize| -> Result<Comm, Box<dyn std::error::Error>> {
+        let path = format!("{file}.{round}");
+        if accept {
+            let name = world.open_port()?;
+            if comm.rank() == 0 {
+                std::fs::write(format!("{path}.tmp"), &name)?;
+                std::fs::rename(format!("{path}.tmp"), &path)?;
+            }
+            let inter = comm.accept(&name, 0, STEP_TIMEOUT)?;
+            world.close_port(&name)?;
+            Ok(inter)
+        } else {
+            let start = Instant::now();
+            let name = loop {
+                match std::fs::read_to_string(&path) {
+                    Ok(name) => break name,
+                    Err(_) if start.elapsed() < STEP_TIMEOUT => {
+                        std::thread::sleep(Duration::from_micros(200))
+                    }
+                    Err(e) => return Err(format!("no port name in {path}: {e}").into()),
+                }
+            };
+            Ok(comm.connect(&name, 0, STEP_TIMEOUT)?)
+        }
+    };
+    let mut cycles = Vec::new();
+    for round in 0..reps {
+        let start = Instant::now();
+        let inter = meet(round)?;
+        cycles.push(start.elapsed().as_secs_f64() * 1e6);
+        inter.disconnect()?;
+    }
+    let inter = meet(reps)?;
+    let pingpong =
+        if comm.rank() == 0 { pingpong_figures(&inter, 0, accept)? } else { Value::Null };
+    inter.barrier()?;
+    let mut colls = Vec::new();
+    for (op, bytes) in COLLECTIVES {
+        let us = collective(&inter, accept, op, bytes)?;
+        colls.push(json!({ "op": op, "bytes": bytes, "median_us": us }));
+    }
+    let merge = merges(&inter, !accept, reps)?;
+    inter.disconnect()?;
+    Ok(json!({
+        "accept_connect_us": median(cycles),
+        "pingpong_inter_connected": pingpong,
+        "intercomm_coll": colls,
+        "merge": merge,
+    }))
+}
+
+/// The median time of `reps` merges (each freed at once) of `inter`, in µs.
+fn merges(inter: &Comm, high: bool, reps: usize) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut times = Vec::new();
+    for _ in 0..reps.max(5) {
+        inter.barrier()?;
+        let start = Instant::now();
+        let merged = inter.intercomm_merge(high)?;
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+        drop(merged);
+    }
+    Ok(median(times))
+}
+
+/// Merges of inter-communicators made within one job (`MPI_Intercomm_create`): 1+1 and 2+2.
+fn static_merges(world: &World, reps: usize) -> Figures {
+    let comm = world.comm();
+    let mut out = Vec::new();
+    for half in [1usize, 2] {
+        let color = i32::from(comm.rank() >= half);
+        let Some(group) = comm.split(
+            if comm.rank() < 2 * half { color } else { commcore_linux::runtime::UNDEFINED },
+            0,
+        )?
+        else {
+            comm.barrier()?;
+            continue;
+        };
+        let remote_leader = if color == 0 { half } else { 0 };
+        let inter = group.intercomm_create(0, comm, remote_leader, 7)?;
+        let us = merges(&inter, color == 1, reps)?;
+        out.push(json!({ "group_a": half, "group_b": half, "how": "static", "median_us": us }));
+        comm.barrier()?;
+    }
+    Ok(json!({ "merge_static": out }))
+}

@@ -1,0 +1,65 @@
+//! Dynamic processes through the launcher on real processes: two independently started
+//! jobs that accept and connect (once with traffic, merge and collectives on the
+//! inter-communicator, and 200 times in a row), join over a Unix and a TCP socket, and bad
+//! ports (malformed, closed, forged, never accepted) that are the same error on every rank
+//! within their timeout. Every job runs under the launcher's timeout.
+
+use std::time::Duration;
+
+use commcore_linux::launch::JobSpec;
+use commcore_tests::jobs::{self, run_ok};
+use commcore_tests::leftovers::shm_entries;
+
+const RANK: &str = env!("CARGO_BIN_EXE_dpm_rank");
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn job(procs: usize, args: &[&str]) -> JobSpec {
+    jobs::job(RANK, procs, args, TIMEOUT)
+}
+
+/// Runs an accepting job of `a` ranks and a connecting job of `b` ranks at once, meeting
+/// `cycles` times; both must print `ok`.
+fn accept_and_connect(a: usize, b: usize, cycles: usize) {
+    let before = shm_entries();
+    static JOBS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("commcore-dpm-test-{}-{n}", std::process::id()));
+    let file = file.to_string_lossy().into_owned();
+    let cycles = cycles.to_string();
+    let acceptor = job(a, &["accept", &file, &cycles]);
+    let mut connector = job(b, &["connect", &file, &cycles]);
+    connector.env.push(("COMMCORE_CPU_OFFSET".into(), a.to_string()));
+    let (accepted, connected) = std::thread::scope(|scope| {
+        let accepting = scope.spawn(|| run_ok(&acceptor));
+        let connected = run_ok(&connector);
+        (accepting.join(), connected)
+    });
+    assert_eq!(accepted.expect("the acceptor's thread").trim(), "ok");
+    assert_eq!(connected.trim(), "ok");
+    assert!(shm_entries().difference(&before).next().is_none(), "nothing left in /dev/shm");
+}
+
+#[test]
+fn two_jobs_accept_and_connect_then_talk_merge_and_disconnect() {
+    accept_and_connect(2, 3, 1);
+    accept_and_connect(1, 1, 1);
+}
+
+#[test]
+fn two_jobs_disconnect_and_reconnect_200_times_without_growing() {
+    accept_and_connect(1, 1, 200);
+}
+
+#[test]
+fn two_processes_join_over_a_unix_and_a_tcp_socket() {
+    for scenario in ["join-unix", "join-tcp"] {
+        assert_eq!(run_ok(&job(2, &[scenario])).trim(), "ok", "{scenario}");
+    }
+}
+
+#[test]
+fn bad_ports_are_the_same_error_on_every_rank() {
+    for procs in [1, 3] {
+        assert_eq!(run_ok(&job(procs, &["bad-ports"])).trim(), "ok", "{procs} ranks");
+    }
+}
