@@ -16,6 +16,7 @@ use super::error::InitError;
 use super::settings::{self, Settings, TransportSetting, WakeFenceSetting};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
+use crate::launch::kv::KvClient;
 use crate::shm::layout::{RANK_FINALIZED, RANK_JOINED};
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
 use crate::tcp::{TcpSettings, TcpTransport};
@@ -23,6 +24,8 @@ use crate::transport;
 use crate::transport::shm::{ShmTransport, WakeFence};
 
 const DEFAULT_SINGLE_COPY_ABOVE: usize = 128 * 1024;
+/// How long a request to the launcher's exchange may take (start-up waits for every rank).
+const KV_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_SPLIT_COPY_ABOVE: usize = 128 * 1024;
 
 static LAUNCHED_WORLD: AtomicBool = AtomicBool::new(false);
@@ -248,9 +251,11 @@ impl World {
         let tcp_only = settings.transport == TransportSetting::Tcp;
         // Whether rank `r` is reached over TCP; the same answer on every rank.
         let over_tcp = |r: usize| r != rank && (tcp_only || hosts[r] != hosts[rank]);
+        // The launcher's exchange, kept for start-up and for spawn and names later.
+        let mut kv = if launched { KvClient::from_env(KV_TIMEOUT).ok() } else { None };
         // Every rank answers alike: with two hosts, each rank has a peer on the other.
         let tcp = if size > 1 && (tcp_only || host_count > 1) {
-            match join_tcp(settings) {
+            match join_tcp(kv.as_mut(), settings) {
                 Ok(tcp) => Some(tcp),
                 Err(error) => {
                     finalized();
@@ -284,6 +289,7 @@ impl World {
             selections: Default::default(),
             oversubscribed,
             ports: Default::default(),
+            kv: Mutex::new(kv),
         });
         let (world_map, self_map) = rank_maps(av, rank)?;
         let coll = InitError::Collectives;
@@ -390,14 +396,18 @@ fn world_address_vector(
 
 /// Starts this rank's TCP transport: listens, and learns every rank's address through the
 /// launcher's key-value exchange (collective over the job).
-fn join_tcp(settings: &Settings) -> Result<TcpLink, InitError> {
+fn join_tcp(kv: Option<&mut KvClient>, settings: &Settings) -> Result<TcpLink, InitError> {
+    let kv = kv.ok_or_else(|| {
+        InitError::Environment("TCP needs the launcher's exchange (COMMCORE_KV_FD)".into())
+    })?;
     let mut tcp = TcpSettings::new(0);
     // The runtime polls before it sleeps; the transport's wait is its sleep.
     tcp.spin = Duration::ZERO;
     if let Some(ms) = settings.tcp_send_timeout_ms {
         tcp.send_timeout = Duration::from_millis(ms);
     }
-    let transport = TcpTransport::join(tcp).map_err(|e| InitError::Environment(e.to_string()))?;
+    let transport =
+        TcpTransport::join_with(kv, tcp).map_err(|e| InitError::Environment(e.to_string()))?;
     Ok(TcpLink::new(transport))
 }
 

@@ -134,6 +134,8 @@ pub(crate) struct Runtime {
     oversubscribed: bool,
     /// The ports this process opened.
     ports: dpm::OpenPorts,
+    /// This rank's end of the launcher's key-value exchange (spawn, names, bridges).
+    kv: Mutex<Option<crate::launch::kv::KvClient>>,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.
@@ -150,6 +152,10 @@ const ARENA_TABLES: usize = 1024;
 impl Runtime {
     fn engine(&self) -> MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn kv(&self) -> MutexGuard<'_, Option<crate::launch::kv::KvClient>> {
+        self.kv.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The engine's name for the process an address-vector entry routes to, if this

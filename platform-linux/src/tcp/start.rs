@@ -50,7 +50,17 @@ impl TcpTransport {
     /// Joins the job this process was launched in: listens on `COMMCORE_TCP_IP` (default
     /// 127.0.0.1), publishes the address as key `tcp`, fences, and reads every rank's.
     /// Rank 0 also publishes the job's handshake token.
-    pub fn join(mut settings: TcpSettings) -> Result<TcpTransport, StartError> {
+    pub fn join(settings: TcpSettings) -> Result<TcpTransport, StartError> {
+        let mut kv = KvClient::from_env(EXCHANGE_TIMEOUT).map_err(StartError::Exchange)?;
+        Self::join_with(&mut kv, settings)
+    }
+
+    /// [`TcpTransport::join`] over an exchange the caller holds (the runtime keeps its own
+    /// for the rest of the job).
+    pub fn join_with(
+        kv: &mut KvClient,
+        mut settings: TcpSettings,
+    ) -> Result<TcpTransport, StartError> {
         let rank: usize = variable(env::RANK)?;
         let size: usize = variable(env::SIZE)?;
         let ip: IpAddr = match std::env::var(ENV_LISTEN_IP) {
@@ -59,7 +69,6 @@ impl TcpTransport {
         };
         let listener = socket::listen(ip).map_err(StartError::Listen)?;
         let local = listener.local_addr().map_err(StartError::Listen)?;
-        let mut kv = KvClient::from_env(EXCHANGE_TIMEOUT).map_err(StartError::Exchange)?;
         kv.put("tcp", &local.to_string()).map_err(StartError::Exchange)?;
         if rank == 0 {
             kv.put("token", &format!("{:032x}", random())).map_err(StartError::Exchange)?;

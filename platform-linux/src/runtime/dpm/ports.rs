@@ -162,7 +162,7 @@ impl Comm {
         self.bridge_intercomm(bridge, side, root, deadline, LauncherTie::None)
     }
 
-    fn check_root(&self, root: usize) -> Result<(), DpmError> {
+    pub(super) fn check_root(&self, root: usize) -> Result<(), DpmError> {
         if root >= self.size() || self.is_inter() {
             return Err(DpmError::InvalidArgument(format!(
                 "root {root} of an intra-communicator of {} ranks",

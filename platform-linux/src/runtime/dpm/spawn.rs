@@ -1,0 +1,141 @@
+//! `MPI_Comm_spawn` and `MPI_Comm_spawn_multiple`: the root asks the launcher to start the
+//! children (its answer carries a bridge between the parents and the children, or one error
+//! code per child), the outcome is broadcast so every parent returns the same, the root
+//! shares the bridge with its group, and the two groups meet over it. The children find
+//! the inter-communicator with `World::parent`.
+
+use std::ffi::OsString;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::bridge_comm::Side;
+use super::DpmError;
+use crate::launch::kv::{KvError, SpawnCommand as LaunchCommand, SpawnRequest};
+use crate::runtime::registry::LauncherTie;
+use crate::runtime::Comm;
+use crate::shm::bridge::{Bridge, FAILED_ABANDONED};
+use crate::shm::Region;
+
+/// Where and how children start (`MPI_Info` keys of `MPI_Comm_spawn`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnOptions {
+    /// Variables added to the children's environment.
+    pub env: Vec<(String, String)>,
+    /// The children's working directory (`wdir`); the launcher's when `None`.
+    pub wdir: Option<PathBuf>,
+    /// The host (`commcore run --hosts` namespace) the children start on (`host`).
+    pub host: Option<usize>,
+    /// How long the spawn may take, the children's start-up included.
+    pub timeout: Duration,
+}
+
+impl Default for SpawnOptions {
+    fn default() -> SpawnOptions {
+        SpawnOptions { env: Vec::new(), wdir: None, host: None, timeout: Duration::from_secs(30) }
+    }
+}
+
+/// One program of `spawn_multiple`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnCommand {
+    /// The program.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// How many processes run it.
+    pub maxprocs: usize,
+    /// Their environment, directory and host (the first command's timeout bounds all).
+    pub options: SpawnOptions,
+}
+
+impl Comm {
+    /// Starts `maxprocs` processes of `program` with `args` (`MPI_Comm_spawn`; collective
+    /// over this intra-communicator; the arguments matter at `root` only) and returns the
+    /// inter-communicator to them. Every rank returns the same error when the children
+    /// cannot start ([`DpmError::Spawn`] holds one code per child), die before they meet
+    /// their parents, or do not come within `options.timeout`.
+    pub fn spawn(
+        &self,
+        program: &str,
+        args: &[&str],
+        maxprocs: usize,
+        options: &SpawnOptions,
+        root: usize,
+    ) -> Result<Comm, DpmError> {
+        let command = SpawnCommand {
+            program: program.into(),
+            args: args.iter().map(Into::into).collect(),
+            maxprocs,
+            options: options.clone(),
+        };
+        self.spawn_multiple(std::slice::from_ref(&command), root)
+    }
+
+    /// Starts the processes of several programs as one group (`MPI_Comm_spawn_multiple`):
+    /// the children's world ranks follow the order of `commands`.
+    pub fn spawn_multiple(&self, commands: &[SpawnCommand], root: usize) -> Result<Comm, DpmError> {
+        self.check_root(root)?;
+        let timeout = commands.first().map_or(Duration::from_secs(30), |c| c.options.timeout);
+        let deadline = Instant::now() + timeout;
+        let started = if self.rank() == root { self.ask_launcher(commands, timeout).map(Some) } else { Ok(None) };
+        let outcome = started.as_ref().map(|s| s.as_ref().map_or_else(Vec::new, |(job, _)| job.to_le_bytes().to_vec())).map_err(Clone::clone);
+        let job = self.bcast_outcome(root, outcome)?;
+        let job = u64::from_le_bytes(job.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
+        let bridge = started?.map(|(_, bridge)| bridge);
+        let shared = self.share_fd(root, bridge.as_ref().map(|b| b.region.as_fd()));
+        let mapped = shared.and_then(|fd| {
+            Region::from_owned(fd)
+                .map_err(|e| DpmError::Handover(format!("cannot map the bridge: {e}")))
+                .and_then(|r| Bridge::open(r).map_err(|e| DpmError::Handover(e.to_string())))
+        });
+        let bridge = match mapped {
+            Ok(bridge) => Arc::new(bridge),
+            Err(error) => {
+                if let Some(bridge) = &bridge {
+                    bridge.fail(FAILED_ABANDONED);
+                }
+                return Err(error);
+            }
+        };
+        // The root tells the launcher when the children's group goes.
+        let launcher = if self.rank() == root { LauncherTie::Spawned(job) } else { LauncherTie::None };
+        self.bridge_intercomm(bridge, Side::A, root, deadline, launcher)
+    }
+
+    /// The root's request to the launcher; the bridge it made, mapped.
+    fn ask_launcher(&self, commands: &[SpawnCommand], timeout: Duration) -> Result<(u64, Bridge), DpmError> {
+        if commands.is_empty() || commands.iter().any(|c| c.maxprocs == 0) {
+            return Err(DpmError::InvalidArgument("maxprocs must be at least 1 for every command".into()));
+        }
+        let fabric = &self.runtime.fabric;
+        let parent_nodes = (0..self.size()).map(|r| self.members.node(r)).collect();
+        let request = SpawnRequest {
+            commands: commands
+                .iter()
+                .map(|c| LaunchCommand {
+                    program: c.program.clone(),
+                    args: c.args.clone(),
+                    maxprocs: c.maxprocs,
+                    env: c.options.env.clone(),
+                    wdir: c.options.wdir.clone(),
+                    host: c.options.host,
+                })
+                .collect(),
+            parent_size: self.size(),
+            parent_nodes,
+            timeout,
+        };
+        let _ = fabric;
+        let mut kv = self.runtime.kv();
+        let kv = kv.as_mut().ok_or(DpmError::NotLaunched)?;
+        let spawned = kv.spawn(&request).map_err(|e| match e {
+            KvError::Spawn { errcodes, message } => DpmError::Spawn { errcodes, message },
+            other => DpmError::Launcher(other.to_string()),
+        })?;
+        let region = Region::from_owned(spawned.bridge).map_err(|e| DpmError::Handover(e.to_string()))?;
+        let bridge = Bridge::open(region).map_err(|e| DpmError::Handover(e.to_string()))?;
+        Ok((spawned.job, bridge))
+    }
+}
