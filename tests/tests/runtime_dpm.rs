@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use commcore_linux::dpm::names::NAMESERVER_ENV;
+use commcore_linux::dpm::nameserver::NameServer;
 use commcore_linux::launch::JobSpec;
 use commcore_tests::jobs::{self, run_ok};
 use commcore_tests::leftovers::shm_entries;
@@ -18,17 +20,29 @@ fn job(procs: usize, args: &[&str]) -> JobSpec {
 }
 
 /// Runs an accepting job of `a` ranks and a connecting job of `b` ranks at once, meeting
-/// `cycles` times; both must print `ok`.
-fn accept_and_connect(a: usize, b: usize, cycles: usize) {
+/// `cycles` times (the port name passed in a file, or through the name server at
+/// `nameserver`); both must print `ok`.
+fn accept_and_connect(a: usize, b: usize, cycles: usize, nameserver: Option<&str>) {
     let before = shm_entries();
     static JOBS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let file = std::env::temp_dir().join(format!("commcore-dpm-test-{}-{n}", std::process::id()));
-    let file = file.to_string_lossy().into_owned();
+    let file = match nameserver {
+        Some(_) => format!("name:commcore-test-{}-{n}", std::process::id()),
+        None => {
+            let file =
+                std::env::temp_dir().join(format!("commcore-dpm-test-{}-{n}", std::process::id()));
+            file.to_string_lossy().into_owned()
+        }
+    };
     let cycles = cycles.to_string();
-    let acceptor = job(a, &["accept", &file, &cycles]);
+    let mut acceptor = job(a, &["accept", &file, &cycles]);
     let mut connector = job(b, &["connect", &file, &cycles]);
     connector.env.push(("COMMCORE_CPU_OFFSET".into(), a.to_string()));
+    if let Some(address) = nameserver {
+        for spec in [&mut acceptor, &mut connector] {
+            spec.env.push((NAMESERVER_ENV.into(), address.into()));
+        }
+    }
     let (accepted, connected) = std::thread::scope(|scope| {
         let accepting = scope.spawn(|| run_ok(&acceptor));
         let connected = run_ok(&connector);
@@ -41,13 +55,21 @@ fn accept_and_connect(a: usize, b: usize, cycles: usize) {
 
 #[test]
 fn two_jobs_accept_and_connect_then_talk_merge_and_disconnect() {
-    accept_and_connect(2, 3, 1);
-    accept_and_connect(1, 1, 1);
+    accept_and_connect(2, 3, 1, None);
+    accept_and_connect(1, 1, 1, None);
+}
+
+#[test]
+fn unrelated_jobs_find_each_other_through_a_name_server() {
+    let server = NameServer::bind(Some("127.0.0.1:0".parse().unwrap()), None).unwrap();
+    let address = server.addresses().unwrap()[0].to_string();
+    std::thread::spawn(move || server.serve());
+    accept_and_connect(2, 2, 2, Some(&address));
 }
 
 #[test]
 fn two_jobs_disconnect_and_reconnect_200_times_without_growing() {
-    accept_and_connect(1, 1, 200);
+    accept_and_connect(1, 1, 200, None);
 }
 
 #[test]

@@ -289,6 +289,7 @@ impl World {
             selections: Default::default(),
             oversubscribed,
             ports: Default::default(),
+            names: Default::default(),
             kv: Mutex::new(kv),
         });
         let (world_map, self_map) = rank_maps(av, rank)?;

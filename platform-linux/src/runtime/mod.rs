@@ -134,6 +134,8 @@ pub(crate) struct Runtime {
     oversubscribed: bool,
     /// The ports this process opened.
     ports: dpm::OpenPorts,
+    /// The connection to a name server, once used.
+    names: dpm::Names,
     /// This rank's end of the launcher's key-value exchange (spawn, names, bridges).
     kv: Mutex<Option<crate::launch::kv::KvClient>>,
 }

@@ -15,7 +15,8 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// What the job does.
 #[derive(Clone, Copy)]
 enum Scenario {
-    /// Opens a port, publishes its name in FILE, accepts CYCLES times.
+    /// Opens a port, publishes its name in FILE (or with the name service, for a FILE of
+    /// `name:SERVICE`), accepts CYCLES times.
     Accept,
     /// Reads the port name from FILE and connects CYCLES times.
     Connect,
@@ -80,11 +81,19 @@ fn meet(world: &World, accept: bool, path: &str) -> Comm {
     if accept {
         let name = if comm.rank() == 0 { world.open_port().unwrap() } else { String::new() };
         if comm.rank() == 0 {
-            std::fs::write(format!("{path}.tmp"), &name).unwrap();
-            std::fs::rename(format!("{path}.tmp"), path).unwrap();
+            match path.strip_prefix("name:") {
+                Some(service) => world.publish_name(service, &name).unwrap(),
+                None => {
+                    std::fs::write(format!("{path}.tmp"), &name).unwrap();
+                    std::fs::rename(format!("{path}.tmp"), path).unwrap();
+                }
+            }
         }
         let inter = comm.accept(&name, 0, TIMEOUT).unwrap();
         if comm.rank() == 0 {
+            if let Some(service) = path.strip_prefix("name:") {
+                world.unpublish_name(service).unwrap();
+            }
             world.close_port(&name).unwrap();
         }
         inter
@@ -92,16 +101,23 @@ fn meet(world: &World, accept: bool, path: &str) -> Comm {
         let mut name = String::new();
         if comm.rank() == 0 {
             let start = Instant::now();
+            let service = path.strip_prefix("name:");
             name = loop {
-                match std::fs::read_to_string(path) {
+                let found = match service {
+                    Some(service) => world.lookup_name(service).map_err(|e| e.to_string()),
+                    None => std::fs::read_to_string(path).map_err(|e| e.to_string()),
+                };
+                match found {
                     Ok(name) => break name,
                     Err(_) if start.elapsed() < TIMEOUT => {
                         std::thread::sleep(Duration::from_millis(1))
                     }
-                    Err(e) => panic!("no port name in {path}: {e}"),
+                    Err(e) => panic!("no port name under {path}: {e}"),
                 }
             };
-            let _ = std::fs::remove_file(path);
+            if service.is_none() {
+                let _ = std::fs::remove_file(path);
+            }
         }
         comm.connect(&name, 0, TIMEOUT).unwrap()
     }

@@ -31,6 +31,8 @@ pub enum DpmError {
     Launcher(String),
     /// A descriptor or region could not be handed over or mapped.
     Handover(String),
+    /// The name service refused or failed (a name never published, one taken, no server).
+    Name(String),
     /// Building the inter-communicator failed.
     Comm(CommError),
 }
@@ -50,6 +52,7 @@ impl fmt::Display for DpmError {
             DpmError::TimedOut(what) => write!(f, "timed out: {what}"),
             DpmError::Launcher(what) => write!(f, "launcher: {what}"),
             DpmError::Handover(what) => write!(f, "handover: {what}"),
+            DpmError::Name(what) => write!(f, "name service: {what}"),
             DpmError::Comm(error) => write!(f, "{error}"),
         }
     }
@@ -80,6 +83,7 @@ impl DpmError {
             DpmError::Launcher(t) => (6, t.clone(), &[]),
             DpmError::Handover(t) => (7, t.clone(), &[]),
             DpmError::Comm(e) => (8, e.to_string(), &[]),
+            DpmError::Name(t) => (9, t.clone(), &[]),
         };
         out.push(kind);
         out.extend_from_slice(&(text.len() as u32).to_le_bytes());
@@ -108,6 +112,7 @@ impl DpmError {
             Some(5) => DpmError::TimedOut(text),
             Some(6) => DpmError::Launcher(text),
             Some(7) => DpmError::Handover(text),
+            Some(9) => DpmError::Name(text),
             _ => DpmError::Comm(CommError::LeaderFailed),
         }
     }
@@ -156,6 +161,7 @@ mod tests {
             DpmError::TimedOut("accept".into()),
             DpmError::Launcher("refused".into()),
             DpmError::Handover("pidfd".into()),
+            DpmError::Name("no port is published under \"x\"".into()),
         ];
         for error in errors {
             let mut bytes = Vec::new();

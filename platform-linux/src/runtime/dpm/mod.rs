@@ -11,9 +11,11 @@ mod bridge_comm;
 mod error;
 pub(crate) mod handover;
 mod join;
+mod names;
 mod ports;
 
 pub use error::DpmError;
+pub(crate) use names::Names;
 pub(crate) use ports::OpenPorts;
 
 use std::sync::Arc;
