@@ -4,8 +4,15 @@ use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
-/// Bytes asked of the kernel per read: large enough that a 1 MiB message takes few reads.
+use commcore::wire::HEADER_LEN;
+
+use super::frame::{FrameKind, BODY_MAX, PREFIX_LEN};
+
+/// Bytes asked of the kernel per read into the inbound buffer.
 const READ_CHUNK: usize = 256 * 1024;
+/// A message whose payload is at least this long is read straight into a buffer of its
+/// own once its header is here ([`Stream::start_long`]): no copy out of the inbound buffer.
+const LONG_PAYLOAD: usize = 32 * 1024;
 /// Buffers gathered into one `writev`.
 const WRITE_GATHER: usize = 16;
 
@@ -25,6 +32,16 @@ pub struct Stream {
     /// Bytes of the first outbound buffer already written.
     written: usize,
     queued: usize,
+    /// A long message being read into its own buffer.
+    long: Option<LongFrame>,
+}
+
+/// A long message's wire header and its payload, `filled` bytes of it read so far.
+#[derive(Debug)]
+struct LongFrame {
+    header: [u8; HEADER_LEN],
+    payload: Vec<u8>,
+    filled: usize,
 }
 
 /// How a read ended.
@@ -50,6 +67,7 @@ impl Stream {
             outbound: VecDeque::new(),
             written: 0,
             queued: 0,
+            long: None,
         }
     }
 
@@ -128,35 +146,38 @@ impl Stream {
         Ok(true)
     }
 
-    /// Reads what the kernel holds for this stream into the inbound buffer. Room is made
-    /// for the whole frame being read once its prefix is here, so a long message is read
-    /// straight into place; the buffer is zeroed only when it grows, not at every read, so
-    /// polling an idle stream is cheap.
+    /// Reads what the kernel holds for this stream: into the long message's own buffer
+    /// while one is being read, else into the inbound buffer, which is zeroed only when it
+    /// grows, not at every read, so polling an idle stream is cheap.
     pub fn fill(&mut self) -> ReadEnd {
         loop {
-            // Only a connected peer's frames are trusted with room for their claimed length.
-            let frame_rest = match super::frame::parse(self.unread()) {
-                super::frame::Parsed::Need(total) if self.peer.is_some() => {
-                    total.saturating_sub(self.end - self.start)
+            let target = match &mut self.long {
+                Some(long) if long.filled < long.payload.len() => &mut long.payload[long.filled..],
+                // A finished long message waits to be taken before more is read.
+                Some(_) => return ReadEnd::WouldBlock,
+                None => {
+                    if self.inbound.len() - self.end < READ_CHUNK / 4 {
+                        if self.start > 0 {
+                            self.inbound.copy_within(self.start..self.end, 0);
+                            self.end -= self.start;
+                            self.start = 0;
+                        }
+                        if self.inbound.len() - self.end < READ_CHUNK / 4 {
+                            self.inbound.resize(self.end + READ_CHUNK, 0);
+                        }
+                    }
+                    &mut self.inbound[self.end..]
                 }
-                _ => 0,
             };
-            let room = frame_rest.max(READ_CHUNK / 4);
-            if self.inbound.len() - self.end < room {
-                if self.start > 0 {
-                    self.inbound.copy_within(self.start..self.end, 0);
-                    self.end -= self.start;
-                    self.start = 0;
-                }
-                if self.inbound.len() - self.end < room {
-                    self.inbound.resize(self.end + room.max(READ_CHUNK), 0);
-                }
-            }
-            match self.socket.read(&mut self.inbound[self.end..]) {
+            let room = target.len();
+            match self.socket.read(target) {
                 Ok(0) => return ReadEnd::Closed,
                 Ok(n) => {
-                    self.end += n;
-                    if self.end < self.inbound.len() {
+                    match &mut self.long {
+                        Some(long) => long.filled += n,
+                        None => self.end += n,
+                    }
+                    if n < room {
                         return ReadEnd::WouldBlock;
                     }
                 }
@@ -164,6 +185,49 @@ impl Stream {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return ReadEnd::Failed(e),
             }
+        }
+    }
+
+    /// When the unread bytes start with a message frame whose header is here and whose
+    /// payload is long, moves it into a buffer of its own (with the payload bytes already
+    /// read), so that the rest is read straight there. Only for a connected peer's stream:
+    /// its frames are trusted with a buffer of their claimed length.
+    pub fn start_long(&mut self) -> bool {
+        let unread = self.unread();
+        if self.long.is_some() || self.peer.is_none() || unread.len() < PREFIX_LEN + HEADER_LEN {
+            return false;
+        }
+        let body = u32::from_le_bytes([unread[0], unread[1], unread[2], unread[3]]) as usize;
+        if unread[4] != FrameKind::Message as u8 || body > BODY_MAX || body < HEADER_LEN {
+            return false;
+        }
+        let payload_len = body - HEADER_LEN;
+        if payload_len < LONG_PAYLOAD {
+            return false;
+        }
+        let mut header = [0u8; HEADER_LEN];
+        header.copy_from_slice(&unread[PREFIX_LEN..PREFIX_LEN + HEADER_LEN]);
+        let here = &unread[PREFIX_LEN + HEADER_LEN..];
+        let filled = here.len().min(payload_len);
+        let mut payload = vec![0u8; payload_len];
+        payload[..filled].copy_from_slice(&here[..filled]);
+        self.consume(PREFIX_LEN + HEADER_LEN + filled);
+        self.long = Some(LongFrame { header, payload, filled });
+        true
+    }
+
+    /// Whether a long message is being read (it must come out before any later frame).
+    pub fn reading_long(&self) -> bool {
+        self.long.is_some()
+    }
+
+    /// The long message once all of it is here: its wire header's bytes and its payload.
+    pub fn take_long(&mut self) -> Option<([u8; HEADER_LEN], Vec<u8>)> {
+        match &self.long {
+            Some(long) if long.filled == long.payload.len() => {
+                self.long.take().map(|long| (long.header, long.payload))
+            }
+            _ => None,
         }
     }
 

@@ -349,9 +349,30 @@ impl TcpTransport {
         let mut corrupt = false;
         loop {
             let Some(stream) = self.streams.get_mut(&token) else { return };
+            if let (Some((head, payload)), Some(from)) = (stream.take_long(), peer) {
+                match Header::decode(&head) {
+                    Ok(header) => self.arrivals.push_back(Arrival { from, header, payload }),
+                    Err(_) => {
+                        corrupt = true;
+                        break;
+                    }
+                }
+                // More may wait in the kernel behind it.
+                let _ = stream.fill();
+                continue;
+            }
+            if stream.reading_long() {
+                break;
+            }
             let unread = stream.unread();
             let (kind, end) = match frame::parse(unread) {
-                Parsed::Need(_) => break,
+                Parsed::Need(_) => {
+                    if stream.start_long() {
+                        let _ = stream.fill();
+                        continue;
+                    }
+                    break;
+                }
                 Parsed::Corrupt => {
                     corrupt = true;
                     break;
