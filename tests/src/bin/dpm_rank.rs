@@ -27,7 +27,27 @@ enum Scenario {
     /// Malformed, closed and forged ports, and an accept nobody comes to: errors on every
     /// rank, the same everywhere.
     BadPorts,
+    /// Spawns CYCLES times FILE (a number) children of this program as `child`, talks to
+    /// them, merges, and disconnects; descriptors do not grow.
+    Spawn,
+    /// A spawned child: meets its parents, talks, merges, disconnects.
+    Child,
+    /// Spawns 2 children as `middle`, which spawn 2 grandchildren each.
+    Nested,
+    /// A child that spawns 2 children of its own before it meets its parents.
+    Middle,
+    /// spawn_multiple of two commands (2 and 1 children): the children's APPNUM.
+    Multiple,
+    /// A missing program and maxprocs 0: the same error on every rank.
+    SpawnBad,
+    /// Children that die: one before it meets the parents, one during a collective on the
+    /// inter-communicator, one after it disconnected.
+    SpawnDying,
+    /// A child that exits at once (FILE says when: `early`, `collective` or `after`).
+    Dying,
 }
+
+mod spawn;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -37,6 +57,14 @@ fn main() {
         Some("join-unix") => Scenario::JoinUnix,
         Some("join-tcp") => Scenario::JoinTcp,
         Some("bad-ports") => Scenario::BadPorts,
+        Some("spawn") => Scenario::Spawn,
+        Some("child") => Scenario::Child,
+        Some("nested") => Scenario::Nested,
+        Some("middle") => Scenario::Middle,
+        Some("multiple") => Scenario::Multiple,
+        Some("spawn-bad") => Scenario::SpawnBad,
+        Some("spawn-dying") => Scenario::SpawnDying,
+        Some("dying") => Scenario::Dying,
         other => {
             eprintln!("dpm_rank: unknown scenario {other:?}");
             std::process::exit(2);
@@ -44,7 +72,14 @@ fn main() {
     };
     let file = args.get(2).cloned().unwrap_or_default();
     let cycles: usize = args.get(3).and_then(|c| c.parse().ok()).unwrap_or(1);
-    let world = World::init().unwrap_or_else(|e| {
+    if matches!(scenario, Scenario::Dying)
+        && file == "early"
+        && std::env::var("COMMCORE_RANK").as_deref() == Ok("1")
+    {
+        // Dies before it meets its parents.
+        std::process::exit(3);
+    }
+    let mut world = World::init().unwrap_or_else(|e| {
         eprintln!("dpm_rank: {e}");
         std::process::exit(1)
     });
@@ -56,6 +91,14 @@ fn main() {
             join(&world, matches!(scenario, Scenario::JoinTcp))
         }
         Scenario::BadPorts => bad_ports(&world),
+        Scenario::Spawn => spawn::repeatedly(&world, file.parse().unwrap_or(1), cycles),
+        Scenario::Child => spawn::child(&mut world),
+        Scenario::Nested => spawn::nested(&world),
+        Scenario::Middle => spawn::middle(&mut world),
+        Scenario::Multiple => spawn::multiple(&world),
+        Scenario::SpawnBad => spawn::bad(&world),
+        Scenario::SpawnDying => spawn::dying(&world),
+        Scenario::Dying => spawn::die(&mut world, &file),
     }
     world.comm().barrier().unwrap();
     if world.rank() == 0 {
@@ -64,7 +107,7 @@ fn main() {
 }
 
 /// Open descriptors of this process.
-fn open_fds() -> usize {
+pub(crate) fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
@@ -125,7 +168,7 @@ fn meet(world: &World, accept: bool, path: &str) -> Comm {
 
 /// Traffic that checks itself on an inter-communicator: point-to-point with every remote
 /// rank, an allreduce, a bcast from each side, and a merge with an allreduce on it.
-fn exercise(inter: &Comm, accept: bool) {
+pub(crate) fn exercise(inter: &Comm, accept: bool) {
     let (me, size, remote) = (inter.rank(), inter.size(), inter.remote_size().unwrap());
     for peer in 0..remote {
         let mut back = [0u8; 16];
@@ -219,7 +262,7 @@ fn join(world: &World, tcp: bool) {
 }
 
 /// Every rank gets the same error kind (checked by an allgather of its first letter).
-fn same_everywhere(comm: &Comm, result: Result<Comm, DpmError>, kind: &str) {
+pub(crate) fn same_everywhere(comm: &Comm, result: Result<Comm, DpmError>, kind: &str) {
     let error = match result {
         Ok(_) => panic!("{kind}: expected an error"),
         Err(e) => e.to_string(),
