@@ -368,9 +368,14 @@ mod tests {
 
     /// A launcher's exchange for two ranks of a job the tree does not run.
     fn exchange() -> (KvServer, Vec<UnixStream>) {
+        let (server, ends, _) = exchange_with_tree();
+        (server, ends)
+    }
+
+    fn exchange_with_tree() -> (KvServer, Vec<UnixStream>, Arc<Launch>) {
         let launch = Arc::new(Launch::new(&JobSpec::new(2, "true"), None));
-        let (server, ends) = KvServer::start_tree(2, launch).unwrap();
-        (server, ends.into_iter().map(UnixStream::from).collect())
+        let (server, ends) = KvServer::start_tree(2, Arc::clone(&launch)).unwrap();
+        (server, ends.into_iter().map(UnixStream::from).collect(), launch)
     }
 
     fn reply(reader: &mut BufReader<UnixStream>) -> String {
@@ -450,5 +455,32 @@ mod tests {
         assert!(matches!(kv.unpublish_name("svc"), Err(KvError::Name(_))));
         // The connection still serves after every refusal.
         kv.put("k", "v").unwrap();
+    }
+
+    #[test]
+    fn registered_bridges_travel_as_descriptors_and_are_marked_until_released() {
+        use crate::shm::bridge::FAILED_A;
+        use crate::shm::{Bridge, Region};
+        use std::os::fd::BorrowedFd;
+
+        let (_server, mut ends, launch) = exchange_with_tree();
+        let mut kv = KvClient::new(ends.pop().unwrap(), Duration::from_secs(10));
+        let (kept, released) = (Bridge::create(2, 1).unwrap(), Bridge::create(1, 3).unwrap());
+        // SAFETY: each bridge's region owns its descriptor for the length of the borrow.
+        let fd = |b: &Bridge| unsafe { BorrowedFd::borrow_raw(b.region.fd()) };
+        let id = kv.register_bridge(fd(&kept), true).unwrap();
+        let other = kv.register_bridge(fd(&released), false).unwrap();
+        assert_ne!(id, other);
+        kv.release_bridge(other).unwrap();
+        assert!(matches!(kv.release_bridge(other), Err(KvError::Refused(_))));
+        // A region that is not a bridge is refused, and the connection goes on.
+        let job = Region::create(8192).unwrap();
+        // SAFETY: as above, for the job region.
+        let not_bridge = unsafe { BorrowedFd::borrow_raw(job.fd()) };
+        assert!(matches!(kv.register_bridge(not_bridge, true), Err(KvError::Refused(_))));
+        assert!(kv.disconnect(5).is_err(), "no job 5 was spawned");
+        launch.lock().fail_all();
+        assert_eq!(kept.failure(), Some(FAILED_A));
+        assert_eq!(released.failure(), None);
     }
 }

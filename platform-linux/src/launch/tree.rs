@@ -167,12 +167,14 @@ impl Tree {
     /// The first job failed (or the tree ends badly): every bridge is marked, a parent's
     /// side first, before the whole group is killed.
     pub fn fail_all(&mut self) {
-        let ids: Vec<u64> = self.jobs.keys().copied().collect();
-        for id in ids {
-            self.mark(id, FAILED_A);
-            if let Some(job) = self.jobs.get_mut(&id) {
-                job.failed = true;
+        for job in self.jobs.values_mut() {
+            if let Some(link) = &job.parent {
+                link.bridge.fail(FAILED_A);
             }
+            job.failed = true;
+        }
+        for registered in self.registered.values() {
+            registered.bridge.fail(if registered.side_a { FAILED_A } else { FAILED_B });
         }
     }
 
@@ -297,5 +299,115 @@ impl Tree {
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::BorrowedFd;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Child, Command};
+
+    use super::*;
+    use crate::launch::JobSpec;
+
+    fn sleeper() -> Child {
+        Command::new("sleep").arg("60").spawn().unwrap()
+    }
+
+    fn job(child: &Child, parent: Option<ParentLink>) -> Job {
+        let layout = Layout::new(1).unwrap();
+        let mut job = Job::new(Region::create(layout.region_bytes()).unwrap(), layout, parent);
+        job.pids = vec![child.id() as i32];
+        job
+    }
+
+    /// A second mapping of `bridge`, as another process would hold it.
+    fn view(bridge: &Bridge) -> Bridge {
+        // SAFETY: the bridge's region owns the descriptor for the length of the borrow.
+        let fd = unsafe { BorrowedFd::borrow_raw(bridge.region.fd()) };
+        Bridge::open(Region::from_owned(fd.try_clone_to_owned().unwrap()).unwrap()).unwrap()
+    }
+
+    fn link(job: u64) -> (ParentLink, Bridge) {
+        let bridge = Bridge::create(1, 1).unwrap();
+        let seen = view(&bridge);
+        (ParentLink { job, bridge }, seen)
+    }
+
+    fn killed(child: &mut Child) -> bool {
+        child.wait().unwrap().signal() == Some(libc::SIGKILL)
+    }
+
+    #[test]
+    fn a_failed_job_takes_its_connected_children_and_marks_each_side() {
+        let launch = Launch::new(&JobSpec::new(1, "true"), None);
+        let mut tree = launch.lock();
+        let mut procs: Vec<Child> = (0..4).map(|_| sleeper()).collect();
+        let (link1, seen1) = link(0);
+        let (link2, seen2) = link(1);
+        tree.jobs.insert(0, job(&procs[0], None));
+        tree.jobs.insert(1, job(&procs[1], Some(link1)));
+        tree.jobs.insert(2, job(&procs[2], Some(link2)));
+        // Job 3 was spawned by job 1 and disconnected: it goes on alone.
+        tree.jobs.insert(3, job(&procs[3], None));
+        tree.next_job = 4;
+        let (a, b) = (Bridge::create(1, 1).unwrap(), Bridge::create(1, 1).unwrap());
+        let (seen_a, seen_b) = (view(&a), view(&b));
+        let id_a = tree.register(1, a, true).unwrap();
+        tree.register(0, b, false).unwrap();
+
+        assert_eq!(tree.fail_spawned(1), [2]);
+        assert_eq!(seen1.failure(), Some(FAILED_B), "the failed job's own bridge");
+        assert_eq!(seen2.failure(), Some(FAILED_A), "its child's: the parent side failed");
+        assert_eq!(seen_a.failure(), Some(FAILED_A), "a bridge job 1 registered as side A");
+        assert_eq!(seen_b.failure(), None, "job 0 goes on");
+        assert!(killed(&mut procs[1]) && killed(&mut procs[2]));
+        assert!(procs[3].try_wait().unwrap().is_none(), "a disconnected job is not killed");
+        assert!(procs[0].try_wait().unwrap().is_none());
+        assert!(tree.release(1, id_a).is_ok() && tree.release(1, id_a).is_err());
+
+        // The first job fails: everything is marked before the group is killed.
+        tree.fail_all();
+        assert_eq!(seen_b.failure(), Some(FAILED_B), "registered as side B");
+        for index in [0, 3] {
+            procs[index].kill().unwrap();
+            procs[index].wait().unwrap();
+        }
+        for job in tree.jobs.values_mut() {
+            job.pids.fill(0);
+        }
+        tree.retire_finished();
+        assert_eq!(tree.jobs.keys().copied().collect::<Vec<_>>(), [0]);
+        assert_eq!(tree.live(), 0);
+    }
+
+    #[test]
+    fn disconnect_and_names_follow_their_jobs() {
+        let launch = Launch::new(&JobSpec::new(1, "true"), None);
+        let mut tree = launch.lock();
+        let mut procs: Vec<Child> = (0..2).map(|_| sleeper()).collect();
+        let (link1, seen1) = link(0);
+        tree.jobs.insert(0, job(&procs[0], None));
+        tree.jobs.insert(1, job(&procs[1], Some(link1)));
+        tree.next_job = 2;
+        let publish = Request::Publish { name: "svc", port: "p" };
+        assert_eq!(tree.names(1, publish), Ok(None));
+        assert_eq!(tree.names(0, publish), Err(Refusal::AlreadyPublished));
+        assert_eq!(tree.names(0, Request::Lookup("svc")), Ok(Some("p".into())));
+        assert_eq!(tree.names(0, Request::Unpublish("svc")), Err(Refusal::NotOwner));
+        assert!(tree.disconnect(1, 1).is_err(), "job 1 is not its own child");
+        assert!(tree.disconnect(0, 7).is_err(), "never spawned");
+        assert!(tree.disconnect(0, 1).is_ok() && tree.disconnect(0, 1).is_ok());
+        // Disconnected: its failure no longer reaches the bridge.
+        tree.fail_spawned(1);
+        assert_eq!(seen1.failure(), None);
+        assert!(killed(&mut procs[1]));
+        tree.jobs.get_mut(&1).unwrap().pids[0] = 0;
+        tree.retire_finished();
+        assert_eq!(tree.names(0, Request::Lookup("svc")), Err(Refusal::NotPublished));
+        assert!(tree.disconnect(0, 1).is_ok(), "a job that ended");
+        procs[0].kill().unwrap();
+        procs[0].wait().unwrap();
     }
 }
