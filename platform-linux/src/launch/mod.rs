@@ -18,10 +18,21 @@
 //! (`PR_SET_PDEATHSIG`), which is reset for the processes ranks start, hence the guardian.
 //!
 //! What a rank receives (read by [`crate::runtime::World::init`]):
-//! - `COMMCORE_RANK`, `COMMCORE_SIZE`, `COMMCORE_NODE`, `COMMCORE_NODES`;
+//! - `COMMCORE_RANK`, `COMMCORE_SIZE`, `COMMCORE_NODE`, `COMMCORE_NODES`, `COMMCORE_HOST`,
+//!   `COMMCORE_HOSTS`, and `COMMCORE_JOB` (0 for the first job);
 //! - `COMMCORE_SHM_FD`: an inherited descriptor of the job's memory file (a memfd with
 //!   owner-only permissions: nothing in `/dev/shm`, gone when the last rank exits), whose
-//!   layout ([`crate::shm::Layout`]) tells it where each peer's queues and doorbell are.
+//!   layout ([`crate::shm::Layout`]) tells it where each peer's queues and doorbell are;
+//! - `COMMCORE_KV_FD`: its end of the launcher's exchange ([`kv`]), through which it may
+//!   also ask for child jobs ([`spawn`]: those get `COMMCORE_PARENT_BRIDGE_FD`,
+//!   `COMMCORE_PARENT_SIZE`, `COMMCORE_APPNUM` and `COMMCORE_CPU_OFFSET` besides).
+//!
+//! Spawned jobs run in the first job's process group and are watched with it: the
+//! launcher returns once every process of every job has exited. A spawned job that fails
+//! is killed alone, reported in one line ([`JobOutput::spawned_failures`]) and leaves the
+//! exit status alone: its parent job sees the failed bridge and decides. A failure of the
+//! first job, the timeout or a forwarded signal marks every bridge failed, then ends
+//! everything, as for a job without spawns.
 
 mod command;
 mod guardian;
