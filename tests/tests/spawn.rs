@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use commcore_tests::leftovers::{marker, processes_with, shm_entries};
+use commcore_tests::leftovers::{live_in_group, marker, processes_with, shm_entries};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_spawn_probe");
 const LIMIT: Duration = Duration::from_secs(120);
@@ -180,16 +180,53 @@ fn a_child_that_fails_fails_its_job_only() {
     }
 }
 
-#[test]
-fn a_killed_parent_rank_ends_every_job_and_leaves_nothing() {
+/// Rank 0 of two spawns two children, then is killed: the run ends with its signal, and no
+/// process (of the group or by marker) nor /dev/shm entry is left.
+fn killed_parent(options: &[&str]) {
     let shm_before = shm_entries();
     let marker = marker("parent-killed");
-    let ended = run(&["-n", "2"], &["parent-killed", &marker]);
+    let ended = run(options, &["parent-killed", &marker]);
     assert_eq!(ended.status, 128 + libc::SIGKILL, "{}\n{}", ended.stdout, ended.stderr);
-    assert!(ended.stdout.contains("children up"), "{}", ended.stdout);
+    let group: i32 = ended
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("children up in group "))
+        .and_then(|g| g.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no group in {}", ended.stdout));
     assert!(ended.stderr.contains("rank 0 was killed by signal 9"), "{}", ended.stderr);
     assert_none_left(&marker);
+    let start = Instant::now();
+    while !live_in_group(group).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "{:?} left", live_in_group(group));
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(shm_entries(), shm_before, "/dev/shm changed");
+}
+
+#[test]
+fn a_killed_parent_rank_ends_every_job_and_leaves_nothing() {
+    killed_parent(&["-n", "2"]);
+}
+
+/// What hosts could leave: network namespaces (by `lsns`) and links in this namespace.
+fn network_residue() -> (usize, usize) {
+    let count = |program: &str, args: &[&str]| {
+        let output = Command::new(program).args(args).output();
+        output.map_or(0, |o| String::from_utf8_lossy(&o.stdout).lines().count())
+    };
+    (count("lsns", &["-n", "-t", "net"]), count("ip", &["-o", "link"]))
+}
+
+/// One run with hosts at a time: the residue counts the machine's namespaces.
+static HOSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+#[ignore = "needs root for network namespaces: scripts/test.sh runs it"]
+fn a_killed_parent_rank_with_hosts_leaves_no_namespace() {
+    let _one = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
+    let before = network_residue();
+    killed_parent(&["-n", "2", "--hosts", "2"]);
+    assert_eq!(network_residue(), before, "namespaces or links left");
 }
 
 #[test]
@@ -219,10 +256,13 @@ fn malformed_requests_through_the_launcher_get_errors() {
 #[test]
 #[ignore = "needs root for network namespaces: scripts/test.sh runs it"]
 fn children_start_in_the_host_asked_for() {
+    let _one = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
+    let before = network_residue();
     let marker = marker("host");
     let ended = run(&["-n", "2", "--hosts", "2"], &["host", &marker]);
     assert_eq!(ended.status, 0, "{}\n{}", ended.stdout, ended.stderr);
     let line = ended.stdout.lines().find(|l| l.starts_with("child job=1")).unwrap_or_default();
     assert!(line.contains("host=1 "), "{}", ended.stdout);
     assert_none_left(&marker);
+    assert_eq!(network_residue(), before, "namespaces or links left");
 }

@@ -211,7 +211,8 @@ fn main() {
         "failing-child" => child_fails(&mut kv, &arg(1), &arg(2)),
         "parent-killed" => {
             let (_, _bridge) = spawn_and_meet(&mut kv, vec![copies("child-sleep", 2, &arg(1))]);
-            println!("children up");
+            // SAFETY: getpgrp takes no arguments.
+            println!("children up in group {}", unsafe { libc::getpgrp() });
             let _ = std::io::stdout().flush();
             // SAFETY: raise sends a signal to this process.
             unsafe { libc::raise(libc::SIGKILL) };
