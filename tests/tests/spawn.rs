@@ -208,6 +208,24 @@ fn a_killed_parent_rank_ends_every_job_and_leaves_nothing() {
     killed_parent(&["-n", "2"]);
 }
 
+#[test]
+fn a_launcher_killed_with_sigkill_takes_spawned_jobs_along() {
+    let marker = marker("launcher-killed");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_commcore_cli"));
+    command.args(["run", "-n", "1", "--", PROBE, "await-children", &marker]);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut launcher = command.spawn().expect("start commcore");
+    let kids = format!("{marker}-kid");
+    let start = Instant::now();
+    while processes_with(&kids).len() < 2 {
+        assert!(start.elapsed() < LIMIT, "the children did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    launcher.kill().expect("SIGKILL the launcher");
+    let _ = launcher.wait();
+    assert_none_left(&marker);
+}
+
 /// What hosts could leave: network namespaces (by `lsns`) and links in this namespace.
 fn network_residue() -> (usize, usize) {
     let count = |program: &str, args: &[&str]| {
