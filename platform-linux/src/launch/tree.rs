@@ -65,15 +65,10 @@ impl Job {
         self.unjoined_exits.first().copied().filter(|_| waiting)
     }
 
-    /// Notes that `rank` exited with code 0: left early if it joined and did not finalize.
-    pub fn exited_cleanly(&mut self, rank: usize) -> bool {
-        match self.state(rank) {
-            RANK_JOINED => false,
-            RANK_FINALIZED => true,
-            _ => {
-                self.unjoined_exits.push(rank);
-                true
-            }
+    /// Notes that `rank`, which had not joined or had finalized, exited with code 0.
+    pub fn exited_cleanly(&mut self, rank: usize) {
+        if self.state(rank) != RANK_FINALIZED {
+            self.unjoined_exits.push(rank);
         }
     }
 }
