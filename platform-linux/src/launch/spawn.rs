@@ -105,6 +105,8 @@ pub(super) fn start(
     if tree.closed {
         return refuse("the launcher is ending its jobs");
     }
+    // Readers of children a failed spawn killed end without a reap to join them.
+    tree.join_finished_readers();
     let home = match tree.jobs.get(&parent) {
         Some(job) if !job.failed => job.host(rank),
         _ => return refuse(format!("job {parent} is not running")),

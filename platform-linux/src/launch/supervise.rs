@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering::Acquire;
 use std::time::{Duration, Instant};
 
 use super::signals::Forwarder;
-use super::tree::{Launch, Tree};
+use super::tree::{Launch, Tree, FAILURES_KEPT};
 use super::GRACE;
 use crate::runtime::settings::{difference, Difference};
 use crate::shm::layout::RANK_JOINED;
@@ -210,7 +210,8 @@ pub struct JobOutput {
     pub rank0_stdout: Vec<u8>,
     /// The process group the ranks ran in (gone by now).
     pub process_group: i32,
-    /// Jobs spawned from the first that failed while it went on (each was reported).
+    /// Jobs spawned from the first that failed while it went on (each was reported; the
+    /// first 1,024 are kept here).
     pub spawned_failures: Vec<SpawnedJobFailure>,
 }
 
@@ -386,7 +387,9 @@ fn fail_spawned(tree: &mut Tree, id: u64, rank: usize, error: &JobError) {
         None => message.push_str("; it had disconnected from the job that spawned it"),
     }
     eprintln!("commcore run: {message}");
-    tree.spawned_failures.push(SpawnedJobFailure { job: id, rank, message });
+    if tree.spawned_failures.len() < FAILURES_KEPT {
+        tree.spawned_failures.push(SpawnedJobFailure { job: id, rank, message });
+    }
 }
 
 /// Reaps one child of process group `pgid`: its pid and how it ended.

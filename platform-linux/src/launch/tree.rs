@@ -19,6 +19,8 @@ use crate::shm::{Bridge, Layout, Region};
 
 /// Bridges registered at once (accept/connect between launchers), over all jobs.
 pub const REGISTERED_MAX: usize = 4096;
+/// Spawned jobs' failures kept for [`super::JobOutput`] (each is printed anyway).
+pub const FAILURES_KEPT: usize = 1024;
 
 /// A spawned job's link to the job that spawned it, until it disconnects.
 pub(super) struct ParentLink {
@@ -216,7 +218,12 @@ impl Tree {
                 self.jobs.remove(&id);
             }
         }
-        // Finished threads keep their stacks until joined.
+        self.join_finished_readers();
+    }
+
+    /// Joins the output readers that finished: a finished thread keeps its stack until
+    /// joined.
+    pub fn join_finished_readers(&mut self) {
         let (done, running): (Vec<_>, Vec<_>) =
             std::mem::take(&mut self.readers).into_iter().partition(JoinHandle::is_finished);
         self.readers = running;
