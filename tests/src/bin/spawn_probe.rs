@@ -239,11 +239,12 @@ fn main() {
 /// A command whose program does not exist after one that does: every child of the first
 /// is killed, every child of the second has ENOENT, and nothing is left.
 fn missing(kv: &mut KvClient, marker: &str) {
-    let before = launcher_usage();
     let mut absent = SpawnCommand::new("/nonexistent/commcore-probe-missing", 3);
     absent.args = vec![kid(marker)];
     let commands = vec![copies("child-sleep", 2, marker), absent];
-    // Once with every check, then again: failed spawns leave the launcher as it was.
+    let mut before = launcher_usage();
+    // Once with every check, then again: failed spawns leave the launcher as it was (as it
+    // was after the first, once the launcher's own start-up is over).
     for attempt in 0..50 {
         match kv.spawn(&request(commands.clone())) {
             Err(KvError::Spawn { errcodes, message }) if attempt == 0 => {
@@ -257,6 +258,13 @@ fn missing(kv: &mut KvClient, marker: &str) {
         let left = kids_left(marker);
         if !left.is_empty() {
             fail(format!("left behind: {left:?}"));
+        }
+        if attempt == 0 {
+            wait_until("the launcher to close the failed job's descriptors", || {
+                launcher_usage().0 <= before.0
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            before = launcher_usage();
         }
     }
     wait_until("the launcher to close the failed jobs' descriptors and threads", || {
