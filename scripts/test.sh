@@ -105,6 +105,8 @@ tcp_hosts() {
     fi
     timeout 300 cargo test --locked -p commcore-linux --test tcp
     timeout 300 cargo test --locked -p commcore-tests --test tcp_jobs -- --include-ignored
+    # Spawned jobs placed in a host, and a killed parent leaving no namespace.
+    timeout 300 cargo test --locked -p commcore-tests --test spawn -- --include-ignored
     # The runtime's suites (point-to-point, communicators, collectives, inter-communicators,
     # faults) again: TCP between every pair on one host, then across 2 and 3 hosts.
     local suites=(--test runtime_p2p --test runtime_intercomm)

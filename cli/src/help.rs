@@ -45,6 +45,10 @@ pub fn run_after() -> String {
          and what they started, one process group); after 1 s the rest is killed. If the \
          launcher itself is killed with SIGKILL, ranks die through the parent-death signal and \
          a guardian process kills what they started.\n\n\
+         Spawned jobs: ranks may ask the launcher for child jobs (MPI_Comm_spawn), which \
+         run in the job's process group. A spawned job whose rank fails is killed alone and \
+         reported in one line (\"spawned job J: ...\"); its parent job goes on and the exit \
+         status is the first job's. The launcher returns once every job's processes ended.\n\n\
          Examples:\n  \
          commcore run -n 4 --nodes 2 -- target/release/examples/collectives\n  \
          commcore run -np 2 --tag-output -x COMMCORE_BIND=none target/release/examples/ping_pong\n  \

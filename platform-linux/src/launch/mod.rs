@@ -18,34 +18,51 @@
 //! (`PR_SET_PDEATHSIG`), which is reset for the processes ranks start, hence the guardian.
 //!
 //! What a rank receives (read by [`crate::runtime::World::init`]):
-//! - `COMMCORE_RANK`, `COMMCORE_SIZE`, `COMMCORE_NODE`, `COMMCORE_NODES`;
+//! - `COMMCORE_RANK`, `COMMCORE_SIZE`, `COMMCORE_NODE`, `COMMCORE_NODES`, `COMMCORE_HOST`,
+//!   `COMMCORE_HOSTS`, and `COMMCORE_JOB` (0 for the first job);
 //! - `COMMCORE_SHM_FD`: an inherited descriptor of the job's memory file (a memfd with
 //!   owner-only permissions: nothing in `/dev/shm`, gone when the last rank exits), whose
-//!   layout ([`crate::shm::Layout`]) tells it where each peer's queues and doorbell are.
+//!   layout ([`crate::shm::Layout`]) tells it where each peer's queues and doorbell are;
+//! - `COMMCORE_KV_FD`: its end of the launcher's exchange ([`kv`]), through which it may
+//!   also ask for child jobs ([`spawn`]: those get `COMMCORE_PARENT_BRIDGE_FD`,
+//!   `COMMCORE_PARENT_SIZE`, `COMMCORE_APPNUM` and `COMMCORE_CPU_OFFSET` besides).
+//!
+//! Spawned jobs run in the first job's process group and are watched with it: the
+//! launcher returns once every process of every job has exited. A spawned job that fails
+//! is killed alone, reported in one line ([`JobOutput::spawned_failures`]) and leaves the
+//! exit status alone: its parent job sees the failed bridge and decides. A failure of the
+//! first job, the timeout or a forwarded signal marks every bridge failed, then ends
+//! everything, as for a job without spawns.
 
+mod command;
 mod guardian;
 pub mod hosts;
 pub mod kv;
+mod kv_dpm;
 mod output;
 mod placement;
+mod serve;
 mod signals;
+pub mod spawn;
+pub mod spawn_wire;
 mod supervise;
+mod tree;
 
 pub use placement::Placement;
+pub use spawn_wire::{SpawnCommand, SpawnRequest, Spawned, SPAWN_ABORTED};
 pub use supervise::{
-    signal_name, Ending, JobError, JobFailure, JobOutput, EXIT_LAUNCHER, EXIT_LEFT_EARLY,
-    EXIT_TIMEOUT,
+    signal_name, Ending, JobError, JobFailure, JobOutput, SpawnedJobFailure, EXIT_LAUNCHER,
+    EXIT_LEFT_EARLY, EXIT_TIMEOUT,
 };
 
 /// How long ranks have between a forwarded signal (or a failure) and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(1);
 
 use std::ffi::OsString;
-use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::shm::{Layout, Region};
@@ -66,6 +83,20 @@ pub mod env {
     pub const HOST: &str = "COMMCORE_HOST";
     /// The number of hosts.
     pub const HOSTS: &str = "COMMCORE_HOSTS";
+    /// The job's number in the launcher: 0 for the first job, then one per spawn.
+    pub const JOB: &str = "COMMCORE_JOB";
+    /// A spawned child: the inherited descriptor of the bridge to its parents.
+    pub const PARENT_BRIDGE_FD: &str = "COMMCORE_PARENT_BRIDGE_FD";
+    /// A spawned child: the number of parents (the bridge's group A).
+    pub const PARENT_SIZE: &str = "COMMCORE_PARENT_SIZE";
+    /// A spawned child: the index of its command in the spawn request.
+    pub const APPNUM: &str = "COMMCORE_APPNUM";
+    /// A spawned child: how many processes the launcher ran before its job, so that the
+    /// runtime binds child rank `j` to CPU `(offset + j) mod CPUs`, the CPUs its parents
+    /// leave free.
+    pub const CPU_OFFSET: &str = "COMMCORE_CPU_OFFSET";
+    /// The variables only spawned children get.
+    pub const SPAWNED: [&str; 4] = [PARENT_BRIDGE_FD, PARENT_SIZE, APPNUM, CPU_OFFSET];
 }
 
 /// What to start.
@@ -144,7 +175,8 @@ impl JobSpec {
 
 /// Runs a job to its end: every rank ends well → `Ok`; a rank fails or leaves early → every
 /// other rank is killed (SIGKILL to the process group), all are reaped, and the failure
-/// names the rank.
+/// names the rank. Jobs the ranks spawn ([`kv::KvClient::spawn`]) run in the same group and
+/// are waited for too; one that fails is killed alone (see [`spawn`]).
 pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
     let fail = |error, process_group| JobFailure { error, process_group };
     spec.validate().map_err(|m| fail(JobError::Spec(m), None))?;
@@ -171,31 +203,48 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
         // Started before any thread of the job, as fork wants.
         guardian = guardian::Guardian::start().ok();
     }
-    let lines = output::Lines::new(spec.tag_output);
     let network = match spec.hosts {
         1 => None,
         h => {
             Some(hosts::Network::create(h).map_err(|e| fail(JobError::Spec(e.to_string()), None))?)
         }
     };
-    let (kv_server, kv_ends) = kv::KvServer::start(spec.procs).map_err(|e| {
-        fail(JobError::Spec(format!("cannot start the key-value exchange: {e}")), None)
-    })?;
+    let launch = Arc::new(tree::Launch::new(spec, network));
+    let (kv_server, kv_ends) =
+        kv::KvServer::start_tree(spec.procs, Arc::clone(&launch)).map_err(|e| {
+            fail(JobError::Spec(format!("cannot start the key-value exchange: {e}")), None)
+        })?;
     let mut pids = Vec::with_capacity(spec.procs);
     let mut group: Option<i32> = None;
     let mut readers = Vec::new();
     let mut capture = None;
+    // Ranks may ask for spawns as soon as they run: the tree learns the group and the
+    // first job before the exchange may start anything.
+    let mut tree = launch.lock();
     for (rank, kv_end) in kv_ends.iter().enumerate() {
         let host = hosts::host_of(rank, spec.procs, spec.hosts);
-        let net = network.as_ref().and_then(|n| n.namespace(host)).map(|fd| (fd, host));
-        let fds = RankFds { region: region.fd(), kv: kv_end.as_raw_fd(), net };
-        let mut command = rank_command(spec, rank, fds, group.unwrap_or(0));
+        let net = launch.network.as_ref().and_then(|n| n.namespace(host)).map(|fd| (fd, host));
+        let start = command::Start {
+            program: &spec.program,
+            args: &spec.args,
+            env: [&spec.env, &[]],
+            wdir: None,
+            rank,
+            size: spec.procs,
+            node: spec.placement.node_of(rank, spec.procs, spec.nodes),
+            nodes: spec.nodes,
+            host,
+            hosts: spec.hosts,
+            job: 0,
+            fds: command::RankFds { region: region.fd(), kv: kv_end.as_raw_fd(), net },
+            spawned: None,
+        };
+        let mut command = command::command(&start, group.unwrap_or(0));
         let capture_this = rank == 0 && spec.capture_rank0_stdout;
-        let by_lines = dedicated || spec.tag_output;
-        if capture_this || by_lines {
+        if capture_this || launch.by_lines {
             command.stdout(Stdio::piped());
         }
-        if by_lines {
+        if launch.by_lines {
             command.stderr(Stdio::piped());
         }
         match command.spawn() {
@@ -210,8 +259,8 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
                 if capture_this {
                     capture = child.stdout.take().map(output::capture);
                 }
-                if by_lines {
-                    readers.extend(lines.forward(rank, &mut child));
+                if launch.by_lines {
+                    readers.extend(launch.lines.forward(&rank.to_string(), &mut child));
                 }
                 drop(child);
                 pids.push(pid);
@@ -219,21 +268,30 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
             Err(error) => {
                 let pgid = group.unwrap_or(0);
                 if pgid != 0 {
-                    supervise::kill_and_reap(pgid, &mut pids);
+                    supervise::kill_and_reap(pgid);
                 }
+                tree.closed = true;
+                drop(tree);
                 if let Some(guardian) = guardian {
                     guardian.release();
                 }
+                kv_server.stop();
                 let program = spec.program.to_string_lossy().into_owned();
                 return Err(fail(JobError::Spawn { rank, program, error }, group));
             }
         }
     }
-    // The ranks hold their ends; the exchange ends when they all closed them.
-    drop(kv_ends);
     let pgid = group.unwrap_or(0);
-    let watch = supervise::Watch { region: &region, layout: &layout, pgid, timeout: spec.timeout };
-    let outcome = watch.run(&mut pids, forwarder.as_ref());
+    let mut first = tree::Job::new(region, layout, None);
+    first.pids = pids;
+    tree.jobs.insert(0, first);
+    tree.next_job = 1;
+    tree.pgid = pgid;
+    drop(tree);
+    // The ranks hold their ends; the exchange serves them (and spawned jobs) until the end.
+    drop(kv_ends);
+    let watch = supervise::Watch { launch: &launch, pgid, timeout: spec.timeout };
+    let outcome = watch.run(forwarder.as_ref());
     // Anything a rank started in its group goes with the job.
     // SAFETY: killpg only sends a signal to the job's own process group.
     unsafe { libc::killpg(pgid, libc::SIGKILL) };
@@ -243,70 +301,21 @@ pub fn run_job(spec: &JobSpec) -> Result<JobOutput, JobFailure> {
     if dedicated {
         supervise::end_strays();
     }
-    drop(region);
-    drop(kv_server);
+    // Children were started by the exchange's thread and die with it (their parent-death
+    // signal follows the thread that forked them): it stops only now that all are gone.
+    kv_server.stop();
+    let (spawned_failures, spawned_readers) = {
+        let mut tree = launch.lock();
+        tree.jobs.clear();
+        (std::mem::take(&mut tree.spawned_failures), std::mem::take(&mut tree.readers))
+    };
     // The ranks are gone: the kernel removes the hosts' namespaces with the last descriptor.
-    drop(network);
+    drop(launch);
+    readers.extend(spawned_readers);
     output::finish(readers);
     let rank0_stdout = capture.map(output::captured).unwrap_or_default();
     match outcome {
-        Ok(()) => Ok(JobOutput { rank0_stdout, process_group: pgid }),
+        Ok(()) => Ok(JobOutput { rank0_stdout, process_group: pgid, spawned_failures }),
         Err(error) => Err(fail(error, Some(pgid))),
     }
-}
-
-/// The descriptors a rank inherits: the job's region, its end of the key-value exchange,
-/// and with `--hosts` its host's network namespace (and the host's number).
-struct RankFds {
-    region: i32,
-    kv: i32,
-    net: Option<(i32, usize)>,
-}
-
-/// The command that starts `rank`, in process group `pgid` (0: a new one).
-fn rank_command(spec: &JobSpec, rank: usize, fds: RankFds, pgid: i32) -> Command {
-    let RankFds { region: fd, kv: kv_fd, net } = fds;
-    let node = spec.placement.node_of(rank, spec.procs, spec.nodes);
-    let mut command = Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env(env::RANK, rank.to_string())
-        .env(env::SIZE, spec.procs.to_string())
-        .env(env::NODE, node.to_string())
-        .env(env::NODES, spec.nodes.to_string())
-        .env(env::SHM_FD, fd.to_string())
-        .env(kv::ENV_FD, kv_fd.to_string())
-        .env(env::HOST, hosts::host_of(rank, spec.procs, spec.hosts).to_string())
-        .env(env::HOSTS, spec.hosts.to_string())
-        .stdin(Stdio::null())
-        .process_group(pgid);
-    if let Some((_, host)) = net {
-        command.env(crate::tcp::ENV_LISTEN_IP, hosts::Network::address(host).to_string());
-    }
-    // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (fcntl, setns, prctl, signal) on values copied in.
-    unsafe {
-        command.pre_exec(move || {
-            // Keep the region's descriptor across exec (it is close-on-exec in the launcher;
-            // the rank makes it close-on-exec again once it has mapped it).
-            if libc::fcntl(fd, libc::F_SETFD, 0) != 0 || libc::fcntl(kv_fd, libc::F_SETFD, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if let Some((namespace, _)) = net {
-                hosts::enter(namespace)?;
-            }
-            // Die with the launcher, so a killed launcher leaves no ranks behind.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // A launcher started with `&` by a script inherits SIGINT ignored, and an
-            // ignored signal stays ignored across exec: give ranks the defaults.
-            for signal in signals::FORWARDED {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-            Ok(())
-        })
-    };
-    command
 }

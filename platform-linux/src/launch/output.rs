@@ -1,6 +1,6 @@
 //! Ranks' output through the launcher: each rank's standard output and error are read from
-//! pipes and written out as whole lines (prefixed `[rank] ` when tagged), so lines of
-//! different ranks never mix mid-line.
+//! pipes and written out as whole lines (prefixed `[rank] ` when tagged, `[job.rank] ` for
+//! a spawned job's), so lines of different ranks never mix mid-line.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdout};
@@ -22,25 +22,28 @@ impl Lines {
         Lines { tag }
     }
 
-    /// Starts forwarding `child`'s piped standard output and error; returns the readers.
-    pub(super) fn forward(self, rank: usize, child: &mut Child) -> Vec<JoinHandle<()>> {
+    /// Starts forwarding `child`'s piped standard output and error, tagged `label` when
+    /// tagging; returns the readers.
+    pub(super) fn forward(self, label: &str, child: &mut Child) -> Vec<JoinHandle<()>> {
         let mut readers = Vec::new();
         if let Some(out) = child.stdout.take() {
-            readers.push(self.spawn(rank, out, false));
+            readers.extend(self.spawn(label.into(), out, false));
         }
         if let Some(err) = child.stderr.take() {
-            readers.push(self.spawn(rank, err, true));
+            readers.extend(self.spawn(label.into(), err, true));
         }
         readers
     }
 
+    /// A reader thread; none if no thread can be made (the pipe closes, and the rank's
+    /// writes fail instead of blocking).
     fn spawn(
         self,
-        rank: usize,
+        rank: String,
         pipe: impl Read + Send + 'static,
         to_stderr: bool,
-    ) -> JoinHandle<()> {
-        std::thread::spawn(move || {
+    ) -> Option<JoinHandle<()>> {
+        let reader = std::thread::Builder::new().name("commcore-output".into()).spawn(move || {
             let mut reader = BufReader::new(pipe);
             let mut line = Vec::new();
             loop {
@@ -49,18 +52,19 @@ impl Lines {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
                         if to_stderr {
-                            self.write(rank, &line, &mut io::stderr().lock());
+                            self.write(&rank, &line, &mut io::stderr().lock());
                         } else {
-                            self.write(rank, &line, &mut io::stdout().lock());
+                            self.write(&rank, &line, &mut io::stdout().lock());
                         }
                     }
                 }
             }
-        })
+        });
+        reader.ok()
     }
 
     /// Writes one line (or piece) in one call under the stream's lock.
-    fn write(self, rank: usize, line: &[u8], out: &mut impl Write) {
+    fn write(self, rank: &str, line: &[u8], out: &mut impl Write) {
         let mut whole = Vec::with_capacity(line.len() + 12);
         if self.tag {
             let _ = write!(whole, "[{rank}] ");

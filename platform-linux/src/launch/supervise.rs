@@ -7,9 +7,10 @@ use std::sync::atomic::Ordering::Acquire;
 use std::time::{Duration, Instant};
 
 use super::signals::Forwarder;
+use super::tree::{Launch, Tree, FAILURES_KEPT};
 use super::GRACE;
 use crate::runtime::settings::{difference, Difference};
-use crate::shm::layout::{RANK_FINALIZED, RANK_JOINED};
+use crate::shm::layout::RANK_JOINED;
 use crate::shm::{Layout, Region};
 
 /// How a rank ended.
@@ -209,6 +210,9 @@ pub struct JobOutput {
     pub rank0_stdout: Vec<u8>,
     /// The process group the ranks ran in (gone by now).
     pub process_group: i32,
+    /// Jobs spawned from the first that failed while it went on (each was reported; the
+    /// first 1,024 are kept here).
+    pub spawned_failures: Vec<SpawnedJobFailure>,
 }
 
 /// A failed job's error, with the process group it ran in (for checking that nothing is left).
@@ -226,98 +230,123 @@ impl fmt::Display for JobFailure {
     }
 }
 
-/// A running job as the launcher watches it.
+/// A job spawned from the first that failed: its processes were killed and its bridge
+/// marked; the job that spawned it went on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpawnedJobFailure {
+    /// The failed job's number.
+    pub job: u64,
+    /// Its first rank seen to fail.
+    pub rank: usize,
+    /// The line the launcher printed.
+    pub message: String,
+}
+
+/// A failure, explained by what the job's region shows: a settings difference or a rank
+/// number claimed twice (every rank fails alike then; the launcher says why once).
+fn explain(region: &Region, layout: &Layout, error: JobError) -> JobError {
+    let status = error.exit_status();
+    let duplicate = region.atomic_u32(layout.duplicate_rank()).load(Acquire);
+    if let Some(rank) = duplicate.checked_sub(1) {
+        return JobError::DuplicateRank { rank: rank as usize, status };
+    }
+    match difference(region, layout) {
+        Some(difference) => JobError::SettingsDiffer { difference, status },
+        None => error,
+    }
+}
+
+/// The launcher's jobs as it watches them: the first job (0) and those spawned from it,
+/// all in process group `pgid`.
 pub(super) struct Watch<'a> {
-    pub region: &'a Region,
-    pub layout: &'a Layout,
+    pub launch: &'a Launch,
     pub pgid: i32,
     pub timeout: Option<Duration>,
 }
 
 impl Watch<'_> {
-    /// A rank's failure, explained by what the region shows: a settings difference or a
-    /// rank number claimed twice (every rank fails alike then; the launcher says why once).
-    fn explain(&self, error: JobError) -> JobError {
-        let status = error.exit_status();
-        let duplicate = self.region.atomic_u32(self.layout.duplicate_rank()).load(Acquire);
-        if let Some(rank) = duplicate.checked_sub(1) {
-            return JobError::DuplicateRank { rank: rank as usize, status };
-        }
-        match difference(self.region, self.layout) {
-            Some(difference) => JobError::SettingsDiffer { difference, status },
-            None => error,
-        }
-    }
-
-    fn state(&self, rank: usize) -> u32 {
-        self.region.atomic_u32(self.layout.state(rank)).load(Acquire)
-    }
-
-    /// Waits for every rank (`pids[rank]`, 0 once reaped); on the first failure kills the
-    /// group and reaps the rest.
-    pub(super) fn run(
-        &self,
-        pids: &mut [i32],
-        signals: Option<&Forwarder>,
-    ) -> Result<(), JobError> {
+    /// Waits for every process of every job. A failure of the first job, the timeout or
+    /// the grace after a forwarded signal marks every bridge, kills the group and reaps it;
+    /// a spawned job's failure kills that job (and what it spawned) only.
+    pub(super) fn run(&self, signals: Option<&Forwarder>) -> Result<(), JobError> {
         let start = Instant::now();
         let mut pause = Duration::from_micros(200);
-        // Ranks that exited with code 0 without joining the runtime.
-        let mut unjoined_exits: Vec<usize> = Vec::new();
         let mut interrupted: Option<(i32, Instant)> = None;
-        while pids.iter().any(|&p| p != 0) {
+        loop {
             if let Some(signal) = signals.and_then(Forwarder::take) {
                 // SAFETY: killpg only sends a signal to the job's own process group.
                 unsafe { libc::killpg(self.pgid, signal) };
                 interrupted.get_or_insert((signal, Instant::now() + GRACE));
             }
-            // The grace period after a forwarded signal is over: SIGKILL for what is left.
-            if interrupted.is_some_and(|(_, deadline)| Instant::now() >= deadline) {
-                kill_and_reap(self.pgid, pids);
+            let mut tree = self.launch.lock();
+            if tree.live() == 0 {
+                tree.closed = true;
                 break;
             }
+            // The grace period after a forwarded signal is over: SIGKILL for what is left.
+            if interrupted.is_some_and(|(_, deadline)| Instant::now() >= deadline) {
+                self.end_all(&mut tree);
+                break;
+            }
+            // Reaped under the lock: a spawn in progress holds it until its pids are known.
             match reap_one(self.pgid, libc::WNOHANG) {
                 Some((pid, ending)) => {
-                    let Some(rank) = pids.iter().position(|&p| p == pid) else { continue };
-                    pids[rank] = 0;
                     pause = Duration::from_micros(200);
-                    if interrupted.is_some() {
+                    let Some((id, rank)) = tree.find(pid) else { continue };
+                    let Some(job) = tree.jobs.get_mut(&id) else { continue };
+                    job.pids[rank] = 0;
+                    if interrupted.is_some() || job.failed {
+                        tree.retire_finished();
                         continue;
                     }
-                    let joined = self.state(rank) == RANK_JOINED;
+                    let joined = job.state(rank) == RANK_JOINED;
                     let error = match ending {
                         Ending::Exited(code) if joined => {
                             Some(JobError::LeftEarly { rank, code, joined })
                         }
                         Ending::Exited(0) => {
-                            if self.state(rank) != RANK_FINALIZED {
-                                unjoined_exits.push(rank);
-                            }
+                            job.exited_cleanly(rank);
                             None
                         }
                         _ => Some(JobError::RankFailed { rank, ending }),
                     };
                     if let Some(error) = error {
-                        kill_and_reap(self.pgid, pids);
-                        return Err(self.explain(error));
+                        let error = explain(&job.region, &job.layout, error);
+                        if id == 0 {
+                            self.end_all(&mut tree);
+                            return Err(error);
+                        }
+                        fail_spawned(&mut tree, id, rank, &error);
                     }
+                    tree.retire_finished();
                 }
                 None => {
                     if interrupted.is_none() {
                         // A rank that left without joining, while another has joined, leaves
                         // that one waiting for it forever.
-                        let waiting =
-                            (0..pids.len()).any(|r| pids[r] != 0 && self.state(r) == RANK_JOINED);
-                        if let Some(&rank) = unjoined_exits.first().filter(|_| waiting) {
-                            kill_and_reap(self.pgid, pids);
-                            return Err(JobError::LeftEarly { rank, code: 0, joined: false });
+                        let abandoned: Vec<(u64, usize)> = tree
+                            .jobs
+                            .iter()
+                            .filter(|(_, job)| !job.failed)
+                            .filter_map(|(&id, job)| job.abandoned().map(|rank| (id, rank)))
+                            .collect();
+                        for (id, rank) in abandoned {
+                            let error = JobError::LeftEarly { rank, code: 0, joined: false };
+                            if id == 0 {
+                                self.end_all(&mut tree);
+                                return Err(error);
+                            }
+                            fail_spawned(&mut tree, id, rank, &error);
                         }
                         if let Some(limit) = self.timeout.filter(|limit| start.elapsed() > *limit) {
-                            let running = (0..pids.len()).filter(|&r| pids[r] != 0).collect();
-                            kill_and_reap(self.pgid, pids);
+                            let running = tree.jobs.get(&0).map_or(Vec::new(), |job| {
+                                (0..job.pids.len()).filter(|&r| job.pids[r] != 0).collect()
+                            });
+                            self.end_all(&mut tree);
                             return Err(JobError::TimedOut { limit, running });
                         }
                     }
+                    drop(tree);
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
@@ -327,6 +356,39 @@ impl Watch<'_> {
             Some((signal, _)) => Err(JobError::Interrupted(signal)),
             None => Ok(()),
         }
+    }
+
+    /// Marks every bridge, kills the whole group, reaps it and closes the tree.
+    fn end_all(&self, tree: &mut Tree) {
+        tree.fail_all();
+        kill_and_reap(self.pgid);
+        for job in tree.jobs.values_mut() {
+            job.pids.fill(0);
+        }
+        tree.closed = true;
+        tree.retire_finished();
+    }
+}
+
+/// Spawned job `id` failed at `rank`: kills it (and the jobs it spawned and is still
+/// connected to), marks its bridge, and says so in one line.
+fn fail_spawned(tree: &mut Tree, id: u64, rank: usize, error: &JobError) {
+    let parent = tree.jobs.get(&id).and_then(|job| job.parent.as_ref()).map(|link| link.job);
+    let with_it = tree.fail_spawned(id);
+    let mut message = format!("spawned job {id}: {error}");
+    if !with_it.is_empty() {
+        let jobs: Vec<String> = with_it.iter().map(u64::to_string).collect();
+        message.push_str(&format!("; so were the jobs it spawned ({})", jobs.join(", ")));
+    }
+    match parent {
+        Some(parent) => message.push_str(&format!(
+            "; its bridge is marked failed and job {parent}, which spawned it, goes on"
+        )),
+        None => message.push_str("; it had disconnected from the job that spawned it"),
+    }
+    eprintln!("commcore run: {message}");
+    if tree.spawned_failures.len() < FAILURES_KEPT {
+        tree.spawned_failures.push(SpawnedJobFailure { job: id, rank, message });
     }
 }
 
@@ -346,12 +408,11 @@ fn reap_one(pgid: i32, flags: i32) -> Option<(i32, Ending)> {
     Some((pid, ending))
 }
 
-/// Kills every process of the group (ranks and anything they started) and reaps our ranks.
-pub(super) fn kill_and_reap(pgid: i32, pids: &mut [i32]) {
+/// Kills every process of the group (ranks and anything they started) and reaps them.
+pub(super) fn kill_and_reap(pgid: i32) {
     // SAFETY: killpg only sends a signal; pgid is the group our ranks were placed in.
     unsafe { libc::killpg(pgid, libc::SIGKILL) };
     while reap_one(pgid, 0).is_some() {}
-    pids.fill(0);
 }
 
 /// For a dedicated launcher (a child subreaper): kills and reaps the descendants of ranks
