@@ -1,5 +1,6 @@
-//! Dynamic processes through the launcher on real processes: two independently started
-//! jobs that accept and connect (once with traffic, merge and collectives on the
+//! Dynamic processes through the launcher on real processes: parents that spawn children
+//! (1, 4 and 8; nested; spawn_multiple; bad programs and sizes; children that die; 1,000
+//! spawn/disconnect cycles), two independently started jobs that accept and connect (once with traffic, merge and collectives on the
 //! inter-communicator, and 200 times in a row), join over a Unix and a TCP socket, and bad
 //! ports (malformed, closed, forged, never accepted) that are the same error on every rank
 //! within their timeout. Every job runs under the launcher's timeout.
@@ -84,4 +85,34 @@ fn bad_ports_are_the_same_error_on_every_rank() {
     for procs in [1, 3] {
         assert_eq!(run_ok(&job(procs, &["bad-ports"])).trim(), "ok", "{procs} ranks");
     }
+}
+
+#[test]
+fn parents_spawn_1_4_and_8_children_that_talk_merge_and_disconnect() {
+    for children in ["1", "4", "8"] {
+        assert_eq!(run_ok(&job(2, &["spawn", children, "1"])).trim(), "ok", "{children} children");
+    }
+}
+
+#[test]
+fn children_spawn_grandchildren_and_spawn_multiple_numbers_its_children() {
+    assert_eq!(run_ok(&job(2, &["nested"])).trim(), "ok");
+    assert_eq!(run_ok(&job(2, &["multiple"])).trim(), "ok");
+}
+
+#[test]
+fn a_missing_program_and_bad_sizes_are_the_same_error_on_every_parent() {
+    assert_eq!(run_ok(&job(3, &["spawn-bad"])).trim(), "ok");
+}
+
+#[test]
+fn children_dying_before_during_and_after_are_errors_or_independence() {
+    assert_eq!(run_ok(&job(2, &["spawn-dying"])).trim(), "ok");
+}
+
+#[test]
+fn a_thousand_spawn_and_disconnect_cycles_grow_nothing() {
+    let before = shm_entries();
+    assert_eq!(run_ok(&job(1, &["spawn", "1", "1000"])).trim(), "ok");
+    assert!(shm_entries().difference(&before).next().is_none(), "nothing left in /dev/shm");
 }

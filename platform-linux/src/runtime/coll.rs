@@ -162,7 +162,11 @@ impl Comm {
             }
         }
         let schedule = self.coll.schedule(op, args).map_err(CollectiveError::Coll)?;
-        self.execute(schedule, send, recv)
+        let done = self.execute(schedule, send, recv);
+        if let Err(CollectiveError::P2p(error)) = &done {
+            self.note_failure(error);
+        }
+        done
     }
 
     /// The component that serves `op` on this communicator (`shm` may still hand calls

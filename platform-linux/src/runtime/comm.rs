@@ -34,12 +34,16 @@ pub(super) struct MapHandle {
     /// The registry as it was when the map was made: the map's groups are in it.
     groups: Arc<Groups>,
     reached: GroupSet,
+    /// An operation on the communicator failed because a connected group failed: its
+    /// members may have left it at different steps, and messages of theirs may still come
+    /// in its contexts, so its id is never handed out again.
+    broken: std::sync::atomic::AtomicBool,
     runtime: Arc<Runtime>,
 }
 
 impl Drop for MapHandle {
     fn drop(&mut self) {
-        if self.cid >= FIRST_FREE_CID {
+        if self.cid >= FIRST_FREE_CID && !self.broken.load(std::sync::atomic::Ordering::Relaxed) {
             // Only fails for an id that is not ours, which a communicator's never is.
             let _ = self.runtime.cids.release(self.cid);
         }
@@ -65,12 +69,15 @@ impl Members {
         let reached = GroupSet::reached_by(&map);
         runtime.registry.acquire(reached);
         let groups = runtime.registry.snapshot();
-        Members(Arc::new(MapHandle { cid, map: Some(map), groups, reached, runtime }))
+        let broken = std::sync::atomic::AtomicBool::new(false);
+        Members(Arc::new(MapHandle { cid, map: Some(map), groups, reached, broken, runtime }))
     }
 
-    /// The groups this communicator reaches.
-    pub(super) fn reached(&self) -> GroupSet {
-        self.0.reached
+    /// Notes `error` from an operation on the communicator (see [`MapHandle::broken`]).
+    pub(super) fn note(&self, error: &P2pError) {
+        if matches!(error, P2pError::GroupFailed { .. }) {
+            self.0.broken.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// The registry snapshot the map's groups are in.
@@ -205,6 +212,16 @@ impl Comm {
         &self.runtime
     }
 
+    /// Notes a failed operation on the communicator: the handle that owns its context id
+    /// (the local group's, on an inter-communicator) retires the id if a connected group
+    /// failed.
+    pub(super) fn note_failure(&self, error: &P2pError) {
+        match &self.inter {
+            Some(local) => local.members.note(error),
+            None => self.members.note(error),
+        }
+    }
+
     /// The rank map that translates this communicator's ranks to processes (the remote
     /// group's, on an inter-communicator).
     pub fn rank_map(&self) -> &RankMap<'static> {
@@ -279,6 +296,20 @@ impl Comm {
         dest: usize,
         tag: i32,
     ) -> Result<(), P2pError> {
+        let sent = self.send_unnoted(context, buf, dest, tag);
+        if let Err(error) = &sent {
+            self.note_failure(error);
+        }
+        sent
+    }
+
+    fn send_unnoted(
+        &self,
+        context: u32,
+        buf: &[u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<(), P2pError> {
         let dest = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
         let start = runtime.engine().start_send(
@@ -314,6 +345,20 @@ impl Comm {
     }
 
     pub(super) fn recv_on(
+        &self,
+        context: u32,
+        buf: &mut [u8],
+        source: Source,
+        tag: i32,
+    ) -> Result<Status, P2pError> {
+        let received = self.recv_unnoted(context, buf, source, tag);
+        if let Err(error) = &received {
+            self.note_failure(error);
+        }
+        received
+    }
+
+    fn recv_unnoted(
         &self,
         context: u32,
         buf: &mut [u8],

@@ -307,6 +307,12 @@ impl World {
         self.parent.as_ref()
     }
 
+    /// Process groups this process knows now: its world's and every spawned or connected
+    /// group a communicator still reaches.
+    pub fn process_groups(&self) -> usize {
+        self.comm.runtime().registry.len()
+    }
+
     /// Disconnects from the parents (`MPI_Comm_disconnect` on the parent communicator;
     /// collective over both groups): afterwards the two jobs run and end independently.
     pub fn disconnect_parent(&mut self) -> Result<(), super::DpmError> {

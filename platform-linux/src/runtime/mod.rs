@@ -44,7 +44,7 @@ mod shm_coll;
 
 pub use comm::Comm;
 pub use create::UNDEFINED;
-pub use dpm::DpmError;
+pub use dpm::{DpmError, SpawnCommand, SpawnOptions};
 pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
@@ -210,6 +210,7 @@ impl Runtime {
         // Read the clock only once the first step has missed: most small operations finish
         // at once.
         let mut start = None;
+        let mut failure_seen = None;
         loop {
             let (blocked, guests) = {
                 let mut engine = self.engine();
@@ -225,10 +226,23 @@ impl Runtime {
             };
             let waited = start.get_or_insert_with(Instant::now).elapsed();
             if guests.is_some() && waited >= self.spin.poll {
-                // A group we are connected to failed: what we wait for may never come.
-                let failure = self.engine().failed_bridge();
-                if let Some(reason) = failure {
-                    return Err(P2pError::GroupFailed { reason });
+                // A group we are connected to failed: what we wait for may never come. A
+                // wait on its processes ends at once (after taking what they sent before
+                // they went); any other wait after a grace period, since the rank it waits
+                // on may have given up for the same reason.
+                let (failed, waits_on_it) = {
+                    let engine = self.engine();
+                    (engine.failed_bridge(), engine.waits_on_failed_group(fabric))
+                };
+                if let Some(reason) = failed {
+                    let since = *failure_seen.get_or_insert_with(Instant::now);
+                    if waits_on_it.is_some() || since.elapsed() >= FAILURE_GRACE {
+                        let mut engine = self.engine();
+                        return match step(&mut engine, fabric)? {
+                            Some(value) => Ok(value),
+                            None => Err(P2pError::GroupFailed { reason }),
+                        };
+                    }
                 }
             }
             if waited < self.spin.poll {
@@ -255,6 +269,10 @@ impl Runtime {
 
 /// Lock-free polls of the rings between two steps of a blocked operation.
 const POLLS_PER_STEP: u32 = 32;
+
+/// How long a wait that does not depend on a failed group goes on after the failure is seen
+/// (the rank it waits on may have stopped because of it).
+const FAILURE_GRACE: Duration = Duration::from_millis(500);
 
 /// How long one sleep of a process with TCP peers lasts at most.
 const TCP_SLEEP: Duration = Duration::from_millis(1);

@@ -13,7 +13,6 @@ use commcore::av::{Ave, Pgid, ProcessGroups};
 use commcore::rankmap::RankMap;
 
 use super::MAX_PROCESS_GROUPS;
-use crate::shm::bridge::Bridge;
 
 /// A snapshot of the registry's groups.
 pub(super) type Groups = ProcessGroups<'static, MAX_PROCESS_GROUPS>;
@@ -23,9 +22,6 @@ pub(super) type Groups = ProcessGroups<'static, MAX_PROCESS_GROUPS>;
 pub(super) struct GroupSet(pub(super) u64);
 
 impl GroupSet {
-    /// The world's group alone.
-    pub(super) const WORLD: GroupSet = GroupSet(1);
-
     /// The set holding `pgid`.
     pub(super) fn of(pgid: Pgid) -> GroupSet {
         GroupSet(1 << pgid.0)
@@ -53,8 +49,6 @@ impl GroupSet {
 
 /// What ties a group to this process, undone when the group goes.
 pub(crate) struct GroupTie {
-    /// The bridge the group's processes are reached through.
-    pub(crate) bridge: Arc<Bridge>,
     /// The engine's indices of the group's processes: `first..first + count`.
     pub(crate) first: usize,
     pub(crate) count: usize,

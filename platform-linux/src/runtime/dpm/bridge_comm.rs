@@ -93,7 +93,7 @@ impl Comm {
             .map_err(|e| DpmError::Handover(format!("address vector: {e:?}")))?;
         // The group's entries live as long as the process (a few bytes per process met).
         let av: &'static [Ave] = Box::leak(av.into_boxed_slice());
-        let tie = GroupTie { bridge: bridge.clone(), first, count, launcher };
+        let tie = GroupTie { first, count, launcher };
         let pgid = match runtime.registry.register(av, tie) {
             Ok(pgid) => pgid,
             Err(error) => {

@@ -13,10 +13,12 @@ pub(crate) mod handover;
 mod join;
 mod names;
 mod ports;
+mod spawn;
 
 pub use error::DpmError;
 pub(crate) use names::Names;
 pub(crate) use ports::OpenPorts;
+pub use spawn::{SpawnCommand, SpawnOptions};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,8 +68,14 @@ impl Runtime {
     pub(super) fn untie(&self, ties: Vec<GroupTie>) {
         for tie in ties {
             self.engine().remove_guests(&self.fabric, tie.first, tie.count);
-            match tie.launcher {
-                LauncherTie::None | LauncherTie::Spawned(_) | LauncherTie::Registered(_) => {}
+            let mut kv = self.kv();
+            if let Some(kv) = kv.as_mut() {
+                // The launcher only stops watching: a failure here changes nothing for us.
+                let _ = match tie.launcher {
+                    LauncherTie::None => Ok(()),
+                    LauncherTie::Spawned(job) => kv.disconnect(job),
+                    LauncherTie::Registered(id) => kv.release_bridge(id),
+                };
             }
         }
     }

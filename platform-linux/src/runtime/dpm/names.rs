@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::DpmError;
 use crate::dpm::names::{NameService, NAMESERVER_ENV};
+use crate::launch::kv::KvClient;
 use crate::runtime::World;
 
 /// How long a request to the name service may take.
@@ -20,48 +21,77 @@ pub(crate) struct Names(Mutex<Option<NameService>>);
 impl World {
     /// Publishes `port` under `name` (`MPI_Publish_name`; local).
     pub fn publish_name(&self, name: &str, port: &str) -> Result<(), DpmError> {
-        self.with_names(|names| names.publish_name(name, port))
+        self.with_names(|names| names.publish(name, port))
     }
 
     /// The port published under `name` (`MPI_Lookup_name`); an error if none is.
     pub fn lookup_name(&self, name: &str) -> Result<String, DpmError> {
-        self.with_names(|names| names.lookup_name(name))
+        self.with_names(|names| names.lookup(name))
     }
 
     /// Withdraws `name`, which this process published (`MPI_Unpublish_name`).
     pub fn unpublish_name(&self, name: &str) -> Result<(), DpmError> {
-        self.with_names(|names| names.unpublish_name(name))
+        self.with_names(|names| names.unpublish(name))
     }
 
     fn with_names<T>(
         &self,
-        call: impl FnOnce(&mut NameService) -> Result<T, crate::dpm::names::NameError>,
+        call: impl FnOnce(&mut dyn NameCalls) -> Result<T, DpmError>,
     ) -> Result<T, DpmError> {
+        let runtime = &self.comm().runtime;
         if std::env::var_os(NAMESERVER_ENV).is_none() {
-            return self.comm().runtime.launcher_names(call);
+            let mut kv = runtime.kv();
+            return match kv.as_mut() {
+                Some(kv) => call(kv),
+                None => Err(DpmError::Name(format!(
+                    "no name service: start the job with `commcore run`, or start `commcore \
+                     nameserver` and set {NAMESERVER_ENV} to the address it prints"
+                ))),
+            };
         }
-        let names = &self.comm().runtime.names;
-        let mut service = names.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut service = runtime.names.0.lock().unwrap_or_else(PoisonError::into_inner);
         if service.is_none() {
             let connected = NameService::from_env(NAME_TIMEOUT);
             *service = Some(connected.map_err(|e| DpmError::Name(e.to_string()))?);
         }
         match service.as_mut() {
-            Some(names) => call(names).map_err(|e| DpmError::Name(e.to_string())),
+            Some(names) => call(names),
             None => Err(DpmError::Name("no name server".into())),
         }
     }
 }
 
-impl crate::runtime::Runtime {
-    /// The launcher's name service, for the jobs of one launcher tree.
-    fn launcher_names<T>(
-        &self,
-        _call: impl FnOnce(&mut NameService) -> Result<T, crate::dpm::names::NameError>,
-    ) -> Result<T, DpmError> {
-        Err(DpmError::Name(format!(
-            "{NAMESERVER_ENV} is not set: start `commcore nameserver` and set it to the address \
-             it prints"
-        )))
+/// A name service: a name server's connection or the launcher's exchange.
+trait NameCalls {
+    fn publish(&mut self, name: &str, port: &str) -> Result<(), DpmError>;
+    fn lookup(&mut self, name: &str) -> Result<String, DpmError>;
+    fn unpublish(&mut self, name: &str) -> Result<(), DpmError>;
+}
+
+fn refused(error: impl std::fmt::Display) -> DpmError {
+    DpmError::Name(error.to_string())
+}
+
+impl NameCalls for NameService {
+    fn publish(&mut self, name: &str, port: &str) -> Result<(), DpmError> {
+        self.publish_name(name, port).map_err(refused)
+    }
+    fn lookup(&mut self, name: &str) -> Result<String, DpmError> {
+        self.lookup_name(name).map_err(refused)
+    }
+    fn unpublish(&mut self, name: &str) -> Result<(), DpmError> {
+        self.unpublish_name(name).map_err(refused)
+    }
+}
+
+impl NameCalls for KvClient {
+    fn publish(&mut self, name: &str, port: &str) -> Result<(), DpmError> {
+        self.publish_name(name, port).map_err(refused)
+    }
+    fn lookup(&mut self, name: &str) -> Result<String, DpmError> {
+        self.lookup_name(name).map_err(refused)
+    }
+    fn unpublish(&mut self, name: &str) -> Result<(), DpmError> {
+        self.unpublish_name(name).map_err(refused)
     }
 }

@@ -159,7 +159,16 @@ impl Comm {
                 return Err(error);
             }
         };
-        self.bridge_intercomm(bridge, side, root, deadline, LauncherTie::None)
+        // The root's launcher marks the bridge failed if a process of this job dies.
+        let mut launcher = LauncherTie::None;
+        if self.rank() == root {
+            if let Some(kv) = self.runtime.kv().as_mut() {
+                if let Ok(id) = kv.register_bridge(bridge.region.as_fd(), side == Side::A) {
+                    launcher = LauncherTie::Registered(id);
+                }
+            }
+        }
+        self.bridge_intercomm(bridge, side, root, deadline, launcher)
     }
 
     pub(super) fn check_root(&self, root: usize) -> Result<(), DpmError> {

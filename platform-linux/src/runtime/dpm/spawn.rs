@@ -5,7 +5,6 @@
 //! the inter-communicator with `World::parent`.
 
 use std::ffi::OsString;
-use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -79,10 +78,18 @@ impl Comm {
         self.check_root(root)?;
         let timeout = commands.first().map_or(Duration::from_secs(30), |c| c.options.timeout);
         let deadline = Instant::now() + timeout;
-        let started = if self.rank() == root { self.ask_launcher(commands, timeout).map(Some) } else { Ok(None) };
-        let outcome = started.as_ref().map(|s| s.as_ref().map_or_else(Vec::new, |(job, _)| job.to_le_bytes().to_vec())).map_err(Clone::clone);
+        let started = if self.rank() == root {
+            self.ask_launcher(commands, timeout).map(Some)
+        } else {
+            Ok(None)
+        };
+        let outcome = started
+            .as_ref()
+            .map(|s| s.as_ref().map_or_else(Vec::new, |(job, _)| job.to_le_bytes().to_vec()))
+            .map_err(Clone::clone);
         let job = self.bcast_outcome(root, outcome)?;
-        let job = u64::from_le_bytes(job.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
+        let job =
+            u64::from_le_bytes(job.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
         let bridge = started?.map(|(_, bridge)| bridge);
         let shared = self.share_fd(root, bridge.as_ref().map(|b| b.region.as_fd()));
         let mapped = shared.and_then(|fd| {
@@ -100,16 +107,22 @@ impl Comm {
             }
         };
         // The root tells the launcher when the children's group goes.
-        let launcher = if self.rank() == root { LauncherTie::Spawned(job) } else { LauncherTie::None };
+        let launcher =
+            if self.rank() == root { LauncherTie::Spawned(job) } else { LauncherTie::None };
         self.bridge_intercomm(bridge, Side::A, root, deadline, launcher)
     }
 
     /// The root's request to the launcher; the bridge it made, mapped.
-    fn ask_launcher(&self, commands: &[SpawnCommand], timeout: Duration) -> Result<(u64, Bridge), DpmError> {
+    fn ask_launcher(
+        &self,
+        commands: &[SpawnCommand],
+        timeout: Duration,
+    ) -> Result<(u64, Bridge), DpmError> {
         if commands.is_empty() || commands.iter().any(|c| c.maxprocs == 0) {
-            return Err(DpmError::InvalidArgument("maxprocs must be at least 1 for every command".into()));
+            return Err(DpmError::InvalidArgument(
+                "maxprocs must be at least 1 for every command".into(),
+            ));
         }
-        let fabric = &self.runtime.fabric;
         let parent_nodes = (0..self.size()).map(|r| self.members.node(r)).collect();
         let request = SpawnRequest {
             commands: commands
@@ -127,14 +140,15 @@ impl Comm {
             parent_nodes,
             timeout,
         };
-        let _ = fabric;
         let mut kv = self.runtime.kv();
         let kv = kv.as_mut().ok_or(DpmError::NotLaunched)?;
         let spawned = kv.spawn(&request).map_err(|e| match e {
             KvError::Spawn { errcodes, message } => DpmError::Spawn { errcodes, message },
+            KvError::Refused(why) => DpmError::InvalidArgument(why),
             other => DpmError::Launcher(other.to_string()),
         })?;
-        let region = Region::from_owned(spawned.bridge).map_err(|e| DpmError::Handover(e.to_string()))?;
+        let region =
+            Region::from_owned(spawned.bridge).map_err(|e| DpmError::Handover(e.to_string()))?;
         let bridge = Bridge::open(region).map_err(|e| DpmError::Handover(e.to_string()))?;
         Ok((spawned.job, bridge))
     }

@@ -109,6 +109,11 @@ impl Connections {
         }
     }
 
+    /// The peers something waits to go to.
+    pub(super) fn with_outbound(&self) -> impl Iterator<Item = usize> + '_ {
+        self.table.iter().filter(|(_, c)| c.has_outbound()).map(|(peer, _)| *peer)
+    }
+
     /// Whether anything waits to go to any peer.
     pub(super) fn any_outbound(&self) -> bool {
         self.table.iter().any(|(_, c)| c.has_outbound())

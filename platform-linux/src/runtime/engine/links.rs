@@ -223,6 +223,30 @@ impl Engine {
         self.guests.table.iter().flatten().find_map(|g| g.bridge.failure())
     }
 
+    /// Why a bridge failed whose processes this process waits on: a posted receive from
+    /// one of them (or from any source), or a send to one of them still queued or not yet
+    /// read. `None` while every wait is on processes that are still there.
+    pub(crate) fn waits_on_failed_group(&self, fabric: &ShmTransport) -> Option<u32> {
+        let failure_of = |p: usize| -> Option<u32> {
+            let guest = self.guests.table.get(p.checked_sub(fabric.size)?)?.as_ref()?;
+            guest.bridge.failure()
+        };
+        let any = self.failed_bridge()?;
+        for (_, pattern) in &self.posted {
+            match pattern.source {
+                None => return Some(any),
+                Some(super::Peer::Shm(p)) => {
+                    if let Some(reason) = failure_of(p) {
+                        return Some(reason);
+                    }
+                }
+                Some(super::Peer::Tcp(_)) => {}
+            }
+        }
+        let sending = self.rendezvous.values().map(|&(dest, _, _)| dest);
+        sending.chain(self.peers.with_outbound()).find_map(failure_of)
+    }
+
     fn rebuild_inboxes(&mut self) {
         let inboxes: Vec<GuestInbox> = self
             .guests

@@ -18,7 +18,7 @@ fn options() -> SpawnOptions {
 /// Spawns `children` copies of this program as `child`, `cycles` times.
 pub(crate) fn repeatedly(world: &World, children: usize, cycles: usize) {
     let comm = world.comm();
-    let mut fds_after_first = 0;
+    let (mut fds_after_first, mut rss_after_ten) = (0, 0);
     for cycle in 0..cycles {
         let inter = comm.spawn(&me(), &["child"], children, &options(), 0).unwrap();
         assert_eq!(inter.remote_size(), Some(children));
@@ -27,9 +27,32 @@ pub(crate) fn repeatedly(world: &World, children: usize, cycles: usize) {
         if cycle == 0 {
             fds_after_first = open_fds();
         }
+        if cycle == 9.min(cycles - 1) {
+            rss_after_ten = rss_kib();
+        }
     }
     let fds = open_fds();
-    assert!(fds <= fds_after_first, "descriptors grew over {cycles} spawns: {fds_after_first} -> {fds}");
+    assert!(
+        fds <= fds_after_first,
+        "descriptors grew over {cycles} spawns: {fds_after_first} -> {fds}"
+    );
+    let rss = rss_kib();
+    // Allocator noise and lazily mapped pages allow a little; a leak per spawn would not fit.
+    assert!(
+        rss <= rss_after_ten + 2048,
+        "memory grew over {cycles} spawns: {rss_after_ten} -> {rss} KiB"
+    );
+    assert_eq!(world.process_groups(), 1, "disconnected groups are released");
+}
+
+/// This process's resident memory in KiB.
+fn rss_kib() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// The children's side of [`repeatedly`].
@@ -93,7 +116,10 @@ pub(crate) fn bad(world: &World) {
     same_everywhere(comm, missing, "spawn failed");
     same_everywhere(comm, comm.spawn(&me(), &["child"], 0, &options(), 0), "maxprocs");
     let root = comm.size();
-    assert!(matches!(comm.spawn(&me(), &[], 1, &options(), root), Err(DpmError::InvalidArgument(_))));
+    assert!(matches!(
+        comm.spawn(&me(), &[], 1, &options(), root),
+        Err(DpmError::InvalidArgument(_))
+    ));
 }
 
 /// Children that die at three moments: each ends in an error on every parent, or in
@@ -143,4 +169,3 @@ pub(crate) fn die(world: &mut World, when: &str) {
         }
     }
 }
-
