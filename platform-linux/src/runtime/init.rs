@@ -288,6 +288,8 @@ impl World {
             areas: super::shm_coll::pool::AreaPool::new(&layout, rank),
             selections: Default::default(),
             oversubscribed,
+            cores,
+            crowded: Default::default(),
             ports: Default::default(),
             names: Default::default(),
             kv: Mutex::new(kv),

@@ -132,6 +132,12 @@ pub(crate) struct Runtime {
     selections: coll_selection::SelectionCache,
     /// More ranks than CPUs (counted before this rank was bound to one).
     oversubscribed: bool,
+    /// CPUs the job's ranks may use (the fewest any rank has).
+    cores: usize,
+    /// More processes reach each other through this host's shared memory than there are
+    /// CPUs, counting the processes of connected groups: a waiter then polls briefly before
+    /// it yields, as with more ranks than cores (unless `COMMCORE_SPIN_US` says otherwise).
+    crowded: std::sync::atomic::AtomicBool,
     /// The ports this process opened.
     ports: dpm::OpenPorts,
     /// The connection to a name server, once used.
@@ -198,6 +204,24 @@ impl Runtime {
         }
     }
 
+    /// How long a blocked operation polls before it yields.
+    #[inline]
+    fn poll_time(&self) -> Duration {
+        if self.crowded.load(std::sync::atomic::Ordering::Relaxed) {
+            self.spin.poll.min(CROWDED_POLL)
+        } else {
+            self.spin.poll
+        }
+    }
+
+    /// Notes how many processes of connected groups this process reaches through shared
+    /// memory (`guests`): with the job's own ranks, more than the CPUs make it crowded.
+    pub(super) fn note_guests(&self, guests: usize) {
+        let crowded =
+            settings::current().spin_us.is_none() && self.fabric.size + guests > self.cores;
+        self.crowded.store(crowded, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Runs `step` under the engine lock until it yields a value. Between steps it polls
     /// the rings without the lock (up to [`POLLS_PER_STEP`] times: another thread may have
     /// finished our operation meanwhile), then yields the CPU, then sleeps on this rank's
@@ -225,7 +249,8 @@ impl Runtime {
                     || guests.as_ref().is_some_and(|g| g.iter().any(GuestInbox::has_cell))
             };
             let waited = start.get_or_insert_with(Instant::now).elapsed();
-            if guests.is_some() && waited >= self.spin.poll {
+            let poll = self.poll_time();
+            if guests.is_some() && waited >= poll {
                 // A group we are connected to failed: what we wait for may never come. A
                 // wait on its processes ends at once (after taking what they sent before
                 // they went); any other wait after a grace period, since the rank it waits
@@ -245,7 +270,7 @@ impl Runtime {
                     }
                 }
             }
-            if waited < self.spin.poll {
+            if waited < poll {
                 for _ in 0..POLLS_PER_STEP {
                     if ready() {
                         break;
@@ -269,6 +294,10 @@ impl Runtime {
 
 /// Lock-free polls of the rings between two steps of a blocked operation.
 const POLLS_PER_STEP: u32 = 32;
+
+/// How long a waiter polls when processes outnumber CPUs (as the default with more ranks
+/// than cores).
+const CROWDED_POLL: Duration = Duration::from_micros(2);
 
 /// How long a wait that does not depend on a failed group goes on after the failure is seen
 /// (the rank it waits on may have stopped because of it).

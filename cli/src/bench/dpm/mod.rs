@@ -24,14 +24,19 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     }
     let reps: usize = option(args, "--reps")?.unwrap_or(10).max(1);
     let mut jobs = Jobs::default();
+    let spawner = jobs.run(1, &["--role", "spawner"], &[], reps);
     let intra = jobs.run(2, &["--role", "intra"], &[], reps);
-    let (accept, connect) = jobs.connected(reps);
+    // Ping-pong between one process of each job, as intra's two processes; the rest at 2+2.
+    let (pair, _) = jobs.connected(1, reps);
+    let (accept, connect) = jobs.connected(2, reps);
     let statics = jobs.run(4, &["--role", "static"], &[], reps);
+    let merged = [1, 2].map(|n| jobs.run(n, &["--role", "spawn-merge"], &[], reps));
     let field = |v: &Option<Value>, name: &str| v.as_ref().and_then(|v| v.get(name)).cloned();
     let mut pingpong = Vec::new();
     for (mode, figures) in [
         ("intra", field(&intra, "pingpong_intra")),
-        ("inter_connected", field(&accept, "pingpong_inter_connected")),
+        ("inter_spawned", field(&spawner, "pingpong_inter_spawned")),
+        ("inter_connected", field(&pair, "pingpong_inter_connected")),
     ] {
         for bytes in ranks::PINGPONG_BYTES {
             let us = figures.as_ref().and_then(|f| f.get(bytes.to_string())).cloned();
@@ -40,12 +45,15 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     }
     let mut merge: Vec<Value> =
         field(&statics, "merge_static").and_then(|v| v.as_array().cloned()).unwrap_or_default();
+    merge.extend(merged.iter().filter_map(|m| field(m, "merge_spawned")));
     if let Some(us) = field(&connect, "merge") {
         merge.push(json!({ "group_a": 2, "group_b": 2, "how": "connected", "median_us": us }));
     }
     Ok(json!({
         "benchmark": "dpm",
         "reps": reps,
+        "spawn": field(&spawner, "spawn"),
+        "spawn_rate_per_s": field(&spawner, "spawn_rate_per_s"),
         "pingpong": pingpong,
         "accept_connect_median_us": field(&connect, "accept_connect_us"),
         "intercomm_coll": field(&accept, "intercomm_coll"),
@@ -127,16 +135,17 @@ impl Jobs {
         }
     }
 
-    /// Two jobs of two ranks that accept and connect, the second on the CPUs the first
+    /// Two jobs of `procs` ranks that accept and connect, the second on the CPUs the first
     /// leaves free; returns what each one's rank 0 printed.
-    fn connected(&mut self, reps: usize) -> (Option<Value>, Option<Value>) {
+    fn connected(&mut self, procs: usize, reps: usize) -> (Option<Value>, Option<Value>) {
         let file = std::env::temp_dir().join(format!("commcore-dpm-{}", std::process::id()));
         let file = file.to_string_lossy().into_owned();
         let accept_role = ["--role", "accept", "--file", &file];
         let connect_role = ["--role", "connect", "--file", &file];
+        let offset = procs.to_string();
         let specs = (
-            Self::spec(2, &accept_role, &[], reps),
-            Self::spec(2, &connect_role, &[("COMMCORE_CPU_OFFSET", "1")], reps),
+            Self::spec(procs, &accept_role, &[("COMMCORE_CPU_OFFSET", "0")], reps),
+            Self::spec(procs, &connect_role, &[("COMMCORE_CPU_OFFSET", &offset)], reps),
         );
         let outcomes = match specs {
             (Ok(a), Ok(c)) => std::thread::scope(|scope| {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::super::option;
 use super::super::stats::median;
-use commcore_linux::runtime::{Comm, World};
+use commcore_linux::runtime::{Comm, SpawnOptions, World};
 
 /// How long one dynamic-process step may take before the run counts as a hang.
 pub(super) const STEP_TIMEOUT: Duration = Duration::from_secs(20);
@@ -25,8 +25,15 @@ pub(super) fn main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let role: String = option(args, "--role")?.ok_or("--role is required in a job")?;
     let reps: usize = option(args, "--reps")?.unwrap_or(10).max(1);
     let file: Option<String> = option(args, "--file")?;
-    let world = World::init()?;
+    let mut world = World::init()?;
     let figures = match role.as_str() {
+        "spawner" => spawner(&world, reps),
+        "spawn-merge" => spawned_merges(&world, reps),
+        "child-quiet" => return child(&mut world, |_| Ok(())),
+        "child-pingpong" => {
+            return child(&mut world, |parent| pingpong_figures(parent, 0, false).map(drop))
+        }
+        "child-merge" => return child(&mut world, |parent| merges(parent, true, reps).map(drop)),
         "intra" => intra(&world),
         "accept" | "connect" => {
             let file = file.ok_or("--file is required for accept and connect")?;
@@ -76,6 +83,74 @@ fn pingpong_figures(comm: &Comm, peer: usize, starts: bool) -> Figures {
         out.insert(bytes.to_string(), json!(pingpong(comm, peer, starts, bytes)?));
     }
     Ok(Value::Object(out))
+}
+
+/// A spawned job of the benchmark: meets the parents, does `work` with them, disconnects.
+fn child(
+    world: &mut World,
+    work: impl FnOnce(&Comm) -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let parent = world.parent().ok_or("a spawned job without parents")?;
+    if parent.rank() == 0 || world.size() > 1 {
+        work(parent)?;
+    }
+    world.disconnect_parent()?;
+    Ok(())
+}
+
+fn spawn(comm: &Comm, role: &str, children: usize) -> Result<Comm, Box<dyn std::error::Error>> {
+    let me = std::env::current_exe()?.to_string_lossy().into_owned();
+    let options = SpawnOptions { timeout: STEP_TIMEOUT, ..SpawnOptions::default() };
+    Ok(comm.spawn(&me, &["bench", "dpm", "--role", role], children, &options, 0)?)
+}
+
+/// Spawn latency of 1 and 4 children (the parent root's time in spawn; the children only
+/// meet their parents and disconnect), the spawn rate (spawn + disconnect of 1 child, 10
+/// back to back), and ping-pong with a spawned child.
+fn spawner(world: &World, reps: usize) -> Figures {
+    let comm = world.comm();
+    let mut series = Vec::new();
+    for children in [1usize, 4] {
+        let mut times = Vec::new();
+        for _ in 0..reps {
+            let start = Instant::now();
+            let inter = spawn(comm, "child-quiet", children)?;
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+            inter.disconnect()?;
+        }
+        let first = times[0];
+        let sorted = super::super::stats::sorted(times);
+        series.push(json!({
+            "children": children,
+            "first_ms": first,
+            "median_ms": super::super::stats::quantile(&sorted, 0.5),
+            "p90_ms": super::super::stats::quantile(&sorted, 0.9),
+        }));
+    }
+    let start = Instant::now();
+    for _ in 0..10 {
+        spawn(comm, "child-quiet", 1)?.disconnect()?;
+    }
+    let rate = 10.0 / start.elapsed().as_secs_f64();
+    let inter = spawn(comm, "child-pingpong", 1)?;
+    let pingpong = pingpong_figures(&inter, 0, true)?;
+    inter.disconnect()?;
+    Ok(json!({
+        "spawn": series,
+        "spawn_rate_per_s": rate,
+        "pingpong_inter_spawned": pingpong,
+    }))
+}
+
+/// Merges of a group of this job's size with as many spawned children.
+fn spawned_merges(world: &World, reps: usize) -> Figures {
+    let inter = spawn(world.comm(), "child-merge", world.size())?;
+    let us = merges(&inter, false, reps)?;
+    inter.disconnect()?;
+    let n = world.size();
+    Ok(
+        json!({ "merge_spawned": { "group_a": n, "group_b": n, "how": "spawned", "median_us": us } }),
+    )
 }
 
 /// Ping-pong between ranks 0 and 1 of the world.

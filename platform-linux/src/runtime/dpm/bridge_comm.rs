@@ -80,6 +80,7 @@ impl Comm {
             .add_guests(fabric, &bridge, me, theirs.clone())
             .ok_or_else(|| DpmError::Handover("the bridge has no rings for a slot".into()))?;
         let count = theirs.len();
+        runtime.note_guests(runtime.engine().guest_count());
         let av: Vec<Ave> = theirs
             .clone()
             .enumerate()

@@ -68,6 +68,7 @@ impl Runtime {
     pub(super) fn untie(&self, ties: Vec<GroupTie>) {
         for tie in ties {
             self.engine().remove_guests(&self.fabric, tie.first, tie.count);
+            self.note_guests(self.engine().guest_count());
             let mut kv = self.kv();
             if let Some(kv) = kv.as_mut() {
                 // The launcher only stops watching: a failure here changes nothing for us.

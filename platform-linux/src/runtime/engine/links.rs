@@ -207,6 +207,11 @@ impl Engine {
         self.rebuild_inboxes();
     }
 
+    /// Processes of other groups reached through bridges now.
+    pub(crate) fn guest_count(&self) -> usize {
+        self.guests.table.iter().flatten().count()
+    }
+
     /// The bridges this process sits in, with its slot there (for sleeping on them).
     pub(crate) fn bridges(&self) -> Vec<(Arc<Bridge>, usize)> {
         let mut out: Vec<(Arc<Bridge>, usize)> = Vec::new();
