@@ -100,7 +100,8 @@ pub struct Stats {
     pub bad_token: u64,
     /// Addressed to another identity, or claiming to come from this one.
     pub misdirected: u64,
-    /// Nonces that do not match the handshake in progress (stale or forged).
+    /// Nonces that do not match the handshake in progress (stale or forged), and confirms
+    /// sent before the peer began the request in progress.
     pub bad_nonce: u64,
     /// Refer to no handshake in progress: requests that lost the tie-break or began
     /// before the connection that is up, answers to requests never sent or given up.

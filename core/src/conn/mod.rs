@@ -54,8 +54,12 @@
 //! remembers the highest count the peer sent in the handshake that made it. A request
 //! numbered up to that count began before the connection, so it is stale and dropped; one
 //! numbered above began after, so the peer closed or lost its side: the old connection is
-//! reported [`Event::Superseded`] and the new handshake answered. Disconnect and reconnect
-//! therefore needs no coordination: either side closes and connects again.
+//! reported [`Event::Superseded`] and the new handshake answered. Likewise a confirm counts
+//! only if its count is at least the number of the newest request the responder accepts
+//! from that peer: a lower one was sent before the peer began that request, for a
+//! connection it has closed since, and is dropped (it must not revive that connection
+//! while the peer waits on the new one). Disconnect and reconnect therefore needs no
+//! coordination: either side closes and connects again.
 //!
 //! Security and stale datagrams: every datagram carries the job's token. The initiator's
 //! nonce is drawn from the seed the platform gives; the responder's is a hash of the

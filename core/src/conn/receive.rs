@@ -146,8 +146,13 @@ impl<const N: usize> Endpoint<N> {
             initiator_nonce: p.initiator_nonce,
             responder_nonce: p.responder_nonce,
         };
+        // A confirm counts only if the peer sent it after it began the newest request we
+        // accept from it: an older one belongs to a connection the peer has given up since
+        // (it closed and connected again), and must not revive it.
         match slot.phase {
-            Phase::Accepting { peer_addr, .. } if ours => {
+            Phase::Accepting { peer_addr, initiator_number, .. }
+                if ours && p.count >= initiator_number =>
+            {
                 let conn = Connection { peer: p.sender, peer_addr, via: from, id };
                 slot.phase = Phase::Established { conn, unreported: true, peer_count: p.count };
                 slot.owed.clear();

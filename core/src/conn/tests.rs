@@ -302,3 +302,42 @@ fn a_superseded_connection_is_reported_even_when_events_wait_through_more_handsh
     assert_eq!(got[0], Event::Superseded { peer: id(2), id: first });
     assert!(matches!(got[1], Event::Connected(c) if c.id == newest), "{got:?}");
 }
+
+#[test]
+fn a_confirm_sent_before_the_peer_reconnected_does_not_revive_its_old_connection() {
+    for confirmed_first in [false, true] {
+        let (mut a, mut b) = (ep(1), ep(2));
+        a.connect(0, id(2), Addr::from_u64(2)).unwrap();
+        deliver(&mut a, &mut b, 0, 1);
+        deliver(&mut b, &mut a, 0, 1);
+        // a is connected on the accept; its confirm is held back (delayed on an old path).
+        let old_confirm = drain(&mut a, 0).pop().unwrap();
+        let old = connected(&events(&mut a))[0].id;
+        if confirmed_first {
+            b.handle_datagram(0, Addr::from_u64(1), old_confirm.payload());
+            assert_eq!(connected(&events(&mut b))[0].id, old);
+        }
+        // a closes its side and connects again; b answers the new request.
+        assert!(a.close(id(2)));
+        a.connect(1, id(2), Addr::from_u64(2)).unwrap();
+        deliver(&mut a, &mut b, 1, 1);
+        assert_eq!(b.peer_state(id(1)), Some(PeerState::Accepting));
+        deliver(&mut b, &mut a, 1, 1);
+        let new = a.connection(id(2)).unwrap().id;
+        let new_confirm = drain(&mut a, 1).pop().unwrap();
+        // The old confirm arrives late: a gave that connection up, so b must not take it.
+        let bad_nonce = b.stats().bad_nonce;
+        b.handle_datagram(2, Addr::from_u64(1), old_confirm.payload());
+        assert_eq!(b.peer_state(id(1)), Some(PeerState::Accepting), "revived {old:?}");
+        assert_eq!(b.stats().bad_nonce, bad_nonce + 1);
+        b.handle_datagram(2, Addr::from_u64(1), new_confirm.payload());
+        assert_eq!(b.connection(id(1)).map(|c| c.id), Some(new));
+        let got = events(&mut b);
+        let want_connected = Event::Connected(b.connection(id(1)).unwrap());
+        if confirmed_first {
+            assert_eq!(got, [Event::Superseded { peer: id(1), id: old }, want_connected]);
+        } else {
+            assert_eq!(got, [want_connected]);
+        }
+    }
+}
