@@ -301,6 +301,9 @@ impl fmt::Display for P2pError {
                 match reason {
                     crate::shm::bridge::FAILED_A => "a process of the first group died or left",
                     crate::shm::bridge::FAILED_B => "a process of the second group died or left",
+                    crate::shm::bridge::LEFT => {
+                        "a process of the other group ended without disconnecting"
+                    }
                     _ => "a side gave up",
                 }
             ),

@@ -221,21 +221,17 @@ impl Comm {
     /// rank does.
     pub fn intercomm_merge(&self, high: bool) -> Result<Comm, CommError> {
         let local = self.inter.as_ref().ok_or(CommError::NotInter)?;
-        let mut flags = vec![0u8; self.size];
-        self.allgather(&[u8::from(high)], &mut flags).map_err(CommError::Collective)?;
-        let remote_high = flags[0] != 0;
-        // Every process must order the groups alike: each side checks the other's flags
-        // agree and tells it, so both sides fail together when a group disagrees.
-        let remote_agrees = u8::from(flags.iter().all(|&f| f == flags[0]));
-        let mut verdicts = vec![0u8; self.size];
-        self.allgather(&[remote_agrees], &mut verdicts).map_err(CommError::Collective)?;
-        if remote_agrees == 0 || verdicts.contains(&0) {
+        // The flags ride on the context-id agreement's two exchanges: the first hands each
+        // side the other's flags, the second each side's verdict on them, so both groups
+        // fail together when one disagrees, in no extra round.
+        let (cid, flags) = self.agree_cid_across_groups(Some(u8::from(high)))?;
+        let (remote_high, remote_agrees, verdicts_agree) = flags;
+        if !remote_agrees || !verdicts_agree {
             return Err(CommError::InconsistentHigh);
         }
         let local_first =
             if high != remote_high { !high } else { local.orders_first(&self.members) };
         let rank = if local_first { self.rank } else { self.size + self.rank };
-        let cid = self.agree_cid_across_groups()?;
         let merged = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
             let maps = self.local_map().dup(&mut arena).and_then(|l| {
@@ -263,7 +259,7 @@ impl Comm {
     /// collective over both groups): both groups take one context id that is free on
     /// every process of either, so each side sends with it and matches it.
     pub(super) fn dup_inter(&self) -> Result<Comm, CommError> {
-        let cid = self.agree_cid_across_groups()?;
+        let (cid, _) = self.agree_cid_across_groups(None)?;
         let maps = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
             self.local_map().dup(&mut arena).and_then(|local| {
@@ -291,7 +287,7 @@ impl Comm {
     pub(super) fn split_inter(&self, color: i32, key: i32) -> Result<Option<Comm>, CommError> {
         let local = self.inter.as_ref().ok_or(CommError::NotInter)?;
         let (local_items, remote_items) = self.exchange_color_keys(local, color, key)?;
-        let cid = self.agree_cid_across_groups()?;
+        let (cid, _) = self.agree_cid_across_groups(None)?;
         // The ranks of a group's processes with our color, in their new order.
         let members = |items: &[(i32, i32)]| {
             let mut ranks: Vec<u32> = (0..items.len() as u32)
@@ -372,27 +368,54 @@ impl Comm {
     /// Runs core's CID request over both groups of this inter-communicator: each
     /// allreduce is two allgathers, the first giving each side the other group's words,
     /// which it folds, the second handing each side the other's fold, which is of its own
-    /// group's words.
-    fn agree_cid_across_groups(&self) -> Result<HeldCid<'_>, CommError> {
+    /// group's words. With `flag`, the first exchange also carries each process's flag and
+    /// the second each side's verdict on the other's: returned as (the other group's flag,
+    /// whether the other group's flags all agree, whether the other group found ours did).
+    fn agree_cid_across_groups(
+        &self,
+        flag: Option<u8>,
+    ) -> Result<(HeldCid<'_>, (bool, bool, bool)), CommError> {
         let parent = self.context.min(self.remote_context) / 2;
         let mut request = CidRequest::new(self.runtime.cid_algorithm, parent, 0);
-        agree_cid(&self.runtime, &mut request, |op, mine| {
-            let bytes = to_bytes(mine);
+        let mut flags = (false, true, true);
+        let mut first = flag.is_some();
+        let cid = agree_cid(&self.runtime, &mut request, |op, mine| {
+            // Carried only by the first allreduce.
+            let extra = usize::from(first);
+            let mut bytes = to_bytes(mine);
+            if first {
+                bytes.insert(0, flag.unwrap_or(0));
+            }
             let mut theirs = vec![0u8; bytes.len() * self.size];
             self.allgather(&bytes, &mut theirs).map_err(CommError::Collective)?;
+            let item = bytes.len();
+            let words_of = |chunk: &[u8]| chunk[extra..].to_vec();
+            let theirs_words: Vec<u8> =
+                theirs.chunks_exact(item.max(1)).flat_map(words_of).collect();
             let mut fold = vec![0u32; mine.len()];
-            for (word, chunk) in fold.iter_mut().zip(theirs.chunks_exact(4)) {
+            for (word, chunk) in fold.iter_mut().zip(theirs_words.chunks_exact(4)) {
                 *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
             }
-            fold_words(op, &mut fold, &theirs);
-            let fold_bytes = to_bytes(&fold);
+            fold_words(op, &mut fold, &theirs_words);
+            let mut fold_bytes = to_bytes(&fold);
+            if first {
+                let remote: Vec<u8> = theirs.chunks_exact(item.max(1)).map(|c| c[0]).collect();
+                flags.0 = remote.first().is_some_and(|&f| f != 0);
+                flags.1 = remote.iter().all(|&f| f == remote[0]);
+                fold_bytes.insert(0, u8::from(flags.1));
+            }
             let mut back = vec![0u8; fold_bytes.len() * self.size];
             self.allgather(&fold_bytes, &mut back).map_err(CommError::Collective)?;
-            if let Some(own_fold) = back.get(..fold_bytes.len()) {
+            if first {
+                flags.2 = back.chunks_exact(fold_bytes.len().max(1)).all(|c| c[0] == 1);
+            }
+            if let Some(own_fold) = back.get(extra..extra + fold_bytes.len() - extra) {
                 fold_words(op, &mut fold, own_fold);
             }
+            first = false;
             Ok(fold)
-        })
+        })?;
+        Ok((cid, flags))
     }
 
     fn local_map(&self) -> &RankMap<'static> {

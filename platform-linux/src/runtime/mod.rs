@@ -316,6 +316,10 @@ impl Drop for Runtime {
             engine.progress(fabric, None, None)?;
             Ok((!engine.has_outbound()).then_some(()))
         });
+        // Groups still connected learn that we are gone, rather than wait on us for ever.
+        for (bridge, slot) in self.engine().bridges() {
+            bridge.leave(slot);
+        }
         if let Some(tcp) = &self.tcp {
             // Say goodbye, so that peers take the end of our streams as normal.
             let _ = tcp.lock().finish(Instant::now() + TCP_FINISH);

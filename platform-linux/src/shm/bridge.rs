@@ -39,6 +39,9 @@ pub const FAILED_A: u32 = 1;
 pub const FAILED_B: u32 = 2;
 /// `failed` value: a side gave up waiting or disconnected abnormally.
 pub const FAILED_ABANDONED: u32 = 3;
+/// What a process of the other group that ended (finalized) while still connected leaves
+/// its waiters with (a slot's state, not the bridge's `failed` word).
+pub const LEFT: u32 = 4;
 
 /// Offsets into a bridge between groups of `a` and `b` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,6 +233,26 @@ impl Bridge {
         (failed != 0).then_some(failed)
     }
 
+    /// Whether the process in `slot` ended while still connected (see [`Bridge::leave`]).
+    pub fn has_left(&self, slot: usize) -> bool {
+        self.word(self.layout.state(slot)).load(Acquire) == super::layout::RANK_FINALIZED
+    }
+
+    /// Says that this process, in `slot`, ends without having disconnected, and wakes
+    /// everyone on the bridge, so that whoever waits on it stops waiting.
+    pub fn leave(&self, slot: usize) {
+        self.word(self.layout.state(slot)).store(super::layout::RANK_FINALIZED, Release);
+        self.wake_all();
+    }
+
+    fn wake_all(&self) {
+        for slot in 0..self.layout.slots() {
+            let bell = self.word(self.layout.doorbell(slot));
+            bell.fetch_add(1, Release);
+            super::futex::wake_all(bell);
+        }
+    }
+
     /// Marks the bridge unusable for `reason` (the first reason stays) and wakes every
     /// process sleeping on it or waiting for arrivals.
     pub fn fail(&self, reason: u32) {
@@ -237,11 +260,7 @@ impl Bridge {
         let arrived = self.word(self.layout.arrived());
         arrived.fetch_add(0, AcqRel);
         super::futex::wake_all(arrived);
-        for slot in 0..self.layout.slots() {
-            let bell = self.word(self.layout.doorbell(slot));
-            bell.fetch_add(1, Release);
-            super::futex::wake_all(bell);
-        }
+        self.wake_all();
     }
 }
 

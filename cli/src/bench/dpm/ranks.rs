@@ -98,10 +98,17 @@ fn child(
     Ok(())
 }
 
-fn spawn(comm: &Comm, role: &str, children: usize) -> Result<Comm, Box<dyn std::error::Error>> {
+fn spawn(
+    comm: &Comm,
+    role: &str,
+    children: usize,
+    reps: usize,
+) -> Result<Comm, Box<dyn std::error::Error>> {
     let me = std::env::current_exe()?.to_string_lossy().into_owned();
     let options = SpawnOptions { timeout: STEP_TIMEOUT, ..SpawnOptions::default() };
-    Ok(comm.spawn(&me, &["bench", "dpm", "--role", role], children, &options, 0)?)
+    let reps = reps.to_string();
+    let args = ["bench", "dpm", "--role", role, "--reps", &reps];
+    Ok(comm.spawn(&me, &args, children, &options, 0)?)
 }
 
 /// Spawn latency of 1 and 4 children (the parent root's time in spawn; the children only
@@ -114,7 +121,7 @@ fn spawner(world: &World, reps: usize) -> Figures {
         let mut times = Vec::new();
         for _ in 0..reps {
             let start = Instant::now();
-            let inter = spawn(comm, "child-quiet", children)?;
+            let inter = spawn(comm, "child-quiet", children, reps)?;
             times.push(start.elapsed().as_secs_f64() * 1e3);
             inter.disconnect()?;
         }
@@ -129,10 +136,10 @@ fn spawner(world: &World, reps: usize) -> Figures {
     }
     let start = Instant::now();
     for _ in 0..10 {
-        spawn(comm, "child-quiet", 1)?.disconnect()?;
+        spawn(comm, "child-quiet", 1, reps)?.disconnect()?;
     }
     let rate = 10.0 / start.elapsed().as_secs_f64();
-    let inter = spawn(comm, "child-pingpong", 1)?;
+    let inter = spawn(comm, "child-pingpong", 1, reps)?;
     let pingpong = pingpong_figures(&inter, 0, true)?;
     inter.disconnect()?;
     Ok(json!({
@@ -144,7 +151,7 @@ fn spawner(world: &World, reps: usize) -> Figures {
 
 /// Merges of a group of this job's size with as many spawned children.
 fn spawned_merges(world: &World, reps: usize) -> Figures {
-    let inter = spawn(world.comm(), "child-merge", world.size())?;
+    let inter = spawn(world.comm(), "child-merge", world.size(), reps)?;
     let us = merges(&inter, false, reps)?;
     inter.disconnect()?;
     let n = world.size();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::Engine;
 use crate::runtime::error::P2pError;
-use crate::shm::bridge::Bridge;
+use crate::shm::bridge::{Bridge, LEFT};
 use crate::shm::Ring;
 use crate::transport::shm::ShmTransport;
 
@@ -24,6 +24,13 @@ pub(crate) struct GuestPeer {
     /// The control blocks of the rings to and from it.
     outbox: usize,
     inbox: usize,
+}
+
+impl GuestPeer {
+    /// Why the guest cannot be waited on: its bridge failed, or it ended while connected.
+    fn failure(&self) -> Option<u32> {
+        self.bridge.failure().or_else(|| self.bridge.has_left(self.slot).then_some(LEFT))
+    }
 }
 
 /// One guest's inbound ring, for waiters that look without the engine's lock.
@@ -223,9 +230,10 @@ impl Engine {
         out
     }
 
-    /// Why a bridge this process sits in failed, if one did.
+    /// Why a bridge this process sits in failed, or that a process of another group
+    /// ended while still connected, if one did.
     pub(crate) fn failed_bridge(&self) -> Option<u32> {
-        self.guests.table.iter().flatten().find_map(|g| g.bridge.failure())
+        self.guests.table.iter().flatten().find_map(GuestPeer::failure)
     }
 
     /// Why a bridge failed whose processes this process waits on: a posted receive from
@@ -233,8 +241,7 @@ impl Engine {
     /// read. `None` while every wait is on processes that are still there.
     pub(crate) fn waits_on_failed_group(&self, fabric: &ShmTransport) -> Option<u32> {
         let failure_of = |p: usize| -> Option<u32> {
-            let guest = self.guests.table.get(p.checked_sub(fabric.size)?)?.as_ref()?;
-            guest.bridge.failure()
+            self.guests.table.get(p.checked_sub(fabric.size)?)?.as_ref()?.failure()
         };
         let any = self.failed_bridge()?;
         for (_, pattern) in &self.posted {
