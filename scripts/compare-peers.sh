@@ -65,7 +65,7 @@ mkdir -p "$out"
 rounds_wanted=0
 for group in ${only//,/ }; do [ "$group" = dpm ] || [ "$group" = tcp ] || rounds_wanted=1; done
 log "building commcore (release) and the peer programs"
-if [ "$rounds_wanted" = 1 ] || wants tcp; then
+if [ "$rounds_wanted" = 1 ] || wants tcp || wants dpm; then
     cargo build --release --locked -q -p commcore-cli --bin commcore >&2
 fi
 for program in scripts/peers/*.c; do
@@ -237,8 +237,32 @@ report=$(jq -s '
 ' "$results")
 if wants dpm; then
     source scripts/peers/dpm.sh
-    log "dpm: Open MPI only (commcore bench dpm is not built yet; MPICH 4.0.2 cannot spawn)"
-    report=$(jq -c --argjson dpm "$(dpm_rows)" '. + $dpm' <<<"$report")
+    log "dpm: commcore bench dpm, then Open MPI's series (MPICH 4.0.2 cannot spawn)"
+    commcore_dpm=$(./target/release/commcore bench dpm --json | tail -n 1)
+    report=$(jq -c --argjson dpm "$(dpm_rows)" --argjson ours "$commcore_dpm" '
+        def pick($rows; cond): ($rows // []) | map(select(cond)) | .[0];
+        def dpm_figure($o; $f):
+            if ($f | test("^spawn_(first|median|p90)_")) then
+                ($f | capture("^spawn_(?<k>[a-z0-9]+)_(?<c>[0-9]+)$")) as $m
+                | pick($o.spawn; .children == ($m.c | tonumber))[$m.k + "_ms"]
+            elif $f == "spawn_rate" then $o.spawn_rate_per_s
+            elif ($f | test("^merge_")) then
+                ($f | capture("^merge_(?<how>[a-z]+)_(?<a>[0-9]+)\\+")) as $m
+                | pick($o.merge; .how == $m.how and .group_a == ($m.a | tonumber)).median_us
+            elif ($f | test("^pingpong_")) then
+                ($f | capture("^pingpong_(?<mode>.+)_(?<b>[0-9]+)B$")) as $m
+                | pick($o.pingpong; .mode == $m.mode and .bytes == ($m.b | tonumber)).median_us
+            elif $f == "accept_connect_median" then $o.accept_connect_median_us
+            elif ($f | test("^intercomm_")) then
+                ($f | capture("^intercomm_(?<op>[a-z]+)(_(?<b>[0-9]+))?@")) as $m
+                | pick($o.intercomm_coll; .op == $m.op and .bytes == (($m.b // "0") | tonumber))
+                  .median_us
+            elif $f == "hangs" then $o.hangs
+            else null end;
+        . + ($dpm | map(. + {commcore: (dpm_figure($ours; .figure))}
+            | . + {ratio_to_best_peer: (if .commcore and .openmpi and .openmpi != 0
+                                         then .commcore / .openmpi else null end)}
+            | del(.note)))' <<<"$report")
 fi
 
 if [ "$json" = 1 ]; then

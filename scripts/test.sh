@@ -34,9 +34,9 @@ install() {
         cargo install --locked --force cbindgen --version 0.27.0
     # The PMPI library's checks: Debian's Open MPI and MPICH (and bc for the report sums).
     if ! command -v mpicc.openmpi >/dev/null || ! command -v mpicc.mpich >/dev/null ||
-        ! command -v bc >/dev/null; then
+        ! command -v bc >/dev/null || ! command -v jq >/dev/null; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-            openmpi-bin libopenmpi-dev mpich libmpich-dev bc
+            openmpi-bin libopenmpi-dev mpich libmpich-dev bc jq
     fi
 }
 
@@ -129,6 +129,9 @@ benches_run() {
     # crossovers, ranks sharing the 2 CPUs; it errs when a call fails.
     ./target/release/commcore bench coll-procs --procs 3 --sizes 8,1536,70000,300000 \
         --iterations 8 --batches 1 --json >/dev/null
+    # Dynamic processes: spawn, merges, ping-pong, accept/connect; every job must succeed.
+    ./target/release/commcore bench dpm --reps 2 --json | tail -n 1 |
+        jq -e '.failures == [] and .hangs == 0' >/dev/null
     ./scripts/instructions.sh rankmap
     CALLS=200000 REPS=50 ./scripts/instructions.sh ffi
 }

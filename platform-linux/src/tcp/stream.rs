@@ -198,7 +198,7 @@ impl Stream {
             return false;
         }
         let body = u32::from_le_bytes([unread[0], unread[1], unread[2], unread[3]]) as usize;
-        if unread[4] != FrameKind::Message as u8 || body > BODY_MAX || body < HEADER_LEN {
+        if unread[4] != FrameKind::Message as u8 || !(HEADER_LEN..=BODY_MAX).contains(&body) {
             return false;
         }
         let payload_len = body - HEADER_LEN;
