@@ -107,6 +107,7 @@ tcp_hosts() {
     timeout 300 cargo test --locked -p commcore-tests --test tcp_jobs -- --include-ignored
     # Spawned jobs placed in a host, and a killed parent leaving no namespace.
     timeout 300 cargo test --locked -p commcore-tests --test spawn -- --include-ignored
+    timeout 300 cargo test --locked -p commcore-tests --test runtime_dpm -- --ignored
     # The runtime's suites (point-to-point, communicators, collectives, inter-communicators,
     # faults) again: TCP between every pair on one host, then across 2 and 3 hosts.
     local suites=(--test runtime_p2p --test runtime_intercomm)

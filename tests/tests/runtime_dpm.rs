@@ -1,6 +1,7 @@
 //! Dynamic processes through the launcher on real processes: parents that spawn children
 //! (1, 4 and 8; nested; spawn_multiple; bad programs and sizes; children that die; 1,000
-//! spawn/disconnect cycles), two independently started jobs that accept and connect (once with traffic, merge and collectives on the
+//! spawn/disconnect cycles), groups on two hosts that meet over TCP, two independently
+//! started jobs that accept and connect (once with traffic, merge and collectives on the
 //! inter-communicator, and 200 times in a row), join over a Unix and a TCP socket, and bad
 //! ports (malformed, closed, forged, never accepted) that are the same error on every rank
 //! within their timeout. Every job runs under the launcher's timeout.
@@ -114,5 +115,18 @@ fn children_dying_before_during_and_after_are_errors_or_independence() {
 fn a_thousand_spawn_and_disconnect_cycles_grow_nothing() {
     let before = shm_entries();
     assert_eq!(run_ok(&job(1, &["spawn", "1", "1000"])).trim(), "ok");
+    assert!(shm_entries().difference(&before).next().is_none(), "nothing left in /dev/shm");
+}
+
+/// Needs root (network namespaces): `scripts/test.sh` runs it with `--ignored`.
+#[test]
+#[ignore]
+fn groups_on_two_hosts_accept_and_connect_over_tcp() {
+    let before = shm_entries();
+    for procs in [4, 5] {
+        let mut spec = job(procs, &["hosts", "-", "20"]);
+        spec.hosts = 2;
+        assert_eq!(run_ok(&spec).trim(), "ok", "{procs} ranks on 2 hosts");
+    }
     assert!(shm_entries().difference(&before).next().is_none(), "nothing left in /dev/shm");
 }

@@ -275,6 +275,7 @@ impl World {
             fabric,
             engine: Mutex::new(Engine::new(threshold, split_above, tcp.clone())),
             tcp,
+            tcp_links_made: Default::default(),
             areas_enabled: !tcp_only,
             spin,
             single_copy,

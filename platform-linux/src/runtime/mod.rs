@@ -106,6 +106,8 @@ pub(crate) struct Runtime {
     /// The TCP transport (also held by the engine), when some peer is reached over TCP:
     /// waiting then sleeps in `poll(2)` on its sockets.
     tcp: Option<TcpLink>,
+    /// A group connected across hosts has had a TCP link of its own.
+    tcp_links_made: std::sync::atomic::AtomicBool,
     /// Whether communicators on one node may use shared-memory collective areas (not when
     /// `COMMCORE_TRANSPORT=tcp` sends everything over TCP).
     areas_enabled: bool,
@@ -190,18 +192,35 @@ impl Runtime {
         bridges: &[(Arc<Bridge>, usize)],
         ready: impl Fn() -> bool,
     ) -> Result<bool, P2pError> {
-        match &self.tcp {
-            None => {
-                self.fabric.sleep_bridged(bridges, ready);
-                Ok(true)
-            }
-            Some(tcp) => {
-                if ready() {
-                    return Ok(true);
-                }
-                tcp.lock().wait(Instant::now() + TCP_SLEEP).map_err(P2pError::Tcp)
-            }
+        let links = if self.tcp_up() { self.engine().tcp_links() } else { Vec::new() };
+        if links.is_empty() {
+            self.fabric.sleep_bridged(bridges, ready);
+            return Ok(true);
         }
+        if ready() {
+            return Ok(true);
+        }
+        // Each link's sockets in turn, the slice shared between them.
+        let slice = TCP_SLEEP / links.len() as u32;
+        let mut news = false;
+        for link in links {
+            news |= link.lock().wait(Instant::now() + slice).map_err(P2pError::Tcp)?;
+        }
+        Ok(news)
+    }
+
+    /// Moves this process's traffic on once (a call that waits for something else, such as
+    /// a connection to a port, keeps other ranks' messages to and from it moving, as MPI's
+    /// progress rule asks). A failure belongs to the operation it hits, which reports it.
+    pub(super) fn progress_once(&self) {
+        let mut engine = self.engine();
+        let _ = engine.progress(&self.fabric, None, None);
+    }
+
+    /// Whether this process has ever run a TCP link (its job's or a connected group's).
+    #[inline]
+    fn tcp_up(&self) -> bool {
+        self.tcp.is_some() || self.tcp_links_made.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How long a blocked operation polls before it yields.
@@ -320,7 +339,7 @@ impl Drop for Runtime {
         for (bridge, slot) in self.engine().bridges() {
             bridge.leave(slot);
         }
-        if let Some(tcp) = &self.tcp {
+        for tcp in self.engine().tcp_links() {
             // Say goodbye, so that peers take the end of our streams as normal.
             let _ = tcp.lock().finish(Instant::now() + TCP_FINISH);
         }

@@ -49,11 +49,18 @@ impl GroupSet {
 
 /// What ties a group to this process, undone when the group goes.
 pub(crate) struct GroupTie {
-    /// The engine's indices of the group's processes: `first..first + count`.
-    pub(crate) first: usize,
-    pub(crate) count: usize,
+    /// How the engine reaches the group's processes.
+    pub(crate) kind: TieKind,
     /// What to tell the launcher when the group goes.
     pub(crate) launcher: LauncherTie,
+}
+
+/// How the engine reaches a group's processes.
+pub(crate) enum TieKind {
+    /// Through a bridge on this host: guest indices `first..first + count`.
+    Shm { first: usize, count: usize },
+    /// Over TCP link `link` of the group's own.
+    Tcp { link: usize },
 }
 
 /// What the launcher knows of a group's bridge.

@@ -15,7 +15,7 @@ use commcore::rankmap::RankMap;
 use super::DpmError;
 use crate::runtime::comm::BRIDGE_CID;
 use crate::runtime::engine::{Outbound, Pattern, Peer, Sink};
-use crate::runtime::registry::{GroupTie, LauncherTie};
+use crate::runtime::registry::{GroupTie, LauncherTie, TieKind};
 use crate::runtime::{Comm, P2pError, Runtime};
 use crate::shm::bridge::{Bridge, FAILED_ABANDONED};
 use crate::shm::futex;
@@ -69,7 +69,7 @@ impl Comm {
         if self.rank() == leader {
             bridge.word(layout.leader(side == Side::A)).store(me as u32 + 1, Relaxed);
         }
-        arrive(&bridge, deadline)?;
+        arrive(runtime, &bridge, deadline)?;
         let remote_leader = bridge.word(layout.leader(side == Side::B)).load(Acquire);
         let Some(remote_leader) = (remote_leader as usize).checked_sub(1) else {
             bridge.fail(FAILED_ABANDONED);
@@ -94,7 +94,7 @@ impl Comm {
             .map_err(|e| DpmError::Handover(format!("address vector: {e:?}")))?;
         // The group's entries live as long as the process (a few bytes per process met).
         let av: &'static [Ave] = Box::leak(av.into_boxed_slice());
-        let tie = GroupTie { first, count, launcher };
+        let tie = GroupTie { kind: TieKind::Shm { first, count }, launcher };
         let pgid = match runtime.registry.register(av, tie) {
             Ok(pgid) => pgid,
             Err(error) => {
@@ -113,7 +113,7 @@ impl Comm {
         built
     }
 
-    fn intercomm_over(
+    pub(super) fn intercomm_over(
         &self,
         pgid: commcore::av::Pgid,
         av: &'static [Ave],
@@ -140,9 +140,9 @@ impl Comm {
 }
 
 /// Counts this process in and waits for everyone of both groups, at most until `deadline`
-/// and never past a failure; a timeout marks the bridge failed, so the other side stops
-/// waiting too.
-fn arrive(bridge: &Bridge, deadline: Instant) -> Result<(), DpmError> {
+/// and never past a failure, moving the process's other traffic on meanwhile; a timeout
+/// marks the bridge failed, so the other side stops waiting too.
+fn arrive(runtime: &Runtime, bridge: &Bridge, deadline: Instant) -> Result<(), DpmError> {
     let arrived = bridge.word(bridge.layout.arrived());
     let all = bridge.layout.slots() as u32;
     let mut seen = arrived.fetch_add(1, AcqRel) + 1;
@@ -160,7 +160,8 @@ fn arrive(bridge: &Bridge, deadline: Instant) -> Result<(), DpmError> {
                 "{seen} of {all} processes of the two groups arrived"
             )));
         }
-        futex::wait(arrived, seen, left.min(Duration::from_millis(10)));
+        runtime.progress_once();
+        futex::wait(arrived, seen, left.min(Duration::from_millis(1)));
         seen = arrived.load(Acquire);
     }
     bridge

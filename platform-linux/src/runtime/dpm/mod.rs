@@ -14,6 +14,7 @@ mod join;
 mod names;
 mod ports;
 mod spawn;
+mod tcp_meet;
 
 pub use error::DpmError;
 pub(crate) use names::Names;
@@ -23,13 +24,15 @@ pub use spawn::{SpawnCommand, SpawnOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::registry::{GroupTie, LauncherTie};
+use super::registry::{GroupTie, LauncherTie, TieKind};
 use super::{Comm, Runtime};
 use crate::shm::bridge::Bridge;
 
 /// The variable naming the inherited descriptor of the bridge to the parents (set by the
 /// launcher for a spawned job).
 pub const ENV_PARENT_BRIDGE_FD: &str = "COMMCORE_PARENT_BRIDGE_FD";
+/// How long a TCP link of a disconnected group may take to say goodbye.
+const LINK_FINISH: Duration = Duration::from_secs(2);
 /// How long a spawned job waits for its parents to meet it (the parents' own spawn
 /// timeout ends it sooner, through the bridge's failure word).
 const PARENT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -67,8 +70,20 @@ impl Runtime {
     /// and the launcher is told.
     pub(super) fn untie(&self, ties: Vec<GroupTie>) {
         for tie in ties {
-            self.engine().remove_guests(&self.fabric, tie.first, tie.count);
-            self.note_guests(self.engine().guest_count());
+            match tie.kind {
+                TieKind::Shm { first, count } => {
+                    self.engine().remove_guests(&self.fabric, first, count);
+                    self.note_guests(self.engine().guest_count());
+                }
+                TieKind::Tcp { link } => {
+                    let removed = self.engine().remove_tcp_link(link);
+                    if let Some(link) = removed {
+                        // Say goodbye, so the other group takes the end of our streams as
+                        // normal; it is already done with us (disconnect waited for that).
+                        let _ = link.lock().finish(Instant::now() + LINK_FINISH);
+                    }
+                }
+            }
             let mut kv = self.kv();
             if let Some(kv) = kv.as_mut() {
                 // The launcher only stops watching: a failure here changes nothing for us.

@@ -42,7 +42,7 @@ pub(crate) use links::GuestInbox;
 pub(crate) use matching::Pattern;
 use matching::{Arrival, Body};
 use pool::BufferPool;
-pub(crate) use tcp::TcpLink;
+pub(crate) use tcp::{tcp_peer, TcpLink};
 
 use super::error::P2pError;
 
@@ -162,8 +162,9 @@ pub(crate) struct Engine {
     rendezvous: HashMap<u64, (usize, u64, usize)>,
     /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
     written: std::collections::HashMap<(usize, u64), i32>,
-    /// The TCP transport, when some peer is reached over TCP.
-    tcp: Option<TcpLink>,
+    /// The TCP links by number (see [`tcp`]): the job's own at 0, when some rank is reached
+    /// over TCP, then one per group connected across hosts.
+    tcp: Vec<Option<TcpLink>>,
     /// Processes of other groups on this host, reached through bridges.
     guests: links::Guests,
 }
@@ -190,7 +191,7 @@ impl Engine {
             owned_rendezvous: HashMap::default(),
             news: false,
             written: std::collections::HashMap::new(),
-            tcp,
+            tcp: tcp.map(|link| vec![Some(link)]).unwrap_or_default(),
             guests: links::Guests::default(),
         }
     }

@@ -64,7 +64,7 @@ impl Engine {
             Some(Peer::Shm(source)) => source..source + 1,
             // TCP's messages reach the queues only through progress: the general path.
             Some(Peer::Tcp(_)) => return Direct::Slow,
-            None if self.tcp.is_some() => return Direct::Slow,
+            None if self.has_tcp() => return Direct::Slow,
             None => guests.shm_peers(fabric),
         };
         for source in sources {

@@ -45,6 +45,9 @@ enum Scenario {
     SpawnDying,
     /// A child that exits at once (FILE says when: `early`, `collective` or `after`).
     Dying,
+    /// The ranks of each host (`commcore run --hosts 2`) form a group; host 0's accepts,
+    /// host 1's connects (over TCP: no shared memory between hosts), CYCLES times.
+    Hosts,
 }
 
 mod spawn;
@@ -65,6 +68,7 @@ fn main() {
         Some("spawn-bad") => Scenario::SpawnBad,
         Some("spawn-dying") => Scenario::SpawnDying,
         Some("dying") => Scenario::Dying,
+        Some("hosts") => Scenario::Hosts,
         other => {
             eprintln!("dpm_rank: unknown scenario {other:?}");
             std::process::exit(2);
@@ -99,6 +103,7 @@ fn main() {
         Scenario::SpawnBad => spawn::bad(&world),
         Scenario::SpawnDying => spawn::dying(&world),
         Scenario::Dying => spawn::die(&mut world, &file),
+        Scenario::Hosts => across_hosts(&world, cycles),
     }
     world.comm().barrier().unwrap();
     if world.rank() == 0 {
@@ -259,6 +264,29 @@ fn join(world: &World, tcp: bool) {
     inter.sendrecv(&(comm.rank() as u64).to_le_bytes(), 0, 1, &mut back, 0, 1).unwrap();
     assert_eq!(u64::from_le_bytes(back), 1 - comm.rank() as u64);
     inter.disconnect().unwrap();
+}
+
+/// Host 0's ranks accept, host 1's connect, `cycles` times, with traffic each time.
+fn across_hosts(world: &World, cycles: usize) {
+    let comm = world.comm();
+    let host = world.host_of(comm.rank()).expect("a rank has a host");
+    assert_eq!(world.host_of(0), Some(0));
+    let side = comm.split(host as i32, 0).unwrap().expect("every rank has a host");
+    for _ in 0..cycles {
+        let name = if comm.rank() == 0 { world.open_port().unwrap() } else { String::new() };
+        let name = from_rank0(comm, &name);
+        let inter = if host == 0 {
+            side.accept(&name, 0, TIMEOUT).unwrap()
+        } else {
+            side.connect(&name, 0, TIMEOUT).unwrap()
+        };
+        exercise(&inter, host == 0);
+        inter.disconnect().unwrap();
+        if comm.rank() == 0 {
+            world.close_port(&name).unwrap();
+        }
+    }
+    assert_eq!(world.process_groups(), 1, "disconnected groups are released");
 }
 
 /// Every rank gets the same error kind (checked by an allgather of its first letter).
