@@ -24,13 +24,16 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     }
     let reps: usize = option(args, "--reps")?.unwrap_or(10).max(1);
     let mut jobs = Jobs::default();
-    let spawner = jobs.run(1, &["--role", "spawner"], &[], reps);
+    // Bound like the intra job's ranks (a job of one rank is left unbound otherwise); the
+    // children take the CPUs after their parents'.
+    let bound = [("COMMCORE_CPU_OFFSET", "0")];
+    let spawner = jobs.run(1, &["--role", "spawner"], &bound, reps);
     let intra = jobs.run(2, &["--role", "intra"], &[], reps);
     // Ping-pong between one process of each job, as intra's two processes; the rest at 2+2.
     let (pair, _) = jobs.connected(1, reps);
     let (accept, connect) = jobs.connected(2, reps);
     let statics = jobs.run(4, &["--role", "static"], &[], reps);
-    let merged = [1, 2].map(|n| jobs.run(n, &["--role", "spawn-merge"], &[], reps));
+    let merged = [1, 2].map(|n| jobs.run(n, &["--role", "spawn-merge"], &bound, reps));
     let field = |v: &Option<Value>, name: &str| v.as_ref().and_then(|v| v.get(name)).cloned();
     let mut pingpong = Vec::new();
     for (mode, figures) in [
