@@ -28,25 +28,21 @@ mod affinity;
 mod coll;
 mod coll_selection;
 mod comm;
-mod context_id;
-mod create;
 mod dpm;
 mod engine;
 mod error;
-mod group;
 mod init;
-mod intercomm;
 mod layout_words;
 mod registry;
 mod request;
 pub(crate) mod settings;
 mod shm_coll;
 
+pub use comm::create::UNDEFINED;
+pub use comm::group::MAX_GROUP_TAG;
 pub use comm::Comm;
-pub use create::UNDEFINED;
 pub use dpm::{DpmError, SpawnCommand, SpawnOptions};
 pub use error::{CollectiveError, CommError, InitError, P2pError};
-pub use group::MAX_GROUP_TAG;
 pub use init::{SingleCopy, World};
 pub use request::{Request, Status};
 pub use settings::{
@@ -66,6 +62,7 @@ use std::time::{Duration, Instant};
 use crate::shm::bridge::Bridge;
 use crate::transport::shm::ShmTransport;
 use crate::transport::{self as transports, Route};
+use comm::context_id;
 use engine::{Engine, GuestInbox, Peer, TcpLink};
 use std::sync::Arc;
 

@@ -4,14 +4,14 @@
 
 use commcore::cid::{CidRequest, ReduceOp, Step};
 
-use super::error::CommError;
-use super::Runtime;
+use crate::runtime::error::CommError;
+use crate::runtime::Runtime;
 
 /// A context id this process agreed on for a communicator it is building. Dropping the
 /// guard gives the id back; [`HeldCid::hand_over`] passes it to the communicator, whose
 /// rank-map handle gives it back when the communicator is freed.
 #[must_use = "dropping a held context id releases it"]
-pub(super) struct HeldCid<'r> {
+pub(in crate::runtime) struct HeldCid<'r> {
     runtime: &'r Runtime,
     cid: u32,
     held: bool,
@@ -19,13 +19,13 @@ pub(super) struct HeldCid<'r> {
 
 impl<'r> HeldCid<'r> {
     /// Holds `cid`, which this process's CID space has marked taken.
-    pub(super) fn new(runtime: &'r Runtime, cid: u32) -> HeldCid<'r> {
+    pub(in crate::runtime) fn new(runtime: &'r Runtime, cid: u32) -> HeldCid<'r> {
         HeldCid { runtime, cid, held: true }
     }
 
     /// The id, for a communicator built from it at once: from here on the communicator's
     /// handle releases it (also when building it fails after the handle exists).
-    pub(super) fn hand_over(mut self) -> u32 {
+    pub(in crate::runtime) fn hand_over(mut self) -> u32 {
         self.held = false;
         self.cid
     }
@@ -42,9 +42,9 @@ impl Drop for HeldCid<'_> {
 
 /// Runs a CID request to its end, reducing what it asks with `allreduce`; returns the id,
 /// held. A failed allreduce aborts the request, so no id stays taken.
-pub(super) fn agree_cid<'r>(
+pub(in crate::runtime) fn agree_cid<'r>(
     runtime: &'r Runtime,
-    request: &mut CidRequest<{ super::CID_WORDS }>,
+    request: &mut CidRequest<{ crate::runtime::CID_WORDS }>,
     mut allreduce: impl FnMut(ReduceOp, &[u32]) -> Result<Vec<u32>, CommError>,
 ) -> Result<HeldCid<'r>, CommError> {
     loop {
@@ -74,7 +74,7 @@ pub(super) fn agree_cid<'r>(
 }
 
 /// Folds equal-length little-endian word vectors `all` (one after another) into `acc`.
-pub(super) fn fold_words(op: ReduceOp, acc: &mut [u32], all: &[u8]) {
+pub(in crate::runtime) fn fold_words(op: ReduceOp, acc: &mut [u32], all: &[u8]) {
     let len = acc.len() * 4;
     if len == 0 {
         return;
@@ -89,6 +89,6 @@ pub(super) fn fold_words(op: ReduceOp, acc: &mut [u32], all: &[u8]) {
 }
 
 /// Words as little-endian bytes.
-pub(super) fn to_bytes(words: &[u32]) -> Vec<u8> {
+pub(in crate::runtime) fn to_bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }

@@ -14,23 +14,23 @@ use commcore::cid::{CidRequest, InterCidPair, InterCidRequest, InterStep};
 use commcore::coll::{CollArgs, CollOp, Datatype, Root};
 use commcore::rankmap::{self, InterMaps, RankMap};
 
-use super::comm::{Comm, Members, WORLD_CID};
 use super::context_id::{agree_cid, fold_words, to_bytes, HeldCid};
 use super::create::UNDEFINED;
-use super::error::{CollectiveError, CommError, P2pError};
-use super::Runtime;
+use super::{Comm, Members, WORLD_CID};
+use crate::runtime::error::{CollectiveError, CommError, P2pError};
+use crate::runtime::Runtime;
 
 /// The local group of an inter-communicator.
-pub(crate) struct LocalGroup {
+pub(in crate::runtime) struct LocalGroup {
     /// Local ranks to processes; owns the local context id.
-    pub(super) members: Members,
+    pub(in crate::runtime) members: Members,
     /// The local group's size.
-    pub(super) size: usize,
+    pub(in crate::runtime) size: usize,
     /// Whether this group comes first where both groups must order themselves alike (a
     /// merge whose groups pass the same `high`): fixed when the groups met over a bridge
     /// (its first side first); `None` when both are of this job, whose rank 0 with the
     /// lower world rank comes first.
-    pub(super) first: Option<bool>,
+    pub(in crate::runtime) first: Option<bool>,
 }
 
 impl LocalGroup {
@@ -153,14 +153,14 @@ impl Comm {
     /// Runs core's inter-communicator CID request: a local agreement over this
     /// communicator, the leaders' swap (`exchange` gives ours and returns theirs), and the
     /// spread to the group.
-    pub(super) fn agree_inter_cids(
+    pub(in crate::runtime) fn agree_inter_cids(
         &self,
         leader: bool,
         tag: u32,
         mut exchange: impl FnMut(u32) -> Result<u32, P2pError>,
     ) -> Result<InterCidPair, CommError> {
         let runtime = &self.runtime;
-        let mut request: InterCidRequest<{ super::CID_WORDS }> =
+        let mut request: InterCidRequest<{ crate::runtime::CID_WORDS }> =
             InterCidRequest::new(runtime.cid_algorithm, self.cid, tag, leader);
         loop {
             let result = match request.poll(&runtime.cids).map_err(CommError::Cid)? {
@@ -188,7 +188,7 @@ impl Comm {
 
     /// An inter-communicator over CID `pair`, this process being `rank` of `local`; `first`
     /// is [`LocalGroup::first`].
-    pub(super) fn inter(
+    pub(in crate::runtime) fn inter(
         runtime: Arc<Runtime>,
         pair: InterCidPair,
         rank: usize,
@@ -200,8 +200,8 @@ impl Comm {
         // The remote context id is the other group's, not ours to release: the handle of
         // the remote map carries the world's, which is never released.
         let members = Members::new(runtime.clone(), WORLD_CID, remote);
-        let coll =
-            super::coll::select_inter(rank, size, remote_size).map_err(CommError::Collective)?;
+        let coll = crate::runtime::coll::select_inter(rank, size, remote_size)
+            .map_err(CommError::Collective)?;
         Ok(Comm {
             runtime,
             cid: pair.local,
@@ -258,7 +258,7 @@ impl Comm {
     /// A copy of this inter-communicator with a context of its own (`MPI_Comm_dup`;
     /// collective over both groups): both groups take one context id that is free on
     /// every process of either, so each side sends with it and matches it.
-    pub(super) fn dup_inter(&self) -> Result<Comm, CommError> {
+    pub(in crate::runtime) fn dup_inter(&self) -> Result<Comm, CommError> {
         let (cid, _) = self.agree_cid_across_groups(None)?;
         let maps = {
             let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
@@ -284,7 +284,11 @@ impl Comm {
     /// here, form the two groups of a new inter-communicator. A process that gives
     /// [`UNDEFINED`], or a color nobody in the other group gave, gets `None`. Every new
     /// inter-communicator takes the same context id: their processes are disjoint.
-    pub(super) fn split_inter(&self, color: i32, key: i32) -> Result<Option<Comm>, CommError> {
+    pub(in crate::runtime) fn split_inter(
+        &self,
+        color: i32,
+        key: i32,
+    ) -> Result<Option<Comm>, CommError> {
         let local = self.inter.as_ref().ok_or(CommError::NotInter)?;
         let (local_items, remote_items) = self.exchange_color_keys(local, color, key)?;
         let (cid, _) = self.agree_cid_across_groups(None)?;

@@ -3,9 +3,9 @@
 
 use commcore::cid::CidRequest;
 
-use super::comm::Comm;
 use super::context_id::{agree_cid, fold_words, to_bytes};
-use super::error::CommError;
+use crate::runtime::error::CommError;
+use crate::runtime::Comm;
 
 /// The largest `create_group` tag.
 pub const MAX_GROUP_TAG: u32 = (1 << 22) - 1;

@@ -10,11 +10,11 @@ use commcore::cid::CidRequest;
 use commcore::coll::{CollArgs, CollOp, Datatype};
 use commcore::rankmap;
 
-use super::comm::Comm;
 use super::context_id::{agree_cid, fold_words, to_bytes, HeldCid};
-use super::error::{CommError, P2pError};
-use super::shm_coll::{AreaGrant, ShmColl};
-use super::Source;
+use crate::runtime::error::{CommError, P2pError};
+use crate::runtime::shm_coll::{AreaGrant, ShmColl};
+use crate::runtime::Comm;
+use crate::runtime::Source;
 use crate::shm::coll_area::members_max;
 
 /// `split`'s color for a process that joins no new communicator (`MPI_UNDEFINED`).
@@ -35,7 +35,7 @@ type Created<'r> = (HeldCid<'r>, Vec<usize>, Option<AreaGrant>);
 impl Comm {
     /// Every rank's `mine` (all of one length), concatenated in rank order, on the
     /// communicator's collective context.
-    pub(super) fn allgather_bytes(&self, mine: &[u8]) -> Result<Vec<u8>, P2pError> {
+    pub(in crate::runtime) fn allgather_bytes(&self, mine: &[u8]) -> Result<Vec<u8>, P2pError> {
         let everyone: Vec<usize> = (0..self.size).collect();
         self.allgather_among(&everyone, self.rank, ALLGATHER_TAG, mine)
     }
@@ -44,7 +44,7 @@ impl Comm {
     /// `me` is this rank's position in `group`. Bruck's allgather on the collective context,
     /// with `tag` keeping concurrent groups apart: ⌈log2 n⌉ exchanges; in the one at distance
     /// `d`, each member passes the items it holds for members `me .. me + d` to `me - d`.
-    pub(super) fn allgather_among(
+    pub(in crate::runtime) fn allgather_among(
         &self,
         group: &[usize],
         me: usize,
@@ -106,7 +106,7 @@ impl Comm {
     /// travel as an allgather anyway, so a creation costs no exchange of its own.
     fn agree_with_items(
         &self,
-        request: &mut CidRequest<{ super::CID_WORDS }>,
+        request: &mut CidRequest<{ crate::runtime::CID_WORDS }>,
         mine: &[u8],
     ) -> Result<(HeldCid<'_>, Vec<u8>), CommError> {
         if self.inter.is_some() {
@@ -143,7 +143,7 @@ impl Comm {
     }
 
     /// Reduces equal-length word vectors over every member with `op`.
-    pub(super) fn allreduce_words(
+    pub(in crate::runtime) fn allreduce_words(
         &self,
         op: commcore::cid::ReduceOp,
         mine: &[u32],
@@ -311,7 +311,11 @@ impl Comm {
     /// Frees the communicator (`MPI_Comm_free`); the same as dropping it.
     pub fn free(self) {}
 
-    pub(super) fn child(&self, cid: HeldCid<'_>, parents: &[usize]) -> Result<Comm, CommError> {
+    pub(in crate::runtime) fn child(
+        &self,
+        cid: HeldCid<'_>,
+        parents: &[usize],
+    ) -> Result<Comm, CommError> {
         self.child_with_area(cid, parents, None)
     }
 

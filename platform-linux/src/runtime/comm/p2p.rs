@@ -1,0 +1,204 @@
+//! Point-to-point operations on a communicator: blocking and nonblocking send and receive,
+//! and sendrecv, with MPI's matching (context, source, tag) and errors.
+
+use super::Comm;
+use crate::runtime::engine::{Direct, Feed, Outbound, Pattern, Peer, SendStart, Sink};
+use crate::runtime::error::P2pError;
+use crate::runtime::request::{Request, State, Status};
+use crate::runtime::{Source, ANY_TAG, MAX_MESSAGE_BYTES};
+
+impl Comm {
+    /// The engine's peer of rank `rank` (of the remote group, on an inter-communicator),
+    /// through its address-vector entry.
+    pub(in crate::runtime) fn check_rank(&self, rank: usize) -> Result<Peer, P2pError> {
+        self.members.peer(&self.runtime, rank)
+    }
+
+    fn check_send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<Peer, P2pError> {
+        if tag < 0 {
+            return Err(P2pError::InvalidTag(tag));
+        }
+        if buf.len() > MAX_MESSAGE_BYTES {
+            return Err(P2pError::CountOutOfRange { len: buf.len(), max: MAX_MESSAGE_BYTES });
+        }
+        self.check_rank(dest)
+    }
+
+    /// The header fields of a message this rank sends in `context` with `tag`: the
+    /// receiver learns our rank from it, with no translation.
+    pub(in crate::runtime) fn outbound(&self, context: u32, tag: i32) -> Outbound {
+        // Fits: communicators have at most u32::MAX ranks (rank maps count in u32).
+        Outbound { context, tag, source: self.rank as u32 }
+    }
+
+    fn pattern(&self, context: u32, source: Source, tag: i32) -> Result<Pattern, P2pError> {
+        if tag < 0 && tag != ANY_TAG {
+            return Err(P2pError::InvalidTag(tag));
+        }
+        let source = match source {
+            Source::Any => None,
+            Source::Rank(rank) => Some(self.check_rank(rank)?),
+        };
+        Ok(Pattern { context, source, tag: (tag != ANY_TAG).then_some(tag) })
+    }
+
+    /// Sends `buf` to rank `dest` with `tag` (`MPI_Send`); returns once `buf` may be reused.
+    pub fn send(&self, buf: &[u8], dest: usize, tag: i32) -> Result<(), P2pError> {
+        self.send_on(self.remote_context, buf, dest, tag)
+    }
+
+    pub(in crate::runtime) fn send_on(
+        &self,
+        context: u32,
+        buf: &[u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<(), P2pError> {
+        let sent = self.send_unnoted(context, buf, dest, tag);
+        if let Err(error) = &sent {
+            self.note_failure(error);
+        }
+        sent
+    }
+
+    fn send_unnoted(
+        &self,
+        context: u32,
+        buf: &[u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<(), P2pError> {
+        let dest = self.check_send(buf, dest, tag)?;
+        let runtime = &self.runtime;
+        let start = runtime.engine().start_send(
+            &runtime.fabric,
+            dest,
+            self.outbound(context, tag),
+            buf,
+            true,
+        )?;
+        match start {
+            SendStart::Done => Ok(()),
+            SendStart::Rendezvous(id) => runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, None)?;
+                Ok(engine.send_finished(id).then_some(()))
+            }),
+            SendStart::Streaming(id) => runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, Some(&Feed { send: id, buf }))?;
+                Ok((!engine.send_queued(dest, id)).then_some(()))
+            }),
+        }
+    }
+
+    /// Receives into `buf` a message from `source` (a rank or [`crate::runtime::ANY_SOURCE`]) with
+    /// `tag` (or [`ANY_TAG`]) (`MPI_Recv`). A longer message is an error
+    /// ([`P2pError::Truncated`]) that still consumes it.
+    pub fn recv(
+        &self,
+        buf: &mut [u8],
+        source: impl Into<Source>,
+        tag: i32,
+    ) -> Result<Status, P2pError> {
+        self.recv_on(self.context, buf, source.into(), tag)
+    }
+
+    pub(in crate::runtime) fn recv_on(
+        &self,
+        context: u32,
+        buf: &mut [u8],
+        source: Source,
+        tag: i32,
+    ) -> Result<Status, P2pError> {
+        let received = self.recv_unnoted(context, buf, source, tag);
+        if let Err(error) = &received {
+            self.note_failure(error);
+        }
+        received
+    }
+
+    fn recv_unnoted(
+        &self,
+        context: u32,
+        buf: &mut [u8],
+        source: Source,
+        tag: i32,
+    ) -> Result<Status, P2pError> {
+        let pattern = self.pattern(context, source, tag)?;
+        let runtime = &self.runtime;
+        let mut posted = false;
+        let mut sink = Sink { recv: 0, buf, blocking: true };
+        let envelope = runtime.block(|engine, fabric| {
+            if !posted {
+                match engine.try_direct_recv(fabric, &pattern, sink.buf) {
+                    Direct::Done(result) => return result.map(Some),
+                    Direct::Empty => {
+                        // Keep other peers' traffic and our queued sends moving meanwhile.
+                        if engine.has_outbound() || engine.inbound_anywhere(fabric) {
+                            engine.progress(fabric, None, None)?;
+                        }
+                        return Ok(None);
+                    }
+                    Direct::Slow => {
+                        sink.recv = engine.post_recv(pattern);
+                        posted = true;
+                    }
+                }
+            }
+            if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
+                return Ok(Some(envelope));
+            }
+            engine.progress(fabric, Some(&mut sink), None)?;
+            engine.finish_recv(fabric, &mut sink)
+        })?;
+        Ok(Status { source: envelope.source, tag: envelope.tag, len: envelope.len })
+    }
+
+    /// Starts sending `buf` (`MPI_Isend`). A long message that goes by single copy keeps
+    /// `buf` borrowed until the request completes; others are copied out at once.
+    pub fn isend<'a>(&self, buf: &'a [u8], dest: usize, tag: i32) -> Result<Request<'a>, P2pError> {
+        let world_dest = self.check_send(buf, dest, tag)?;
+        let runtime = &self.runtime;
+        let start = runtime.engine().start_send(
+            &runtime.fabric,
+            world_dest,
+            self.outbound(self.remote_context, tag),
+            buf,
+            false,
+        )?;
+        let status = Status { source: dest, tag, len: buf.len() };
+        let state = match start {
+            SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
+            SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
+        };
+        Ok(Request { runtime: self.runtime.clone(), state })
+    }
+
+    /// Starts receiving into `buf` (`MPI_Irecv`); matching follows posting order.
+    pub fn irecv<'a>(
+        &self,
+        buf: &'a mut [u8],
+        source: impl Into<Source>,
+        tag: i32,
+    ) -> Result<Request<'a>, P2pError> {
+        let pattern = self.pattern(self.context, source.into(), tag)?;
+        let id = self.runtime.engine().post_recv(pattern);
+        Ok(Request { runtime: self.runtime.clone(), state: State::Recv { id, buf } })
+    }
+
+    /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).
+    pub fn sendrecv(
+        &self,
+        send: &[u8],
+        dest: usize,
+        send_tag: i32,
+        recv: &mut [u8],
+        source: impl Into<Source>,
+        recv_tag: i32,
+    ) -> Result<Status, P2pError> {
+        let incoming = self.irecv(recv, source, recv_tag)?;
+        let outgoing = self.isend(send, dest, send_tag)?;
+        let status = incoming.wait()?;
+        outgoing.wait()?;
+        Ok(status)
+    }
+}
