@@ -177,6 +177,57 @@ fn a_third_party_component_serves_what_it_implements() {
     assert_eq!(t.provider(CollOp::Bcast), Some("tuned"));
 }
 
+/// A platform's own implementation of bcast and allreduce (as the runtime's shared-memory
+/// areas), above `tuned`.
+struct Areas;
+
+impl Component for Areas {
+    fn name(&self) -> &'static str {
+        "areas"
+    }
+    fn default_priority(&self) -> u8 {
+        60
+    }
+    fn query<'a>(&self, _: &CommInfo<'a>) -> Option<Module<'a>> {
+        Some(Module::Native(OpSet::of(&[CollOp::Bcast, CollOp::Allreduce])))
+    }
+}
+
+#[test]
+fn a_native_module_wins_its_operations_and_the_next_module_schedules_them() {
+    let components: [&dyn Component; 5] = [BUILTIN[0], BUILTIN[1], BUILTIN[2], BUILTIN[3], &Areas];
+    let names = ["basic", "tuned", "hier", "inter", "areas"];
+    let comm = CommInfo::intra(1, 8);
+    let t = CollTable::select(&comm, &components, &Control::none()).unwrap();
+    // One selection: the platform runs bcast itself, and the fallback is tuned's schedule.
+    assert_eq!(
+        (t.native(CollOp::Bcast), t.provider(CollOp::Bcast)),
+        (Some("areas"), Some("areas"))
+    );
+    assert_eq!(t.scheduler(CollOp::Bcast), Some("tuned"));
+    let args = CollArgs::new(64, Datatype::U8).with_root(commcore::coll::Root::Rank(0));
+    let flat = table(&comm, "").unwrap();
+    assert_eq!(
+        steps(t.schedule(CollOp::Bcast, &args).unwrap()),
+        steps(flat.schedule(CollOp::Bcast, &args).unwrap()),
+        "a declined call gets the schedule the table would give without the native module"
+    );
+    assert_eq!((t.native(CollOp::Alltoall), t.provider(CollOp::Alltoall)), (None, Some("tuned")));
+    // Forcing an algorithm schedules the operation; excluding the component drops it.
+    let forced = Control::parse("bcast:binomial@0-inf", &names).unwrap();
+    let t = CollTable::select(&comm, &components, &forced).unwrap();
+    assert_eq!((t.native(CollOp::Bcast), t.native(CollOp::Allreduce)), (None, Some("areas")));
+    let off = Control::parse("coll=^areas", &names).unwrap();
+    let t = CollTable::select(&comm, &components, &off).unwrap();
+    assert_eq!(t.native(CollOp::Allreduce), None);
+    // A native module alone cannot serve: nothing would schedule the calls it declines.
+    let only = Control::parse("coll=areas", &names).unwrap();
+    assert!(matches!(
+        CollTable::select(&comm, &components, &only),
+        Err(CollError::NoModule(CollOp::Barrier))
+    ));
+}
+
 #[test]
 fn every_kind_of_bad_string_names_its_token() {
     let cases = [

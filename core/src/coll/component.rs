@@ -158,6 +158,10 @@ pub enum Module<'a> {
     Hier(Ctx, NodeLayout<'a>),
     /// A module from outside commcore.
     External(&'a dyn ExternalModule),
+    /// Operations the platform runs itself for this communicator, with no schedule (e.g.
+    /// over shared memory): where it wins, the table also keeps the next module that
+    /// schedules the operation, for the calls the platform declines.
+    Native(OpSet),
 }
 
 impl core::fmt::Debug for Module<'_> {
@@ -168,6 +172,7 @@ impl core::fmt::Debug for Module<'_> {
             Self::Tuned(c) => write!(f, "Tuned({c:?})"),
             Self::Hier(c, _) => write!(f, "Hier({c:?})"),
             Self::External(_) => f.write_str("External"),
+            Self::Native(ops) => write!(f, "Native({ops:?})"),
         }
     }
 }
@@ -180,6 +185,7 @@ impl<'a> Module<'a> {
             Self::Inter(..) => OpSet::ALL.without(SCANS),
             Self::Hier(..) => HIER_OPS,
             Self::External(m) => m.ops(),
+            Self::Native(ops) => *ops,
         }
     }
 
@@ -198,6 +204,8 @@ impl<'a> Module<'a> {
                 }
             }
             Self::External(m) => m.schedule(op, args),
+            // The platform runs these itself; a table schedules them with the next module.
+            Self::Native(_) => Err(CollError::NoModule(op)),
         }
     }
 }
@@ -211,7 +219,7 @@ impl Module<'_> {
             Self::Tuned(ctx) => (Path::Flat, Some(tuned::plan(op, ctx.size))),
             Self::Hier(ctx, _) => (Path::Hier, Some(tuned::plan(op, ctx.size))),
             Self::Inter(..) => (Path::Inter, None),
-            Self::External(_) => (Path::External, None),
+            Self::External(_) | Self::Native(_) => (Path::External, None),
         };
         let mut route = Route { path, fallback: path, module: index, ..UNDEFINED };
         if let Some(plan) = plan {
@@ -411,6 +419,8 @@ const UNDEFINED: Route = Route {
 pub struct CollTable<'a> {
     modules: Vec<Selected<'a>, MAX_MODULES>,
     routes: [Route; CollOp::COUNT],
+    /// Per operation, the native module that wins it (see [`Module::Native`]), if any.
+    native: [Option<u8>; CollOp::COUNT],
     forces: Vec<Force, MAX_FORCES>,
     ctx: Ctx,
     layout: Option<NodeLayout<'a>>,
@@ -422,7 +432,9 @@ impl<'a> CollTable<'a> {
     /// Queries `components` for `comm` under `control` and selects, per operation, the
     /// highest-priority module implementing it (ties go to the earlier component). An
     /// operation defined on this kind of communicator that no module implements is
-    /// [`CollError::NoModule`].
+    /// [`CollError::NoModule`]. Where a native module wins, the schedule comes from the
+    /// next module that implements the operation, and [`CollTable::native`] names the
+    /// winner; an operation with forced algorithms is always scheduled.
     pub fn select(
         comm: &CommInfo<'a>,
         components: &[&dyn Component],
@@ -445,13 +457,21 @@ impl<'a> CollTable<'a> {
         }
         let inter = matches!(comm.kind, CommKind::Inter { .. });
         let mut routes = [UNDEFINED; CollOp::COUNT];
+        let mut native = [None; CollOp::COUNT];
+        let is_native = |m: &Selected<'_>| matches!(m.module, Module::Native(_));
         for op in CollOp::ALL {
             if inter && SCANS.contains(op) {
                 continue;
             }
+            let serves = |m: &Selected<'_>| m.module.ops().contains(op);
+            let winner = modules.iter().position(serves).ok_or(CollError::NoModule(op))?;
+            let forced = control.forces().iter().any(|f| f.op == op);
+            if is_native(&modules[winner]) && !forced {
+                native[op as usize] = Some(winner as u8);
+            }
             let i = modules
                 .iter()
-                .position(|m| m.module.ops().contains(op))
+                .position(|m| serves(m) && !is_native(m))
                 .ok_or(CollError::NoModule(op))?;
             routes[op as usize] = modules[i].module.route(op, i as u8)?;
         }
@@ -473,7 +493,7 @@ impl<'a> CollTable<'a> {
             CommKind::Inter { remote_size } => remote_size,
             CommKind::Intra => 0,
         };
-        Ok(Self { modules, routes, forces, ctx, layout: comm.layout, inter, remote })
+        Ok(Self { modules, routes, native, forces, ctx, layout: comm.layout, inter, remote })
     }
 
     /// The schedule for one call of `op`: one table lookup and one dispatch.
@@ -546,8 +566,22 @@ impl<'a> CollTable<'a> {
         Some(Schedule::intra(op, f.alg, self.ctx, args))
     }
 
-    /// The name of the component serving `op` (`None` where `op` is undefined).
+    /// The name of the component serving `op`: the native one where one wins, else the one
+    /// scheduling it (`None` where `op` is undefined).
     pub fn provider(&self, op: CollOp) -> Option<&'static str> {
+        self.native(op).or_else(|| self.scheduler(op))
+    }
+
+    /// The native module's component that wins `op`, if one does: the platform runs the
+    /// call itself, and [`CollTable::schedule`] serves the calls it declines.
+    #[inline]
+    pub fn native(&self, op: CollOp) -> Option<&'static str> {
+        self.native[op as usize].map(|i| self.modules[i as usize].name)
+    }
+
+    /// The name of the component whose schedules serve `op` (`None` where `op` is
+    /// undefined).
+    pub fn scheduler(&self, op: CollOp) -> Option<&'static str> {
         match self.routes[op as usize].fallback {
             Path::Undefined => None,
             _ => Some(self.modules[self.routes[op as usize].module as usize].name),
@@ -562,5 +596,10 @@ impl<'a> CollTable<'a> {
     /// Whether this is an inter-communicator's table.
     pub fn is_inter(&self) -> bool {
         self.inter
+    }
+
+    /// Ranks of the (local) group the table was selected for.
+    pub fn size(&self) -> u32 {
+        self.ctx.size
     }
 }

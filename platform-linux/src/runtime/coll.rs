@@ -17,7 +17,7 @@ use commcore::coll::{
     Group, Op, ReduceOp, Region, Root, Schedule, Step,
 };
 
-use super::coll_selection::{control_text, Selection, Shape};
+use super::coll_selection::{control_text, Shape};
 use super::comm::Comm;
 use super::engine::{Pattern, Peer, Sink};
 use super::error::{CollectiveError, P2pError};
@@ -35,48 +35,45 @@ pub(super) const NAMES: [&str; 5] =
     [BUILTIN_NAMES[0], BUILTIN_NAMES[1], BUILTIN_NAMES[2], BUILTIN_NAMES[3], shm_coll::NAME];
 
 /// A communicator's collectives: the table selected from core's built-in components and
-/// `shm`, and, when `shm` serves some operations, what runs the calls it does not take.
+/// `shm`. Where `shm` (a native module: the runtime runs the call over the communicator's
+/// area) wins an operation, the table also holds the schedule of the next component, for
+/// the calls `shm` declines; one selection serves both.
 pub(super) struct BuiltinTable {
-    /// As selected: says who serves each operation.
     table: CollTable<'static>,
-    /// Selected without `shm`: the schedules for calls `shm` does not take.
-    without_shm: Option<CollTable<'static>>,
-    /// This member's use of the communicator's area, when `shm` was selected.
+    /// This member's use of the communicator's area, when `shm` won some operation.
     shm: Option<ShmColl>,
-    /// Operations (bit `op as u32`) that go to `shm` first: it was selected for them and
-    /// the control string forces no algorithm on them.
-    shm_ops: u32,
     /// The node layout's words, for a communicator over several nodes. Declared after
-    /// the tables that borrow them, so it is dropped after them.
+    /// the table that borrows them, so it is dropped after it.
     _layout_words: Option<LayoutWords>,
 }
 
 impl BuiltinTable {
-    /// The tables of `selection`; `shm` is the member's area, kept only when `shm` serves
+    /// The table of `selection`; `shm` is the member's area, kept only when `shm` serves
     /// some operation (otherwise it goes back at once).
-    fn new(selection: Selection, shm: Option<ShmColl>, layout_words: Option<LayoutWords>) -> Self {
-        let Selection { table, without_shm, shm_ops } = selection;
-        let shm = shm.filter(|_| without_shm.is_some());
-        BuiltinTable { table, without_shm, shm, shm_ops, _layout_words: layout_words }
+    fn new(
+        table: CollTable<'static>,
+        shm: Option<ShmColl>,
+        layout_words: Option<LayoutWords>,
+    ) -> Self {
+        let serves = CollOp::ALL.iter().any(|&op| table.native(op).is_some());
+        let shm = shm.filter(|_| serves);
+        BuiltinTable { table, shm, _layout_words: layout_words }
     }
 
     /// The schedule of one call that `shm` does not run.
+    #[inline]
     pub(super) fn schedule<'c>(
         &'c self,
         op: CollOp,
         args: &CollArgs<'c>,
     ) -> Result<Schedule<'c>, CollError> {
-        match &self.without_shm {
-            Some(table) if self.table.provider(op) == Some(shm_coll::NAME) => {
-                table.schedule(op, args)
-            }
-            _ => self.table.schedule(op, args),
-        }
+        self.table.schedule(op, args)
     }
 
     /// The area, if `shm` serves `op` here.
+    #[inline]
     pub(super) fn shm_for(&self, op: CollOp) -> Option<&ShmColl> {
-        self.shm.as_ref().filter(|_| self.shm_ops & (1 << op as u32) != 0)
+        self.shm.as_ref().filter(|_| self.table.native(op).is_some())
     }
 }
 
@@ -93,21 +90,11 @@ fn table(
     CollTable::select(info, &components, control).map_err(CollectiveError::Coll)
 }
 
-/// The tables selected for `info` under the process's control string, `shm` taking part
+/// The table selected for `info` under the process's control string, `shm` taking part
 /// when `area` (the member was granted one).
-fn selection(info: &CommInfo<'static>, area: bool) -> Result<Selection, CollectiveError> {
+fn selection(info: &CommInfo<'static>, area: bool) -> Result<CollTable<'static>, CollectiveError> {
     let control = control(control_text())?;
-    let selected = table(info, &control, &ShmComponent { attached: area })?;
-    if CollOp::ALL.iter().all(|&op| selected.provider(op) != Some(shm_coll::NAME)) {
-        return Ok(Selection { table: selected, without_shm: None, shm_ops: 0 });
-    }
-    let shm_ops = CollOp::ALL
-        .iter()
-        .filter(|&&op| selected.provider(op) == Some(shm_coll::NAME))
-        .filter(|&&op| control.forces().iter().all(|force| force.op != op))
-        .fold(0, |bits, &op| bits | 1 << op as u32);
-    let without_shm = table(info, &control, &ShmComponent { attached: false })?;
-    Ok(Selection { table: selected, without_shm: Some(without_shm), shm_ops })
+    table(info, &control, &ShmComponent { attached: area })
 }
 
 /// The collective table of a communicator whose members are on `nodes` (by rank, from their
@@ -124,12 +111,12 @@ pub(super) fn select(
     let info = CommInfo::intra(rank as u32, size);
     if nodes.iter().all(|&n| n == nodes[0]) {
         let shape = Shape { rank: rank as u32, size, area: shm.is_some() };
-        let selection = runtime.selections.get_or_select(shape, || selection(&info, shape.area))?;
-        return Ok(BuiltinTable::new(selection, shm, None));
+        let table = runtime.selections.get_or_select(shape, || selection(&info, shape.area))?;
+        return Ok(BuiltinTable::new(table, shm, None));
     }
     let (layout, words) = LayoutWords::build(nodes).map_err(|_| CollectiveError::TooLarge)?;
-    let selection = selection(&info.with_layout(layout), false)?;
-    Ok(BuiltinTable::new(selection, None, Some(words)))
+    let table = selection(&info.with_layout(layout), false)?;
+    Ok(BuiltinTable::new(table, None, Some(words)))
 }
 
 /// The collective table of an inter-communicator: rank `rank` of a local group of `size`,

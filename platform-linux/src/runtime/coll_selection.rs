@@ -3,7 +3,7 @@
 //! at start-up), and the tables selected for communicators on one node, which depend on
 //! nothing but the member's rank, the size and whether it was granted an area. A split
 //! benchmark makes thousands of communicators of a few shapes, and each selection took
-//! about 0.45 µs, two per communicator that `shm` serves.
+//! about 0.45 µs.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
@@ -17,18 +17,6 @@ pub(super) fn control_text() -> &'static str {
     &super::settings::current().coll
 }
 
-/// What selection made of one communicator shape.
-#[derive(Clone)]
-pub(super) struct Selection {
-    /// As selected: says who serves each operation.
-    pub table: CollTable<'static>,
-    /// Selected without `shm`, when `shm` serves some operation: the schedules for the
-    /// calls it does not take.
-    pub without_shm: Option<CollTable<'static>>,
-    /// Operations (bit `op as u32`) that go to `shm` first.
-    pub shm_ops: u32,
-}
-
 /// A communicator shape on one node, as selection sees it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) struct Shape {
@@ -40,7 +28,7 @@ pub(super) struct Shape {
 /// The selections of the shapes this process met last.
 #[derive(Default)]
 pub(super) struct SelectionCache {
-    recent: Mutex<VecDeque<(Shape, Selection)>>,
+    recent: Mutex<VecDeque<(Shape, CollTable<'static>)>>,
 }
 
 impl SelectionCache {
@@ -51,9 +39,9 @@ impl SelectionCache {
     pub(super) fn get_or_select(
         &self,
         shape: Shape,
-        select: impl FnOnce() -> Result<Selection, CollectiveError>,
-    ) -> Result<Selection, CollectiveError> {
-        let lookup = |recent: &VecDeque<(Shape, Selection)>| {
+        select: impl FnOnce() -> Result<CollTable<'static>, CollectiveError>,
+    ) -> Result<CollTable<'static>, CollectiveError> {
+        let lookup = |recent: &VecDeque<(Shape, CollTable<'static>)>| {
             recent.iter().find(|(s, _)| *s == shape).map(|(_, selection)| selection.clone())
         };
         if let Some(selection) = lookup(&self.lock()) {
@@ -72,7 +60,7 @@ impl SelectionCache {
         Ok(selection)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(Shape, Selection)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(Shape, CollTable<'static>)>> {
         self.recent.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -84,14 +72,12 @@ mod tests {
 
     use super::*;
 
-    /// A selection for `size` ranks, marked with its size in `shm_ops` so that a test can
-    /// tell which one came back.
-    fn selection(size: u32) -> Result<Selection, CollectiveError> {
+    /// A selection for `size` ranks (its size tells a test which one came back).
+    fn selection(size: u32) -> Result<CollTable<'static>, CollectiveError> {
         let components: [&dyn Component; 4] = [BUILTIN[0], BUILTIN[1], BUILTIN[2], BUILTIN[3]];
         let control = Control::parse("", &[]).map_err(|_| CollectiveError::BadControl)?;
-        let table = CollTable::select(&CommInfo::intra(0, size), &components, &control)
-            .map_err(CollectiveError::Coll)?;
-        Ok(Selection { table, without_shm: None, shm_ops: size })
+        CollTable::select(&CommInfo::intra(0, size), &components, &control)
+            .map_err(CollectiveError::Coll)
     }
 
     #[test]
@@ -105,7 +91,7 @@ mod tests {
                     selections.set(selections.get() + 1);
                     selection(size)
                 })
-                .map(|s| s.shm_ops)
+                .map(|t| t.size())
         };
         assert_eq!(get(4).ok(), Some(4));
         assert_eq!(get(4).ok(), Some(4));
@@ -127,7 +113,7 @@ mod tests {
         let shape = Shape { rank: 0, size: 2, area: true };
         let failed = cache.get_or_select(shape, || Err(CollectiveError::BadControl));
         assert!(matches!(failed, Err(CollectiveError::BadControl)));
-        let table = cache.get_or_select(shape, || selection(2)).map(|s| s.table);
+        let table = cache.get_or_select(shape, || selection(2));
         assert!(table.is_ok_and(|t| t.provider(CollOp::Barrier).is_some()));
     }
 }

@@ -19,10 +19,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Relaxed, Release};
 use std::sync::{Arc, Mutex};
 
-use commcore::coll::component::{ExternalModule, OpSet};
-use commcore::coll::{
-    CollArgs, CollError, CollOp, CommInfo, CommKind, Component, Module, Schedule,
-};
+use commcore::coll::component::OpSet;
+use commcore::coll::{CollOp, CommInfo, CommKind, Component, Module};
 
 use super::Runtime;
 use crate::shm::coll_area::members_max;
@@ -138,24 +136,6 @@ pub(super) struct ShmComponent {
     pub(super) attached: bool,
 }
 
-/// What the table holds for `shm`: the runtime runs these operations itself, so the table
-/// only records that `shm` serves them.
-struct AreaModule;
-
-impl ExternalModule for AreaModule {
-    fn ops(&self) -> OpSet {
-        OPS
-    }
-
-    fn schedule<'c>(&'c self, op: CollOp, _: &CollArgs<'c>) -> Result<Schedule<'c>, CollError> {
-        // The runtime never asks: it runs `shm`'s operations over the area, and the rest on
-        // a table selected without `shm`.
-        Err(CollError::NoModule(op))
-    }
-}
-
-static AREA_MODULE: AreaModule = AreaModule;
-
 impl Component for ShmComponent {
     fn name(&self) -> &'static str {
         NAME
@@ -168,7 +148,6 @@ impl Component for ShmComponent {
     fn query<'a>(&self, comm: &CommInfo<'a>) -> Option<Module<'a>> {
         // The runtime gives a layout only to communicators that span several node labels.
         let one_node = comm.layout.is_none();
-        (self.attached && comm.kind == CommKind::Intra && one_node)
-            .then_some(Module::External(&AREA_MODULE))
+        (self.attached && comm.kind == CommKind::Intra && one_node).then_some(Module::Native(OPS))
     }
 }
