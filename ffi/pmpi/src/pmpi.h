@@ -29,12 +29,16 @@ typedef struct cc_comm {
     char *scratch;          /* kept between blocking calls, so they do not allocate */
     size_t scratch_len;
     int scratch_busy;
+    int refs;               /* the communicator's attribute, and each nonblocking job */
 } cc_comm;
 
 /* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
  * when commcore does not serve it (then the caller falls back). May communicate only when
  * `may_create`. */
 cc_comm *cc_comm_get(MPI_Comm comm, int may_create);
+/* A nonblocking job keeps the state alive past MPI_Comm_free until it ends. */
+void cc_comm_ref(cc_comm *cs);
+void cc_comm_unref(cc_comm *cs);
 /* Builds the state of a communicator just made (collective over its members). */
 void cc_comm_attach(MPI_Comm comm);
 int cc_state_init(void);
@@ -61,6 +65,25 @@ size_t cc_type_bytes(MPI_Datatype type);
 int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
 void cc_ops_finalize(void);
 
+/* Unpacking a received, packed buffer into the user's (layout.c). */
+typedef struct cc_unpack {
+    void *dst, *packed;
+    MPI_Datatype type;
+    int type_owned;               /* a duplicate this library frees */
+    MPI_Aint extent;
+    int n;                        /* blocks: counts and displs in elements of `type`, */
+    MPI_Aint *counts, *displs;    /* offsets (n + 1) in bytes of `packed` */
+    MPI_Aint *offsets;
+} cc_unpack;
+
+/* At a job's end: unpacks its result (0, or -1 on an error); frees the description. */
+struct cc_job;
+int cc_unpack_run(struct cc_job *job);
+void cc_unpack_free(struct cc_job *job);
+
+/* Buffers a job allocates (in-place copies, packed views, block arrays). */
+#define CC_OWNED 8
+
 /* Transfers per round held in the job itself (more take the heap). */
 #define CC_FEW_REQUESTS 16
 
@@ -72,7 +95,8 @@ typedef struct cc_job {
     const char *send;
     char *recv, *scratch;
     size_t send_len, recv_len, scratch_len;
-    void *owned[4];             /* buffers this job allocated (in-place copies, scratch) */
+    void *owned[CC_OWNED];      /* buffers this job allocated */
+    cc_unpack *unpack;          /* a packed result to unpack at the end, or NULL */
     cc_reduction red;
     MPI_Request *reqs;          /* `few` until a round needs more */
     MPI_Request few[CC_FEW_REQUESTS];
@@ -81,22 +105,34 @@ typedef struct cc_job {
     int tag;
     cc_step pending;            /* a local step waiting for the round's transfers */
     int has_pending, ended, failed;
+    int err;                    /* the MPI error class of a failed job */
     /* Nonblocking: */
     MPI_Request greq;
+    int detached;               /* the user freed greq while the job ran */
     struct cc_job *next;
-    /* After the schedule: copy a result out (scatter in place drops its block). */
-    size_t *arrays;             /* counts/displacements in elements, owned */
+    MPI_Comm user;              /* the caller's communicator, for its error handler */
 } cc_job;
 
-/* Prepares a job from `call` on `cs`; 0, or -1 when commcore cannot serve it (nothing was
- * sent; the caller falls back). */
+/* What preparing a call answers besides 0: the host serves it (a decision every rank takes
+ * alike), or an error here (reported through the communicator's error handler). */
+#define CC_PREP_HOST (-1)
+#define CC_PREP_FAIL (-2)
+
+/* Prepares a job from `call` on `cs`; 0, CC_PREP_HOST when commcore has no schedule for it
+ * (nothing was sent), or CC_PREP_FAIL. */
 int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const void *send,
                  size_t send_len, void *recv, size_t recv_len);
-/* Runs a job on: blocking until done, or as far as possible; 1 done, 0 pending, <0 error. */
+/* Runs a job on: blocking until done, or as far as possible; 1 done, 0 pending, <0 error
+ * (job->err says which). */
 int cc_job_advance(cc_job *job, int blocking);
+/* Completes or cancels the job's transfers and lets go of its communicator: what is left
+ * are its buffers, which cc_job_release frees (it also quiesces a job not quiesced yet). */
+void cc_job_quiesce(cc_job *job);
 void cc_job_release(cc_job *job);
-/* Keeps `ptr` (malloc'd) until the job is released. */
-void cc_job_own(cc_job *job, void *ptr);
+/* Reports `code` through the error handler of `comm` and returns it. */
+int cc_error(MPI_Comm comm, int code);
+/* Keeps `ptr` (malloc'd) until the job is released; -1 (ptr not kept) when full. */
+int cc_job_own(cc_job *job, void *ptr);
 
 /* Nonblocking jobs: progressed inside the Wait/Test family. */
 int cc_progress_all(void);

@@ -15,7 +15,8 @@ static int query(void *extra, MPI_Status *status) {
     MPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    return job->failed ? MPI_ERR_INTERN : MPI_SUCCESS;
+    status->MPI_ERROR = job->failed ? job->err : MPI_SUCCESS;
+    return status->MPI_ERROR;
 }
 
 static int release(void *extra) {
@@ -27,6 +28,19 @@ static int release(void *extra) {
 static int cancel(void *extra, int complete) {
     (void)extra, (void)complete; /* a collective cannot be cancelled; it runs to its end */
     return MPI_SUCCESS;
+}
+
+/* Freeing the request of a collective in flight is erroneous in MPI; it is kept harmless:
+ * the job runs to its end (inside other calls, or at MPI_Finalize) and then goes. */
+int MPI_Request_free(MPI_Request *request) {
+    for (cc_job *job = active; job && request && *request != MPI_REQUEST_NULL; job = job->next) {
+        if (job->greq == *request) {
+            job->detached = 1;
+            *request = MPI_REQUEST_NULL;
+            return MPI_SUCCESS;
+        }
+    }
+    return PMPI_Request_free(request);
 }
 
 int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
@@ -55,7 +69,12 @@ int cc_progress_all(void) {
         *p = job->next; /* done or failed: the user's wait reports it */
         job->next = NULL;
         progressed = 1;
-        PMPI_Grequest_complete(job->greq);
+        cc_job_quiesce(job);
+        MPI_Request greq = job->greq;
+        int detached = job->detached;
+        PMPI_Grequest_complete(greq); /* may free the job (through release) */
+        if (detached)
+            PMPI_Request_free(&greq);
     }
     return progressed;
 }

@@ -13,18 +13,27 @@ static char unserved;
 static uint32_t *world_nodes;
 static int world_size;
 
-static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
-    (void)comm, (void)key, (void)extra;
-    if (value == &unserved)
-        return MPI_SUCCESS;
-    cc_comm *cs = cc_cid_lookup((int64_t)(intptr_t)value - 1);
-    if (!cs)
-        return MPI_SUCCESS;
+void cc_comm_ref(cc_comm *cs) {
+    cs->refs++;
+}
+
+void cc_comm_unref(cc_comm *cs) {
+    if (--cs->refs > 0)
+        return;
     cc_cid_release(cs->cid);
     cc_coll_free(cs->coll);
     PMPI_Comm_free(&cs->shadow);
     free(cs->scratch);
     free(cs);
+}
+
+static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
+    (void)comm, (void)key, (void)extra;
+    if (value == &unserved)
+        return MPI_SUCCESS;
+    cc_comm *cs = cc_cid_lookup((int64_t)(intptr_t)value - 1);
+    if (cs)
+        cc_comm_unref(cs); /* nonblocking calls still running keep it to their end */
     return MPI_SUCCESS;
 }
 
@@ -63,6 +72,7 @@ static cc_comm *create(MPI_Comm comm) {
         return NULL;
     cs->shadow = MPI_COMM_NULL;
     cs->cid = -1;
+    cs->refs = 1;
     PMPI_Comm_test_inter(comm, &cs->inter);
     PMPI_Comm_rank(comm, &cs->rank);
     PMPI_Comm_size(comm, &cs->size);
@@ -77,6 +87,9 @@ static cc_comm *create(MPI_Comm comm) {
     } else if (PMPI_Comm_dup(comm, &cs->shadow) != MPI_SUCCESS) {
         goto fail;
     }
+    /* Errors on our traffic come back as codes; the wrappers report them through the
+     * user's communicator, whose handler the user may change at any time. */
+    PMPI_Comm_set_errhandler(cs->shadow, MPI_ERRORS_RETURN);
     MPI_Group group, remote_group;
     uint32_t *remote_nodes = NULL;
     int level = MPI_THREAD_SINGLE;

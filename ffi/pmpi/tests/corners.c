@@ -1,9 +1,10 @@
 /* The standard's corner cases, each checked: MPI_COMM_SELF, size-1 communicators,
  * inter-communicators with a side of size 1, zero counts with NULL buffers, user ops
  * (commutative and not), communicators made by constructors the library does not wrap,
- * nonblocking collectives interleaved with point-to-point, derived datatypes and the two
- * predefined pairs the library hands to the host. Prints the number of calls it expects the
- * host to serve (summed over ranks), which the test script compares with the report. */
+ * nonblocking collectives interleaved with point-to-point, derived datatypes (moved packed
+ * by commcore; reduced by the host) and the two predefined pairs the library hands to the
+ * host. Prints the number of calls it expects the host to serve (summed over ranks), which
+ * the test script compares with the report. */
 #include <stdlib.h>
 
 #include "coll_moves.h"
@@ -200,7 +201,8 @@ static void nonblocking_with_p2p(int rank, int size) {
 }
 
 static void derived_and_host_pairs(int rank, int size) {
-    /* A strided vector: the library hands it to the host. */
+    /* A strided vector: commcore moves it packed (ranks may describe the data differently,
+     * so every rank must take the same path whatever its type). */
     MPI_Datatype vec;
     MPI_Type_vector(3, 1, 2, MPI_INT, &vec);
     MPI_Type_commit(&vec);
@@ -210,13 +212,11 @@ static void derived_and_host_pairs(int rank, int size) {
             buf[i] = 10 + i;
     snprintf(where, sizeof where, "derived vector bcast");
     MPI_Bcast(buf, 1, vec, 0, MPI_COMM_WORLD);
-    host_expected++;
     if (buf[0] != 10 || buf[2] != 12 || buf[4] != 14 || (rank && buf[1]))
         FAIL("got %d %d %d %d %d", buf[0], buf[1], buf[2], buf[3], buf[4]);
     int *all = malloc(sizeof(int) * 5 * (size_t)size);
     snprintf(where, sizeof where, "derived vector allgather");
     MPI_Allgather(buf, 1, vec, all, 3, MPI_INT, MPI_COMM_WORLD);
-    host_expected++;
     for (int r = 0; r < size; r++)
         if (all[3 * r] != 10 || all[3 * r + 1] != 12 || all[3 * r + 2] != 14)
             FAIL("block %d wrong", r);

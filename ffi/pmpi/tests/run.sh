@@ -6,6 +6,9 @@
 #   served by commcore (all_ranks_host=0 on every line, all 32 operations present).
 # - corners: the standard's corner cases; the host must serve exactly the calls it expects
 #   (derived datatypes, two predefined pairs commcore has no type for).
+# - mixed: ranks that describe one call differently (datatypes of one signature, own counts,
+#   inter-communicator groups with different block sizes); no call may go to the host (a
+#   rank that fell back alone would hang the others).
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -20,7 +23,7 @@ limit=${PMPI_TEST_TIMEOUT:-240}
 
 for mpi in openmpi mpich; do
     extra=(); [ "$mpi" = mpich ] && extra=(-Wno-stringop-overflow)
-    for prog in coll_matrix corners; do
+    for prog in coll_matrix corners mixed; do
         "mpicc.$mpi" -std=gnu11 -O1 -g -Wall -Wextra -Werror "${extra[@]}" \
             -o "$bin/$prog.$mpi" "$here/$prog.c"
     done
@@ -77,11 +80,21 @@ corners() {
     ! echo "$out" | grep -q '^commcore_pmpi: ' || fail "COMMCORE_PMPI=off still reported calls"
 }
 
+mixed() {
+    local mpi=$1 np=$2 out host
+    out=$(launch "$mpi" "$np" 1 "$bin/mixed.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "mixed failed under $mpi at $np processes"; }
+    echo "$out" | grep '^mixed:'
+    host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+}
+
 # Open MPI: 1-8 processes.
 for np_stride in 1:1 2:2 3:4 4:6 5:8 6:12 7:12 8:12; do
     matrix openmpi "${np_stride%:*}" "${np_stride#*:}"
 done
 for np in 1 2 5 8; do corners openmpi "$np"; done
+for np in 2 3 4 7; do mixed openmpi "$np"; done
 # The hierarchical algorithms over the host's point-to-point: the ranks labelled as nodes of
 # consecutive ranks (COMMCORE_PMPI_NODES); the report must show `hier` serving calls.
 for mpi_np_nodes in openmpi:4:2 openmpi:6:3 mpich:4:2; do
@@ -96,4 +109,5 @@ for np_stride in 1:2 2:4 3:24 4:24 8:400; do
     matrix mpich "${np_stride%:*}" "${np_stride#*:}"
 done
 for np in 1 2 4; do corners mpich "$np"; done
+for np in 2 3; do mixed mpich "$np"; done
 echo "pmpi tests: passed"
