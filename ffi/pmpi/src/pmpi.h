@@ -108,7 +108,7 @@ typedef struct cc_job {
     int err;                    /* the MPI error class of a failed job */
     /* Nonblocking: */
     MPI_Request greq;
-    int detached;               /* the user freed greq while the job ran */
+    int done;                   /* greq is complete; the host frees it */
     struct cc_job *next;
     MPI_Comm user;              /* the caller's communicator, for its error handler */
 } cc_job;
