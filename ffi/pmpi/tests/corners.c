@@ -293,6 +293,33 @@ static void wait_family(int rank, int size) {
 #undef CHECK
 }
 
+/* A communicator from MPI_Comm_idup (not wrapped: its state comes with its first blocking
+ * call, so a nonblocking call before that goes to the host) and one from MPI_Cart_create
+ * (wrapped: served from its first call on, nonblocking or not). */
+static void first_call_nonblocking(int rank, int size) {
+    MPI_Comm idup, cart;
+    MPI_Request rq;
+    int x = rank, sum = -1, dims[1] = {size}, periods[1] = {0};
+    MPI_Comm_idup(MPI_COMM_WORLD, &idup, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+    MPI_Comm comms[2] = {idup, cart};
+    for (int c = 0; c < 2; c++) {
+        snprintf(where, sizeof where, "first calls on %s", c ? "cart_create" : "comm_idup");
+        MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comms[c], &rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        host_expected += c == 0;
+        if (sum != size * (size - 1) / 2)
+            FAIL("iallreduce got %d", sum);
+        sum = -1;
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comms[c]);
+        if (sum != size * (size - 1) / 2)
+            FAIL("allreduce got %d", sum);
+    }
+    MPI_Comm_free(&idup);
+    MPI_Comm_free(&cart);
+}
+
 static void derived_and_host_pairs(int rank, int size) {
     /* A strided vector: commcore moves it packed (ranks may describe the data differently,
      * so every rank must take the same path whatever its type). */
@@ -342,7 +369,7 @@ int main(int argc, char **argv) {
     MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &alone);
     tcomm ta = describe(alone, "size-1 split", 0);
     all_ops(&ta);
-    /* Constructors the library does not wrap: state built at the first blocking call. */
+    /* Constructors of communicators with hints or a topology. */
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     tcomm tn = describe(node, "split_type", 0);
     all_ops(&tn);
@@ -369,6 +396,7 @@ int main(int argc, char **argv) {
     ordered_op(MPI_COMM_WORLD, "world");
     nonblocking_with_p2p(rank, size);
     wait_family(rank, size);
+    first_call_nonblocking(rank, size);
     derived_and_host_pairs(rank, size);
 
     MPI_Comm_free(&alone);
