@@ -125,6 +125,10 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
 /* Runs a job on: blocking until done, or as far as possible; 1 done, 0 pending, <0 error
  * (job->err says which). */
 int cc_job_advance(cc_job *job, int blocking);
+/* Whether every transfer of the job's round has completed (its requests are null). */
+int cc_job_round_done(const cc_job *job);
+/* Marks the job failed with MPI error `code`. */
+void cc_job_fail(cc_job *job, int code);
 /* Completes or cancels the job's transfers and lets go of its communicator: what is left
  * are its buffers, which cc_job_release frees (it also quiesces a job not quiesced yet). */
 void cc_job_quiesce(cc_job *job);

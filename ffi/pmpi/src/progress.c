@@ -4,6 +4,7 @@
  * that progress them, so a call that waits for a peer never starves a collective the peer
  * waits for. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "serve.h"
 
@@ -79,11 +80,53 @@ int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
     return MPI_SUCCESS;
 }
 
+/* Tests the transfers of every job in flight at once: each test of the host runs its
+ * progress engine, so a test per job ran it once per job (20 calls in flight, 20 times per
+ * MPI_Test of the user). Returns 0 when it could not (then each job tests its own). */
+static int test_together(void) {
+    enum { FEW = 64 };
+    MPI_Request few[FEW], *all = few;
+    MPI_Status few_st[FEW], *st = few_st;
+    int few_idx[FEW], *idx = few_idx, n = 0, at = 0, out = 0;
+    for (cc_job *job = jobs; job; job = job->next)
+        n += job->done ? 0 : job->nreq;
+    if (n < 2)
+        return 0;
+    if (n > FEW) {
+        all = malloc((size_t)n * sizeof *all);
+        st = malloc((size_t)n * sizeof *st);
+        idx = malloc((size_t)n * sizeof *idx);
+    }
+    int ok = all && st && idx;
+    for (cc_job *job = jobs; ok && job; job = job->next)
+        if (!job->done && job->nreq) {
+            memcpy(all + at, job->reqs, (size_t)job->nreq * sizeof *all);
+            at += job->nreq;
+        }
+    int rc = ok ? PMPI_Testsome(n, all, &out, idx, st) : MPI_ERR_INTERN;
+    at = 0;
+    for (cc_job *job = jobs; ok && job; job = job->next) {
+        if (job->done || !job->nreq)
+            continue;
+        memcpy(job->reqs, all + at, (size_t)job->nreq * sizeof *all);
+        for (int k = 0; rc == MPI_ERR_IN_STATUS && k < out; k++)
+            if (idx[k] >= at && idx[k] < at + job->nreq && st[k].MPI_ERROR != MPI_SUCCESS)
+                cc_job_fail(job, st[k].MPI_ERROR);
+        at += job->nreq;
+    }
+    if (all != few)
+        free(all), free(st), free(idx);
+    return ok && (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS);
+}
+
 int cc_progress_all(void) {
-    int progressed = 0;
+    int progressed = 0, together = test_together();
     for (cc_job *job = jobs, *next; job && inflight; job = next) {
         next = job->next; /* completing may free the job (through release) */
-        if (job->done || cc_job_advance(job, 0) == 0)
+        /* Tested together: only jobs whose round is complete go on (a test of their own
+         * would run the progress engine again). */
+        if (job->done || (together && !job->failed && !cc_job_round_done(job)) ||
+            cc_job_advance(job, 0) == 0)
             continue;
         /* Done or failed: the user's wait reports it. */
         job->done = 1;
