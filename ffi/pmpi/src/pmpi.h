@@ -122,8 +122,12 @@ typedef struct cc_job {
  * (nothing was sent), or CC_PREP_FAIL. */
 int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const void *send,
                  size_t send_len, void *recv, size_t recv_len);
-/* Runs a job on: blocking until done, or as far as possible; 1 done, 0 pending, <0 error
- * (job->err says which). */
+/* Runs a job on: blocking (1) until done, or (0) as far as possible, or (CC_ADVANCE_START)
+ * up to its first transfers, posted but not tested; 1 done, 0 pending, <0 error (job->err
+ * says which). A nonblocking call starts without testing, as the hosts' own do: a test
+ * runs the host's progress engine, and Open MPI 4.1's engine run between two
+ * MPI_Comm_idup of one parent leaves one of them never completing. */
+#define CC_ADVANCE_START 2
 int cc_job_advance(cc_job *job, int blocking);
 /* Whether every transfer of the job's round has completed (its requests are null). */
 int cc_job_round_done(const cc_job *job);

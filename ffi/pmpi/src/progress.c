@@ -76,7 +76,12 @@ int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
         tail = &(*tail)->next;
     *tail = job;
     inflight++;
-    cc_progress_all();
+    if (cc_job_advance(job, CC_ADVANCE_START) != 0) { /* done or failed without transfers */
+        job->done = 1;
+        inflight--;
+        cc_job_quiesce(job);
+        PMPI_Grequest_complete(job->greq);
+    }
     return MPI_SUCCESS;
 }
 
