@@ -170,19 +170,25 @@ static int complete_round(cc_job *job, int blocking) {
     if (job->nreq == 0)
         return 1;
     int rc, flag = 0;
+    /* Statuses name the error of a failed transfer (a truncation, say) where MPI_ERR_IN_STATUS
+     * alone would not; rounds of more transfers go without. */
+    MPI_Status few[CC_FEW_REQUESTS], *st = job->nreq <= CC_FEW_REQUESTS ? few : MPI_STATUSES_IGNORE;
     if (blocking && !cc_jobs_in_flight()) {
-        rc = PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE);
+        rc = PMPI_Waitall(job->nreq, job->reqs, st);
     } else if (blocking) { /* nonblocking calls in flight progress while this one waits */
         do
-            rc = PMPI_Testall(job->nreq, job->reqs, &flag, MPI_STATUSES_IGNORE);
+            rc = PMPI_Testall(job->nreq, job->reqs, &flag, st);
         while (rc == MPI_SUCCESS && !flag && (cc_progress_all(), 1));
     } else if (cc_job_round_done(job)) { /* the progress engine tested them all at once */
         rc = MPI_SUCCESS;
     } else {
-        rc = PMPI_Testall(job->nreq, job->reqs, &flag, MPI_STATUSES_IGNORE);
+        rc = PMPI_Testall(job->nreq, job->reqs, &flag, st);
         if (rc == MPI_SUCCESS && !flag)
             return 0;
     }
+    for (int i = 0; rc == MPI_ERR_IN_STATUS && st != MPI_STATUSES_IGNORE && i < job->nreq; i++)
+        if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
+            rc = st[i].MPI_ERROR;
     if (rc != MPI_SUCCESS)
         return failed(job, rc); /* requests that failed are freed; the others stay listed */
     job->nreq = 0;
@@ -207,7 +213,7 @@ int cc_job_advance(cc_job *job, int blocking) {
         if (job->ended) {
             if (job->unpack && cc_unpack_run(job) < 0)
                 break;
-            return 1;
+            return job->mismatch ? failed(job, MPI_ERR_TRUNCATE) : 1;
         }
         /* Start the next round: transfers up to the next local step or the end. */
         for (;;) {

@@ -106,6 +106,7 @@ typedef struct cc_job {
     cc_step pending;            /* a local step waiting for the round's transfers */
     int has_pending, ended, failed;
     int err;                    /* the MPI error class of a failed job */
+    int mismatch;               /* this rank's own block had another size: truncated */
     /* Nonblocking: */
     MPI_Request greq;
     int done;                   /* greq is complete; the host frees it */

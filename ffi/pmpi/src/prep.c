@@ -70,6 +70,25 @@ static void *at(const cc_layout *l, const void *buf, MPI_Aint i) {
  * take). */
 #define VIEW_OK(view, count, l) ((view) != NULL || (size_t)(count) * (l)->unit == 0)
 
+/* `n` blocks of `block` bytes made from `n` blocks of `have` bytes at `data` (what fits;
+ * zeros after), for a rank whose own block differs in size from the call's: an erroneous
+ * call that ends with MPI_ERR_TRUNCATE on this rank, as a host reports it, while every
+ * rank still runs the same schedule (a rank that went to the host alone would hang them).
+ * NULL on failure. */
+static void *reblocked(cc_job *job, const void *data, int n, size_t have, size_t block) {
+    char *p = scratch_of(job, (size_t)n * block);
+    if (!p || (!data && have && n))
+        return NULL;
+    size_t fit = have < block ? have : block;
+    for (int i = 0; i < n; i++) {
+        if (fit)
+            memcpy(p + (size_t)i * block, (const char *)data + (size_t)i * have, fit);
+        memset(p + (size_t)i * block + fit, 0, block - fit);
+    }
+    job->mismatch = 1;
+    return p;
+}
+
 /* Counts then displacements of `n` blocks of `block` bytes one after another. */
 static size_t *regular_blocks(cc_job *job, int n, size_t block) {
     size_t *b = malloc(2 * (size_t)(n ? n : 1) * sizeof *b);
@@ -146,9 +165,11 @@ int cc_prep_allgather(cc_job *job, cc_comm *cs, int slot, const void *send, int 
         s = cc_send_view(job, &rl, at(&rl, recv, (MPI_Aint)cs->rank * rcount), rcount, 1);
     } else {
         own = (size_t)scount * sl.unit;
-        if (own != block && !cs->inter)
-            return CC_PREP_HOST; /* signatures differ: the host reports the error */
-        if (own != block) {
+        s = cc_send_view(job, &sl, send, scount, 0);
+        if (own != block && !cs->inter) {
+            s = reblocked(job, s, 1, own, block);
+            own = block;
+        } else if (own != block) {
             /* The groups of an inter-communicator send blocks of different sizes (one may
              * send none): an allgatherv whose blocks are all alike. */
             size_t *b = regular_blocks(job, n, block);
@@ -157,7 +178,6 @@ int cc_prep_allgather(cc_job *job, cc_comm *cs, int slot, const void *send, int 
             call = (cc_call){.op = CC_ALLGATHERV, .count = own, .dtype = CC_U8,
                              .recv_counts = b, .recv_displs = b + n, .nblocks = (uint32_t)n};
         }
-        s = cc_send_view(job, &sl, send, scount, 0);
     }
     void *r = cc_recv_view(job, &rl, recv, n * rcount);
     if ((!s && own) || !VIEW_OK(r, n * rcount, &rl))
@@ -207,9 +227,11 @@ int cc_prep_alltoall(cc_job *job, cc_comm *cs, int slot, const void *send, int s
         s = cc_send_view(job, &rl, recv, n * rcount, 1);
     } else {
         size_t sblock = (size_t)scount * sl.unit;
-        if (sblock != block && !cs->inter)
-            return CC_PREP_HOST; /* signatures differ: the host reports the error */
-        if (sblock != block) { /* inter: each group's own block size, as an alltoallv */
+        s = cc_send_view(job, &sl, send, n * scount, 0);
+        if (sblock != block && !cs->inter) {
+            s = reblocked(job, s, n, sblock, block);
+            sblock = block;
+        } else if (sblock != block) { /* inter: each group's own block size, as an alltoallv */
             size_t *sb = regular_blocks(job, n, sblock), *rb = regular_blocks(job, n, block);
             if (!sb || !rb)
                 return CC_PREP_FAIL;
@@ -218,7 +240,6 @@ int cc_prep_alltoall(cc_job *job, cc_comm *cs, int slot, const void *send, int s
                              .recv_displs = rb + n, .nblocks = (uint32_t)n};
         }
         sall = (size_t)n * sblock;
-        s = cc_send_view(job, &sl, send, n * scount, 0);
     }
     void *r = cc_recv_view(job, &rl, recv, n * rcount);
     if ((!s && sall) || (!r && all))
@@ -284,12 +305,13 @@ int cc_prep_gather_scatter(cc_job *job, cc_comm *cs, int slot, int scatter, cons
         if (many_count < 0 || cc_layout_of(scatter ? stype : rtype, &many) < 0)
             return CC_PREP_HOST;
         block = (size_t)many_count * many.unit;
-        if (one_here && !in_place && (size_t)one_count * one.unit != block)
-            return CC_PREP_HOST; /* signatures differ: the host reports the error */
+        size_t mine = one_here && !in_place ? (size_t)one_count * one.unit : block;
         if (scatter) {
             s = cc_send_view(job, &many, send, n * scount, 0), slen = (size_t)n * block;
             if (in_place)
                 r = scratch_of(job, block), rlen = block; /* the root keeps its block */
+            else if (one_here && mine != block)
+                r = reblocked(job, NULL, 1, 0, block), rlen = block;
             else if (one_here)
                 r = cc_recv_view(job, &one, recv, rcount), rlen = block;
         } else {
@@ -299,6 +321,8 @@ int cc_prep_gather_scatter(cc_job *job, cc_comm *cs, int slot, int scatter, cons
                                  rcount, 1), slen = block;
             else if (one_here)
                 s = cc_send_view(job, &one, send, scount, 0), slen = block;
+            if (one_here && mine != block)
+                s = reblocked(job, s, 1, mine, block);
         }
     }
     if ((!s && slen) || (!r && rlen))
@@ -351,15 +375,18 @@ int cc_prep_gatherv_scatterv(cc_job *job, cc_comm *cs, int slot, int scatter, co
         else
             call.recv_counts = b, call.recv_displs = b + n, r = view, rlen = len;
         if (one_here) {
-            if (!in_place && own != b[cs->rank])
-                return CC_PREP_HOST; /* signatures differ: the host reports the error */
+            size_t mine = own;
             own = b[cs->rank];
             if (scatter)
-                r = in_place ? scratch_of(job, own) : cc_recv_view(job, &one, recv, rcount);
+                r = in_place           ? scratch_of(job, own)
+                    : mine != own      ? reblocked(job, NULL, 1, 0, own)
+                                       : cc_recv_view(job, &one, recv, rcount);
             else
                 s = in_place ? cc_send_view(job, &many, at(&many, recv, displs[cs->rank]),
                                             rcounts[cs->rank], 1)
                              : cc_send_view(job, &one, send, scount, 0);
+            if (!scatter && !in_place && mine != own)
+                s = reblocked(job, s, 1, mine, own);
             *(scatter ? &rlen : &slen) = own;
         }
     }

@@ -337,6 +337,26 @@ static void first_call_nonblocking(int rank, int size) {
     }
 }
 
+/* An erroneous gather whose root takes 1 int per rank while every rank sends 10: the root
+ * reports the error (MPI_ERR_TRUNCATE, through the handler, as the hosts do) rather than
+ * hand the call to the host alone, which left the others' messages to match its next call. */
+static void erroneous_gather(int rank, int size) {
+    int *all = malloc(sizeof(int) * 10 * (size_t)size), ten[10] = {0}, rc, cls = MPI_SUCCESS;
+    snprintf(where, sizeof where, "gather whose root takes fewer than are sent");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Gather(ten, 10, MPI_INT, all, rank == 0 ? 1 : 10, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (rank == 0 && cls != MPI_ERR_TRUNCATE)
+        FAIL("the root's gather returned class %d, not MPI_ERR_TRUNCATE", cls);
+    int x = rank, sum = -1;
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (sum != size * (size - 1) / 2)
+        FAIL("the allreduce after it got %d", sum);
+    free(all);
+}
+
 static void derived_and_host_pairs(int rank, int size) {
     /* A strided vector: commcore moves it packed (ranks may describe the data differently,
      * so every rank must take the same path whatever its type). */
@@ -414,6 +434,7 @@ int main(int argc, char **argv) {
     nonblocking_with_p2p(rank, size);
     wait_family(rank, size);
     first_call_nonblocking(rank, size);
+    erroneous_gather(rank, size);
     derived_and_host_pairs(rank, size);
 
     MPI_Comm_free(&alone);
