@@ -628,17 +628,34 @@ fn write_step(out: &mut commcore_step, step: &Step) {
 /// ```
 #[no_mangle]
 pub extern "C" fn commcore_schedule_rewind(schedule: *mut commcore_schedule) -> commcore_result {
-    guard(|| {
+    // The hot path of a repeated call, as `commcore_schedule_next` is: no guard frame; the
+    // errors are made out of line.
+    let body = || {
         // SAFETY: as documented.
-        let value = unsafe { handle::get_mut::<commcore_schedule>(schedule, "schedule")? };
-        if value.provider.is_none() {
-            return Err(Fail::new(COMMCORE_ERR_STATE, "the schedule is not built"));
+        match unsafe { handle::live_mut::<commcore_schedule>(schedule) } {
+            Some(value) if value.provider.is_some() => {
+                value.schedule = value.start.0;
+                if let (Some(p), Some(start)) = (value.in_place.as_mut(), value.start.1) {
+                    **p = start;
+                }
+                COMMCORE_OK
+            }
+            _ => rewind_failed(schedule),
         }
-        value.schedule = value.start.0;
-        if let (Some(p), Some(start)) = (value.in_place.as_mut(), value.start.1) {
-            **p = start;
-        }
-        Ok(())
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(code) => code,
+        Err(payload) => panicked(payload),
+    }
+}
+
+#[cold]
+#[inline(never)]
+extern "C" fn rewind_failed(schedule: *mut commcore_schedule) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented on `commcore_schedule_rewind`.
+        unsafe { handle::get_mut::<commcore_schedule>(schedule, "schedule")? };
+        Err(Fail::new(COMMCORE_ERR_STATE, "the schedule is not built"))
     })
 }
 

@@ -268,5 +268,5 @@ void cc_job_release(cc_job *job) {
     cc_unpack_free(job);
     for (int i = 0; i < CC_OWNED; i++)
         free(job->owned[i]);
-    memset(job, 0, sizeof *job);
+    /* Not cleared: the job goes with its caller's frame or is freed. */
 }

@@ -12,6 +12,11 @@ static char unserved;
 /* Node id of every rank of MPI_COMM_WORLD: the world rank of its node's first process. */
 static uint32_t *world_nodes;
 static int world_size;
+/* The last communicator looked up: programs call collectives on one communicator over
+ * and over, and an attribute lookup costs more than the rest of a small call's set-up.
+ * Forgotten when any communicator's state goes (a freed handle may name a new one). */
+static MPI_Comm last_comm = MPI_COMM_NULL;
+static cc_comm *last_state;
 
 void cc_comm_ref(cc_comm *cs) {
     cs->refs++;
@@ -29,6 +34,8 @@ void cc_comm_unref(cc_comm *cs) {
 
 static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     (void)comm, (void)key, (void)extra;
+    last_comm = MPI_COMM_NULL;
+    last_state = NULL;
     if (value == &unserved)
         return MPI_SUCCESS;
     cc_comm *cs = cc_cid_lookup((int64_t)(intptr_t)value - 1);
@@ -144,6 +151,8 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
     int flag = 0;
     if (comm == MPI_COMM_NULL)
         return NULL;
+    if (comm == last_comm)
+        return last_state;
     PMPI_Comm_get_attr(comm, keyval, &value, &flag);
     if (!flag) {
         if (!may_create)
@@ -151,7 +160,12 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
         cc_comm_attach(comm);
         PMPI_Comm_get_attr(comm, keyval, &value, &flag);
     }
-    return flag && value != &unserved ? cc_cid_lookup((int64_t)(intptr_t)value - 1) : NULL;
+    cc_comm *cs = flag && value != &unserved ? cc_cid_lookup((int64_t)(intptr_t)value - 1) : NULL;
+    if (flag) { /* a communicator without an attribute yet is not remembered */
+        last_comm = comm;
+        last_state = cs;
+    }
+    return cs;
 }
 
 int cc_state_init(void) {

@@ -357,6 +357,25 @@ static void erroneous_gather(int rank, int size) {
     free(all);
 }
 
+/* One call repeated with new data, blocking and nonblocking, with one in flight while the
+ * next starts: the library keeps built schedules and replays their recorded steps. */
+static void repeated_calls(int rank, int size) {
+    snprintf(where, sizeof where, "repeated allreduce and bcast");
+    for (int i = 0; i < 4; i++) {
+        long v[3] = {rank + i, 2 * rank, i}, out[3], nb_out[3], b = rank == 0 ? 100 + i : 0;
+        MPI_Request req;
+        MPI_Iallreduce(v, nb_out, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &req);
+        MPI_Allreduce(v, out, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        MPI_Bcast(&b, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+        long s = (long)size * (size - 1) / 2;
+        if (out[0] != s + (long)size * i || out[1] != 2 * s || out[2] != (long)size * i ||
+            memcmp(out, nb_out, sizeof out) || b != 100 + i)
+            FAIL("round %d: [%ld %ld %ld] [%ld %ld %ld] %ld", i, out[0], out[1], out[2],
+                 nb_out[0], nb_out[1], nb_out[2], b);
+    }
+}
+
 static void derived_and_host_pairs(int rank, int size) {
     /* A strided vector: commcore moves it packed (ranks may describe the data differently,
      * so every rank must take the same path whatever its type). */
@@ -435,6 +454,7 @@ int main(int argc, char **argv) {
     wait_family(rank, size);
     first_call_nonblocking(rank, size);
     erroneous_gather(rank, size);
+    repeated_calls(rank, size);
     derived_and_host_pairs(rank, size);
 
     MPI_Comm_free(&alone);
