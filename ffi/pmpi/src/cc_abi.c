@@ -83,7 +83,7 @@ int cc_abi_init(const char *text, char *why, size_t why_len) {
         snprintf(why, why_len, "COMMCORE_CID=%s is not one of mask, lowest, highest", alg);
         return -1;
     }
-    control = text ? strdup(text) : NULL;
+    control = text && *text ? strdup(text) : NULL; /* empty: none given */
     /* A one-rank instance checks the control string once, naming a refused token. */
     commcore_coll_config config = {.rank = 0, .size = 1, .control = control};
     commcore_coll *probe = NULL;
@@ -96,6 +96,18 @@ int cc_abi_init(const char *text, char *why, size_t why_len) {
         (rc = commcore_user_op_create(unused_user_fn, NULL, 1, &commuting_op)))
         return fail(why, why_len, "commcore set-up failed", rc);
     return 0;
+}
+
+int cc_abi_default_control(const char *text) {
+    if (control)
+        return 0; /* the user's COMMCORE_COLL stands */
+    commcore_coll_config config = {.rank = 0, .size = 1, .control = text};
+    commcore_coll *probe = NULL;
+    if (commcore_coll_create(&config, &probe) != COMMCORE_OK)
+        return -1;
+    commcore_coll_free(probe);
+    control = strdup(text);
+    return control ? 0 : -1;
 }
 
 void cc_abi_finalize(void) {

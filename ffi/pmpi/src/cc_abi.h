@@ -68,6 +68,9 @@ typedef struct cc_sched cc_sched;  /* one call's schedule (opaque) */
 /* Sets the library up with control string `control` (COMMCORE_COLL; NULL for none) and the
  * CID algorithm COMMCORE_CID names; 0 on success, else fills `why`. */
 int cc_abi_init(const char *control, char *why, size_t why_len);
+/* The control string used when COMMCORE_COLL gave none (0, or -1 if commcore refuses it);
+ * before any cc_coll_new. */
+int cc_abi_default_control(const char *text);
 /* Non-zero: cc_schedule names the module and algorithm of every call (for the report). */
 extern int cc_abi_names;
 void cc_abi_finalize(void);

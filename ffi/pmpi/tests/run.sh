@@ -19,6 +19,10 @@ build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 bin="$build/tests"
 mkdir -p "$bin"
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_rmaps_base_oversubscribe=1
+# On a node with more ranks than cores the library prefers the algorithms with the fewest
+# rounds unless COMMCORE_COLL is set; a control string that changes nothing keeps the
+# tests on tuned's whole table (one run below checks the preference itself).
+export COMMCORE_COLL=${COMMCORE_COLL-tuned.priority=30}
 limit=${PMPI_TEST_TIMEOUT:-240}
 
 for mpi in openmpi mpich; do
@@ -38,7 +42,7 @@ launch() {
         local pass=(); [ "$preload" = 1 ] && pass=(-x LD_PRELOAD)
         env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpirun.openmpi \
             --allow-run-as-root --oversubscribe -np "$np" "${pass[@]}" \
-            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI -x COMMCORE_PMPI_NODES "$@"
+            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI -x COMMCORE_PMPI_NODES -x COMMCORE_COLL "$@"
     else
         env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpiexec.mpich -np "$np" "$@"
     fi
@@ -94,6 +98,18 @@ for np_stride in 1:1 2:2 3:4 4:6 5:8 6:12 7:12 8:12; do
     matrix openmpi "${np_stride%:*}" "${np_stride#*:}"
 done
 for np in 1 2 5 8; do corners openmpi "$np"; done
+# Oversubscribed without COMMCORE_COLL: bcast and alltoall linear, allreduce by recursive
+# doubling, whatever the size.
+if [ "$(nproc)" -lt 8 ]; then
+    out=$(COMMCORE_COLL='' launch openmpi 8 1 "$bin/coll_matrix.openmpi" 400 2>&1) ||
+        { echo "$out" | tail -30; fail "coll_matrix failed oversubscribed without COMMCORE_COLL"; }
+    for op_alg in bcast:linear alltoall:linear allreduce:recursive_doubling; do
+        algs=$(echo "$out" | grep "^commcore_pmpi: ${op_alg%:*} " | grep -o 'tuned/[a-z_]*' | sort -u)
+        [ "$algs" = "tuned/${op_alg#*:}" ] ||
+            { echo "$out" | grep '^commcore_pmpi'; fail "oversubscribed ${op_alg%:*} ran: $algs"; }
+    done
+    echo "coll_matrix: 8 processes on $(nproc) cores: the fewest-rounds algorithms served"
+fi
 for np in 2 3 4 7; do mixed openmpi "$np"; done
 # The hierarchical algorithms over the host's point-to-point: the ranks labelled as nodes of
 # consecutive ranks (COMMCORE_PMPI_NODES); the report must show `hier` serving calls.
