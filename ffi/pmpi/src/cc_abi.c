@@ -45,8 +45,15 @@ static kept *kept_of(cc_sched *sched) {
     return (kept *)((char *)sched - offsetof(kept, sched));
 }
 
+/* What a whole-element call forces ahead of the user's control string: algorithms that
+ * never split a vector (ring, Rabenseifner and reduce-scatter-gather do). */
+#define CC_WHOLE_CONTROL "allreduce:recursive_doubling;reduce:binomial"
+
 struct cc_coll {
     commcore_coll *coll;
+    commcore_coll *whole;    /* made at the first whole-element call */
+    commcore_coll_config config;
+    uint32_t *nodes;         /* the config's node ids (size, then remote_size) */
     kept cache[CC_CACHED];
     unsigned next; /* the entry to replace next */
 };
@@ -128,22 +135,47 @@ cc_coll *cc_coll_new(uint32_t rank, uint32_t size, int inter, uint32_t remote_si
                      const uint32_t *nodes, const uint32_t *remote_nodes,
                      int thread_level) {
     cc_coll *c = calloc(1, sizeof *c);
-    if (!c)
+    size_t n = size + (inter ? remote_size : 0);
+    if (!c || !(c->nodes = malloc((n ? n : 1) * sizeof *c->nodes))) {
+        free(c);
         return NULL;
-    commcore_coll_config config = {
+    }
+    memcpy(c->nodes, nodes, size * sizeof *nodes);
+    if (inter)
+        memcpy(c->nodes + size, remote_nodes, remote_size * sizeof *nodes);
+    c->config = (commcore_coll_config){
         .rank = rank,
         .size = size,
         .remote_size = inter ? remote_size : 0,
         .thread_level = (commcore_thread_level)thread_level,
-        .node_ids = nodes,
-        .remote_node_ids = inter ? remote_nodes : NULL,
+        .node_ids = c->nodes,
+        .remote_node_ids = inter ? c->nodes + size : NULL,
         .control = control,
     };
-    if (commcore_coll_create(&config, &c->coll) != COMMCORE_OK) {
+    if (commcore_coll_create(&c->config, &c->coll) != COMMCORE_OK) {
+        free(c->nodes);
         free(c);
         return NULL;
     }
     return c;
+}
+
+/* The instance for whole-element calls, made at the first (local: no communication, so
+ * ranks may make it at different calls). NULL on failure. */
+static commcore_coll *whole_of(cc_coll *c) {
+    if (c->whole)
+        return c->whole;
+    size_t len = strlen(CC_WHOLE_CONTROL) + (control ? strlen(control) + 2 : 1);
+    char *text = malloc(len);
+    if (!text)
+        return NULL;
+    snprintf(text, len, "%s%s%s", CC_WHOLE_CONTROL, control ? ";" : "", control ? control : "");
+    commcore_coll_config config = c->config;
+    config.control = text;
+    if (commcore_coll_create(&config, &c->whole) != COMMCORE_OK)
+        c->whole = NULL;
+    free(text);
+    return c->whole;
 }
 
 void cc_coll_free(cc_coll *coll) {
@@ -151,6 +183,8 @@ void cc_coll_free(cc_coll *coll) {
         for (int i = 0; i < CC_CACHED; i++)
             commcore_schedule_free(coll->cache[i].sched.schedule);
         commcore_coll_free(coll->coll);
+        commcore_coll_free(coll->whole);
+        free(coll->nodes);
         free(coll);
     }
 }
@@ -158,7 +192,7 @@ void cc_coll_free(cc_coll *coll) {
 static int same_call(const cc_call *a, const cc_call *b) {
     return a->op == b->op && a->count == b->count && a->dtype == b->dtype && a->rop == b->rop &&
            a->commutative == b->commutative && a->root_kind == b->root_kind &&
-           a->root == b->root;
+           a->root == b->root && a->whole == b->whole;
 }
 
 /* The kept schedule of `call`, rewound, or NULL. */
@@ -252,7 +286,8 @@ cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
             s = NULL;
         }
     }
-    if (s && (commcore_coll_schedule(coll->coll, &a, s->schedule) != COMMCORE_OK ||
+    commcore_coll *instance = call->whole ? whole_of(coll) : coll->coll;
+    if (s && (!instance || commcore_coll_schedule(instance, &a, s->schedule) != COMMCORE_OK ||
               commcore_schedule_scratch_bytes(s->schedule, scratch_bytes) != COMMCORE_OK)) {
         cc_sched_free(s);
         s = NULL;

@@ -41,6 +41,7 @@ typedef struct cc_call {
     const size_t *send_counts, *send_displs; /* scatterv, alltoallv; else NULL */
     const size_t *recv_counts, *recv_displs; /* gatherv, allgatherv, alltoallv, reduce_scatter */
     uint32_t nblocks;              /* entries of those arrays */
+    int whole;                     /* only algorithms that never split the vector */
 } cc_call;
 
 enum cc_buf { CC_BUF_SEND, CC_BUF_RECV, CC_BUF_SCRATCH };

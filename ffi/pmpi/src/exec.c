@@ -146,9 +146,10 @@ static int apply(cc_job *job, const cc_step *s) {
     }
     const cc_reduction *r = &job->red;
     if (r->rop == CC_ROP_CALLBACK) {
-        if (s->a.len % r->elem)
+        size_t elem = r->user_elem ? r->user_elem : r->elem;
+        if (s->a.len % elem)
             return -1;
-        r->apply(r, src, dst, s->a.len / r->elem, s->src_left);
+        r->apply(r, src, dst, s->a.len / elem, s->src_left);
         return 0;
     }
     return cc_reduce(r->rop, r->dtype, src, dst, s->a.len, s->src_left);

@@ -42,6 +42,39 @@ static int in_order(MPI_Datatype type, MPI_Count size, MPI_Aint lb, MPI_Aint ext
     return ok;
 }
 
+int cc_type_whole(MPI_Datatype type, MPI_Datatype *base, size_t *mult, size_t *unit) {
+    MPI_Count size = 0;
+    MPI_Aint lb = 0, extent = 0;
+    if (type == MPI_DATATYPE_NULL || PMPI_Type_size_x(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS || size <= 0 ||
+        !in_order(type, size, lb, extent, 0))
+        return -1;
+    *unit = (size_t)size;
+    *mult = 1;
+    MPI_Datatype t = type;
+    for (int depth = 0; depth <= 8; depth++) { /* in_order walked this chain already */
+        int ni, na, nd, combiner, ints[1];
+        MPI_Aint addrs[1];
+        MPI_Datatype child;
+        PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+        if (combiner == MPI_COMBINER_NAMED) {
+            *base = t;
+            return 0;
+        }
+        if (ni > 1 || na != 0 || nd != 1 ||
+            PMPI_Type_get_contents(t, ni, na, nd, ints, addrs, &child) != MPI_SUCCESS)
+            break;
+        if (combiner == MPI_COMBINER_CONTIGUOUS)
+            *mult *= (size_t)ints[0];
+        if (t != type)
+            PMPI_Type_free(&t);
+        t = child;
+    }
+    if (t != type)
+        PMPI_Type_free(&t);
+    return -1;
+}
+
 int cc_layout_of(MPI_Datatype type, cc_layout *out) {
     if (type == cached && type != MPI_DATATYPE_NULL) {
         *out = cached_layout;

@@ -57,10 +57,18 @@ typedef struct cc_reduction {
     MPI_Datatype mpi_type;
     size_t elem;                  /* bytes of one element of `dtype` */
     size_t per_item;              /* elements of `dtype` per element of `mpi_type` */
+    /* A user op over elements no core type matches in size (a contiguous derived type, a
+     * 32-byte pair): the schedule moves bytes, `user_elem` of them an element, and runs
+     * only algorithms that never split an element (cc_call.whole). */
+    size_t user_elem;
+    int whole;
 } cc_reduction;
 
 /* Bytes of a predefined, contiguous datatype, or 0 when the library does not move it. */
 size_t cc_type_bytes(MPI_Datatype type);
+/* A derived type whose memory is its bytes in order, as `mult` elements of the predefined
+ * `base` (`unit` bytes in all); -1 for any other type (layout.c). */
+int cc_type_whole(MPI_Datatype type, MPI_Datatype *base, size_t *mult, size_t *unit);
 /* The reduction of `op` over `type`; 0 or -1 when it cannot be mapped. */
 int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
 void cc_ops_finalize(void);

@@ -131,7 +131,8 @@ int cc_prep_reduction(cc_job *job, cc_comm *cs, int slot, enum cc_op op, const v
         return CC_PREP_HOST;
     size_t items = (size_t)count * job->red.per_item, n = items * job->red.elem;
     cc_call call = {.op = op, .count = items, .dtype = job->red.dtype,
-                    .rop = job->red.rop, .commutative = job->red.commutative};
+                    .rop = job->red.rop, .commutative = job->red.commutative,
+                    .whole = job->red.whole};
     int holds_result = 1;
     if (op == CC_REDUCE) {
         if (set_root(&call, cs, root) < 0)
@@ -400,7 +401,8 @@ int cc_prep_gatherv_scatterv(cc_job *job, cc_comm *cs, int slot, int scatter, co
 int cc_prep_reduce_scatter(cc_job *job, cc_comm *cs, int slot, const void *send, void *recv,
                            const int *rcounts, int rcount, MPI_Datatype type, MPI_Op mop) {
     /* On an inter-communicator too, the vector is as long as this group's blocks together. */
-    if (cc_reduction_of(mop, type, &job->red) < 0)
+    /* Elements that must stay whole: reduce_scatter's algorithms may split blocks. */
+    if (cc_reduction_of(mop, type, &job->red) < 0 || job->red.whole)
         return CC_PREP_HOST;
     size_t elem = job->red.elem, per = job->red.per_item;
     cc_call call = {.dtype = job->red.dtype, .rop = job->red.rop,

@@ -170,7 +170,7 @@ static void user_apply(const cc_reduction *r, const void *src, void *dst, size_t
         return;
     }
     /* dst = dst op src: compute into a copy of src, then move it over dst. */
-    size_t bytes = n * r->elem;
+    size_t bytes = n * (r->user_elem ? r->user_elem : r->elem);
     void *tmp = malloc(bytes ? bytes : 1);
     if (!tmp)
         abort(); /* no way to report from inside a reduction; out of memory */
@@ -274,9 +274,59 @@ int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     }
     if (reduction_of(op, type, out) < 0)
         return -1;
+    if (!cc_type_bytes(type))
+        return 0; /* a derived type's handle may come back as another type: not kept */
     cached_op = op;
     cached_op_type = type;
     cached_reduction = *out;
+    return 0;
+}
+
+/* A user op over elements of `bytes` each, no core type of that size: the schedule moves
+ * bytes and runs only algorithms that keep elements whole. */
+static int whole_elements(cc_reduction *out, size_t bytes) {
+    out->dtype = CC_U8;
+    out->rop = CC_ROP_CALLBACK;
+    out->elem = 1;
+    out->per_item = bytes;
+    out->user_elem = bytes;
+    out->whole = 1;
+    return 0;
+}
+
+static user_op *user_op_of(MPI_Op op) {
+    user_op *u = user_ops;
+    while (u && u->op != op)
+        u = u->next;
+    return u;
+}
+
+/* A derived type whose memory is a run of one predefined type: a predefined op reduces the
+ * run element by element; a user op takes the derived elements whole. -1: the host. */
+static int derived_reduction(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
+    MPI_Datatype base;
+    size_t mult, unit;
+    if (cc_type_whole(type, &base, &mult, &unit) < 0)
+        return -1;
+    if (builtin_op(op) >= 0) {
+        if (reduction_of(op, base, out) < 0)
+            return -1;
+        out->per_item *= mult;
+        return 0;
+    }
+    user_op *u = user_op_of(op);
+    if (!u)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->apply = user_apply;
+    out->user = u->fn;
+    out->commutative = u->commute;
+    out->mpi_type = type; /* the user's function is handed the call's datatype */
+    int c = carrier(unit);
+    if (c < 0)
+        return whole_elements(out, unit);
+    out->dtype = (enum cc_dtype)c, out->rop = CC_ROP_CALLBACK;
+    out->elem = unit, out->per_item = 1;
     return 0;
 }
 
@@ -284,7 +334,7 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     memset(out, 0, sizeof *out);
     size_t elem = cc_type_bytes(type);
     if (!elem)
-        return -1;
+        return derived_reduction(op, type, out);
     out->mpi_type = type;
     out->elem = elem;
     out->per_item = 1;
@@ -302,9 +352,7 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
         if (extra_reduction(rop, type, out) < 0)
             return -1;
     } else {
-        user_op *u = user_ops;
-        while (u && u->op != op)
-            u = u->next;
+        user_op *u = user_op_of(op);
         if (!u)
             return -1;
         out->apply = user_apply;
@@ -313,7 +361,7 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     }
     int c = carrier(elem);
     if (c < 0)
-        return -1;
+        return out->user ? whole_elements(out, elem) : -1;
     out->dtype = (enum cc_dtype)c;
     out->rop = CC_ROP_CALLBACK;
     return 0;
