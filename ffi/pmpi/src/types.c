@@ -116,6 +116,7 @@ static int carrier(size_t bytes) {
 ARITH(long double, ld_sum_prod)
 ARITH(float _Complex, cf_sum_prod)
 ARITH(double _Complex, cd_sum_prod)
+ARITH(long double _Complex, cld_sum_prod)
 
 static void ld_min_max(const cc_reduction *r, const void *src, void *dst, size_t n,
                        int src_left) {
@@ -149,6 +150,23 @@ static void ld_min_max(const cc_reduction *r, const void *src, void *dst, size_t
     }
 LOC_PAIR(float, f_loc)
 LOC_PAIR(double, d_loc)
+
+/* MINLOC/MAXLOC over MPI_LONG_DOUBLE_INT, {long double value; int index} (32 bytes, a size
+ * no core type has: reduced as whole elements). */
+static void ldi_loc(const cc_reduction *r, const void *src, void *dst, size_t n,
+                    int src_left) {
+    typedef struct { long double v; int i; } pair;
+    const pair *a = src;
+    pair *b = dst;
+    int max = r->base == CC_MAX || r->base == CC_MAXLOC;
+    (void)src_left;
+    for (size_t k = 0; k < n; k++) {
+        if (max ? a[k].v > b[k].v : a[k].v < b[k].v)
+            b[k] = a[k];
+        else if (a[k].v == b[k].v && a[k].i < b[k].i)
+            b[k].i = a[k].i;
+    }
+}
 
 /* ---- user operations ---- */
 
@@ -231,6 +249,8 @@ static int extra_reduction(int rop, MPI_Datatype t, cc_reduction *out) {
             out->apply = cf_sum_prod;
         else if (t == MPI_C_DOUBLE_COMPLEX || t == MPI_DOUBLE_COMPLEX)
             out->apply = cd_sum_prod;
+        else if (t == MPI_C_LONG_DOUBLE_COMPLEX)
+            out->apply = cld_sum_prod;
     } else if (rop == CC_MIN || rop == CC_MAX) {
         if (t == MPI_LONG_DOUBLE)
             out->apply = ld_min_max;
@@ -239,6 +259,8 @@ static int extra_reduction(int rop, MPI_Datatype t, cc_reduction *out) {
             out->apply = f_loc;
         else if (t == MPI_2DOUBLE_PRECISION)
             out->apply = d_loc;
+        else if (t == MPI_LONG_DOUBLE_INT)
+            out->apply = ldi_loc;
     }
     if (!out->apply)
         return -1;
@@ -360,8 +382,8 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
         out->commutative = u->commute;
     }
     int c = carrier(elem);
-    if (c < 0)
-        return out->user ? whole_elements(out, elem) : -1;
+    if (c < 0) /* the callback knows its element: whole elements of any size */
+        return out->apply ? whole_elements(out, elem) : -1;
     out->dtype = (enum cc_dtype)c;
     out->rop = CC_ROP_CALLBACK;
     return 0;

@@ -5,7 +5,7 @@
 #   for the sampling), checked against local computation; the report must show every call
 #   served by commcore (all_ranks_host=0 on every line, all 32 operations present).
 # - corners: the standard's corner cases; the host must serve exactly the calls it expects
-#   (derived datatypes, two predefined pairs commcore has no type for).
+#   (a nonblocking first call on a communicator whose state does not exist yet).
 # - mixed: ranks that describe one call differently (datatypes of one signature, own counts,
 #   inter-communicator groups with different block sizes); no call may go to the host (a
 #   rank that fell back alone would hang the others).
