@@ -1444,6 +1444,27 @@ commcore_result commcore_schedule_scratch_bytes(const struct commcore_schedule *
                                                 size_t *bytes);
 
 /**
+ * Starts a built schedule over: its steps come again from the first, as for another call
+ * with the same arguments (the block lists were copied when it was built). A host that
+ * calls the same collective over and over keeps built schedules and rewinds them instead
+ * of building each call. `COMMCORE_ERR_STATE` for a schedule not built (or whose build
+ * failed). No allocation.
+ *
+ * ```c
+ * #include <commcore.h>
+ * int example_rewind(commcore_schedule *built) {
+ *     commcore_step step;
+ *     if (commcore_schedule_rewind(built)) return 1;
+ *     do {
+ *         if (commcore_schedule_next(built, &step)) return 1;
+ *     } while (step.kind != COMMCORE_STEP_END);
+ *     return 0;
+ * }
+ * ```
+ */
+commcore_result commcore_schedule_rewind(struct commcore_schedule *schedule);
+
+/**
  * Writes the schedule's next step to `*step` (END once finished, and again on every later
  * call). No allocation; the hot path of a collective.
  */

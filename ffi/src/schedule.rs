@@ -153,6 +153,8 @@ handle!(commcore_schedule, ScheduleValue, 0xC0C0_0008);
 pub(crate) struct ScheduleValue {
     schedule: Schedule<'static>,
     in_place: Option<Box<InPlace>>,
+    /// The built schedule as it starts (and its in-place prologue), for a rewind.
+    start: (Schedule<'static>, Option<InPlace>),
     scratch: usize,
     /// The component and algorithm of the built schedule (static names; NULL unbuilt).
     provider: Option<(*const c_char, *const c_char)>,
@@ -165,6 +167,7 @@ pub(crate) struct ScheduleValue {
 /// sends its own block into scratch instead of the receive buffer. The call's schedule
 /// lives here, and the value's own schedule is empty: the hot path sees its end at once
 /// and turns here, so plain calls pay nothing for this.
+#[derive(Clone, Copy)]
 struct InPlace {
     schedule: Schedule<'static>,
     prologue: Option<Step>,
@@ -306,6 +309,7 @@ pub extern "C" fn commcore_schedule_create(out: *mut *mut commcore_schedule) -> 
         let value = ScheduleValue {
             schedule: empty(),
             in_place: None,
+            start: (empty(), None),
             scratch: 0,
             provider: None,
             _coll: None,
@@ -370,6 +374,7 @@ pub extern "C" fn commcore_coll_schedule(
         // Drop the old schedule's borrows before the storage they point to changes.
         value.schedule = empty();
         value.in_place = None;
+        value.start = (empty(), None);
         value.scratch = 0;
         value.provider = None;
         value._coll = None;
@@ -394,6 +399,7 @@ pub extern "C" fn commcore_coll_schedule(
         if in_place.is_none() {
             value.schedule = built;
         }
+        value.start = (value.schedule, in_place.as_deref().copied());
         value.in_place = in_place;
         value.provider = Some(provider);
         value._coll = Some(coll);
@@ -601,6 +607,56 @@ fn write_step(out: &mut commcore_step, step: &Step) {
         }
         Step::Wait => out.kind = COMMCORE_STEP_WAIT,
     }
+}
+
+/// Starts a built schedule over: its steps come again from the first, as for another call
+/// with the same arguments (the block lists were copied when it was built). A host that
+/// calls the same collective over and over keeps built schedules and rewinds them instead
+/// of building each call. `COMMCORE_ERR_STATE` for a schedule not built (or whose build
+/// failed). No allocation.
+///
+/// ```c
+/// #include <commcore.h>
+/// int example_rewind(commcore_schedule *built) {
+///     commcore_step step;
+///     if (commcore_schedule_rewind(built)) return 1;
+///     do {
+///         if (commcore_schedule_next(built, &step)) return 1;
+///     } while (step.kind != COMMCORE_STEP_END);
+///     return 0;
+/// }
+/// ```
+#[no_mangle]
+pub extern "C" fn commcore_schedule_rewind(schedule: *mut commcore_schedule) -> commcore_result {
+    // The hot path of a repeated call, as `commcore_schedule_next` is: no guard frame; the
+    // errors are made out of line.
+    let body = || {
+        // SAFETY: as documented.
+        match unsafe { handle::live_mut::<commcore_schedule>(schedule) } {
+            Some(value) if value.provider.is_some() => {
+                value.schedule = value.start.0;
+                if let (Some(p), Some(start)) = (value.in_place.as_mut(), value.start.1) {
+                    **p = start;
+                }
+                COMMCORE_OK
+            }
+            _ => rewind_failed(schedule),
+        }
+    };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(code) => code,
+        Err(payload) => panicked(payload),
+    }
+}
+
+#[cold]
+#[inline(never)]
+extern "C" fn rewind_failed(schedule: *mut commcore_schedule) -> commcore_result {
+    guard(|| {
+        // SAFETY: as documented on `commcore_schedule_rewind`.
+        unsafe { handle::get_mut::<commcore_schedule>(schedule, "schedule")? };
+        Err(Fail::new(COMMCORE_ERR_STATE, "the schedule is not built"))
+    })
 }
 
 /// Writes the schedule's next step to `*step` (END once finished, and again on every later

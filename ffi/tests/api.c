@@ -441,6 +441,15 @@ static void coll(void) {
     EXPECT(step.kind == COMMCORE_STEP_END && steps > 1);
     OK(commcore_schedule_next(s, &step));
     EXPECT(step.kind == COMMCORE_STEP_END);
+    /* Rewound, the built schedule yields the same steps again. */
+    OK(commcore_schedule_rewind(s));
+    int again = 0;
+    do {
+        OK(commcore_schedule_next(s, &step));
+        again++;
+    } while (step.kind != COMMCORE_STEP_END && again < 1000);
+    EXPECT(again == steps);
+    RC(commcore_schedule_rewind(NULL), COMMCORE_ERR_NULL);
 
     commcore_coll_args bad = a;
     bad.coll_op = 99;
@@ -464,6 +473,7 @@ static void coll(void) {
     EXPECT(strstr(commcore_last_error(), "root") != NULL);
     OK(commcore_schedule_next(s, &step)); /* a failed build leaves the schedule unbuilt */
     EXPECT(step.kind == COMMCORE_STEP_END);
+    RC(commcore_schedule_rewind(s), COMMCORE_ERR_STATE);
     int32_t counts[4] = {1, 2, -3, 4}, short_counts[2] = {1, 1};
     bad = a, bad.coll_op = COMMCORE_COLL_ALLGATHERV, bad.nrecv = 4, bad.recv_counts = counts;
     RC(commcore_coll_schedule(c, &bad, s), COMMCORE_ERR_ARG);
@@ -476,6 +486,10 @@ static void coll(void) {
     OK(commcore_coll_schedule(c, &a, s));
     OK(commcore_schedule_scratch_bytes(s, &scratch));
     EXPECT(scratch >= 64);
+    OK(commcore_schedule_next(s, &step));
+    EXPECT(step.kind == COMMCORE_STEP_COPY && step.src.buf == COMMCORE_BUF_RECV && step.dst.buf == COMMCORE_BUF_SCRATCH && step.src.len == 64);
+    do OK(commcore_schedule_next(s, &step)); while (step.kind != COMMCORE_STEP_END);
+    OK(commcore_schedule_rewind(s)); /* the prologue comes again */
     OK(commcore_schedule_next(s, &step));
     EXPECT(step.kind == COMMCORE_STEP_COPY && step.src.buf == COMMCORE_BUF_RECV && step.dst.buf == COMMCORE_BUF_SCRATCH && step.src.len == 64);
     a.in_place = 0;
@@ -510,6 +524,7 @@ static void coll(void) {
     RC(commcore_coll_info(inter, &rank, NULL, NULL, NULL), COMMCORE_ERR_FREED);
     OK(commcore_schedule_free(s));
     RC(commcore_schedule_next(s, &step), COMMCORE_ERR_FREED);
+    RC(commcore_schedule_rewind(s), COMMCORE_ERR_FREED);
     RC(commcore_schedule_free((commcore_schedule *)c), COMMCORE_ERR_HANDLE);
     OK(commcore_schedule_free(NULL));
     OK(commcore_coll_free(c));

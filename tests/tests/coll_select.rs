@@ -257,3 +257,40 @@ fn every_kind_of_bad_string_names_its_token() {
     let many: String = (0..40).map(|_| "bcast:linear;").collect();
     assert_eq!(Control::parse(&many, &BUILTIN_NAMES).unwrap_err().kind, ControlErrorKind::TooMany);
 }
+
+/// Ranks that pick different algorithms for one call never match, so selection may only
+/// look at what every rank passes alike: for allgatherv and reduce_scatter the receive
+/// counts, never a rank's own count (half the ranks with 16 KiB and half with none once
+/// chose ring on one half and recursive doubling on the other, and hung).
+#[test]
+fn every_rank_of_a_v_call_picks_the_same_algorithm() {
+    let counts = [16384usize, 16384, 0, 0];
+    let displs = [0usize, 16384, 32768, 32768];
+    let blocks = commcore::coll::Blocks { counts: &counts, displs: &displs };
+    for control in ["", "allgatherv:ring@0-4k,recursive_doubling@4k-inf"] {
+        for op in [CollOp::Allgatherv, CollOp::ReduceScatter] {
+            let picks: Vec<Algorithm> = (0..4u32)
+                .map(|r| {
+                    let t = table(&CommInfo::intra(r, 4), control).unwrap();
+                    let args = CollArgs::new(counts[r as usize], Datatype::U8).with_recv(blocks);
+                    t.schedule(op, &args).unwrap().algorithm()
+                })
+                .collect();
+            assert!(picks.iter().all(|&a| a == picks[0]), "{control:?} {op}: {picks:?}");
+        }
+    }
+    // The receive layout decides: a mean block of 16 KiB is ring's, of 1 KiB recursive
+    // doubling's, under the forced ranges.
+    let t =
+        table(&CommInfo::intra(2, 4), "allgatherv:ring@4k-inf,recursive_doubling@0-4k").unwrap();
+    let args = CollArgs::new(0, Datatype::U8).with_recv(blocks);
+    assert_eq!(t.schedule(CollOp::Allgatherv, &args).unwrap().algorithm(), Algorithm::Ring);
+    let small = [1024usize; 4];
+    let sd = [0usize, 1024, 2048, 3072];
+    let args = CollArgs::new(0, Datatype::U8)
+        .with_recv(commcore::coll::Blocks { counts: &small, displs: &sd });
+    assert_eq!(
+        t.schedule(CollOp::Allgatherv, &args).unwrap().algorithm(),
+        Algorithm::RecursiveDoubling
+    );
+}

@@ -324,11 +324,32 @@ impl<'a> CollArgs<'a> {
         self
     }
 
-    /// The size of the message in bytes that selection ranges compare against: `count`
-    /// elements (for the `v` operations, this rank's own count). O(1).
+    /// The size of this rank's message in bytes: `count` elements (for the `v` operations,
+    /// this rank's own count). O(1). Selection uses [`selection_bytes`](Self::selection_bytes).
     #[inline]
     pub fn message_bytes(&self) -> usize {
         self.count.saturating_mul(self.dtype.size())
+    }
+
+    /// The size in bytes that selection ranges compare against for `op`, the same on every
+    /// rank of the call (ranks that pick different algorithms never match): `count` elements
+    /// where every rank passes the same `count`; for allgatherv the mean block and for
+    /// reduce_scatter the total of the receive counts, which every rank passes alike (its
+    /// `count` may be its own block); 0 for gatherv, scatterv and alltoallv, whose counts no
+    /// two ranks need share, so their algorithm never depends on the size. O(1), but O(size)
+    /// for allgatherv and reduce_scatter.
+    #[inline]
+    pub fn selection_bytes(&self, op: CollOp) -> usize {
+        let total = |b: &Blocks<'_>| b.counts.iter().fold(0usize, |a, &c| a.saturating_add(c));
+        match (op, self.recv) {
+            (CollOp::Allgatherv, Some(b)) if !b.counts.is_empty() => {
+                (total(&b) / b.counts.len()).saturating_mul(self.dtype.size())
+            }
+            (CollOp::ReduceScatter, Some(b)) => total(&b).saturating_mul(self.dtype.size()),
+            (CollOp::Allgatherv | CollOp::ReduceScatter, None) => 0,
+            (CollOp::Gatherv | CollOp::Scatterv | CollOp::Alltoallv, _) => 0,
+            _ => self.message_bytes(),
+        }
     }
 
     /// Checks the reduction against the datatype.

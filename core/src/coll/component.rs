@@ -235,7 +235,7 @@ impl Module<'_> {
 
 #[inline]
 fn tuned_choice(op: CollOp, size: u32, args: &CollArgs<'_>) -> Algorithm {
-    tuned::decide(op, size, args.message_bytes(), args.op.is_commutative())
+    tuned::decide(op, size, args.selection_bytes(op), args.op.is_commutative())
 }
 
 /// A collective component: asked once per communicator whether it wants to serve it.
@@ -387,8 +387,8 @@ struct Route {
 
 impl Route {
     #[inline(always)]
-    fn pick(&self, args: &CollArgs<'_>) -> Ctor {
-        let bytes = args.message_bytes();
+    fn pick(&self, op: CollOp, args: &CollArgs<'_>) -> Ctor {
+        let bytes = args.selection_bytes(op);
         let i = (bytes >= self.splits[0]) as usize + (bytes >= self.splits[1]) as usize;
         if args.op.is_commutative() {
             self.commutative[i]
@@ -512,12 +512,12 @@ impl<'a> CollTable<'a> {
         args: &CollArgs<'a>,
     ) -> Result<Schedule<'a>, CollError> {
         match path {
-            Path::Flat => (route.pick(args))(self.ctx, args),
+            Path::Flat => (route.pick(op, args))(self.ctx, args),
             Path::Hier => match self.layout {
                 Some(layout) if !op.reduces() || args.op.is_commutative() => {
                     Schedule::hier(op, self.ctx.rank, layout, args)
                 }
-                _ => (route.pick(args))(self.ctx, args),
+                _ => (route.pick(op, args))(self.ctx, args),
             },
             Path::Inter => Schedule::inter(op, self.ctx, self.remote, args),
             Path::External => self.modules[route.module as usize].module.schedule(op, args),
@@ -554,7 +554,7 @@ impl<'a> CollTable<'a> {
         b: u8,
         args: &CollArgs<'a>,
     ) -> Option<Result<Schedule<'a>, CollError>> {
-        let bytes = args.message_bytes();
+        let bytes = args.selection_bytes(op);
         let f =
             self.forces[a as usize..b as usize].iter().find(|f| f.lo <= bytes && bytes <= f.hi)?;
         if op.reduces() && f.alg.reorders() && !args.op.is_commutative() {

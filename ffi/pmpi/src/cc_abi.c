@@ -1,5 +1,6 @@
 /* cc_abi.h over commcore's C ABI (ffi/include/commcore.h): framework instances, schedules,
  * reductions, CID agreement and the CID store. The only file that includes commcore.h. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +12,50 @@
 /* Live communicators per process: the CID space's and store's width. */
 #define CC_CID_WIDTH 4096
 #define CC_CID_EAGER 64
-/* Built schedules kept for reuse (commcore_schedule objects are reusable call after call). */
+/* Schedule objects kept for reuse (commcore_schedule objects are reusable call after call). */
 #define CC_SPARE_SCHEDULES 8
-
-struct cc_coll {
-    commcore_coll *coll;
-};
+/* Built schedules kept per communicator, by call: a program calls a few collectives with
+ * the same arguments over and over, and a rewind costs a few instructions where a build
+ * costs about 1,100. Calls with block lists (the v operations) are built each time. */
+#define CC_CACHED 6
+/* A kept schedule's steps are recorded the first time it runs to its end, then replayed:
+ * the same arguments give the same steps, and a replayed step costs a few instructions
+ * where one through the ABI costs about a hundred. Longer schedules are not recorded. */
+#define CC_RECORDED 48
 
 struct cc_sched {
     commcore_schedule *schedule;
+    int cached; /* one of its communicator's kept schedules: cc_sched_free lets it go */
+    int replay; /* steps come from the recording, `at` the next */
+    int at;
+};
+
+typedef struct {
+    cc_call key;
+    cc_sched sched;
+    size_t scratch;
+    const char *module, *algorithm;
+    int busy;     /* a call in flight runs it */
+    int recorded; /* steps[0..nsteps) hold every step, END last */
+    int nsteps;   /* while recording: steps so far; CC_RECORDED + 1: too many */
+    cc_step steps[CC_RECORDED];
+} kept;
+
+static kept *kept_of(cc_sched *sched) {
+    return (kept *)((char *)sched - offsetof(kept, sched));
+}
+
+/* What a whole-element call forces ahead of the user's control string: algorithms that
+ * never split a vector (ring, Rabenseifner and reduce-scatter-gather do). */
+#define CC_WHOLE_CONTROL "allreduce:recursive_doubling;reduce:binomial"
+
+struct cc_coll {
+    commcore_coll *coll;
+    commcore_coll *whole;    /* made at the first whole-element call */
+    commcore_coll_config config;
+    uint32_t *nodes;         /* the config's node ids (size, then remote_size) */
+    kept cache[CC_CACHED];
+    unsigned next; /* the entry to replace next */
 };
 
 static char *control;
@@ -54,7 +90,7 @@ int cc_abi_init(const char *text, char *why, size_t why_len) {
         snprintf(why, why_len, "COMMCORE_CID=%s is not one of mask, lowest, highest", alg);
         return -1;
     }
-    control = text ? strdup(text) : NULL;
+    control = text && *text ? strdup(text) : NULL; /* empty: none given */
     /* A one-rank instance checks the control string once, naming a refused token. */
     commcore_coll_config config = {.rank = 0, .size = 1, .control = control};
     commcore_coll *probe = NULL;
@@ -67,6 +103,18 @@ int cc_abi_init(const char *text, char *why, size_t why_len) {
         (rc = commcore_user_op_create(unused_user_fn, NULL, 1, &commuting_op)))
         return fail(why, why_len, "commcore set-up failed", rc);
     return 0;
+}
+
+int cc_abi_default_control(const char *text) {
+    if (control)
+        return 0; /* the user's COMMCORE_COLL stands */
+    commcore_coll_config config = {.rank = 0, .size = 1, .control = text};
+    commcore_coll *probe = NULL;
+    if (commcore_coll_create(&config, &probe) != COMMCORE_OK)
+        return -1;
+    commcore_coll_free(probe);
+    control = strdup(text);
+    return control ? 0 : -1;
 }
 
 void cc_abi_finalize(void) {
@@ -86,30 +134,103 @@ void cc_abi_finalize(void) {
 cc_coll *cc_coll_new(uint32_t rank, uint32_t size, int inter, uint32_t remote_size,
                      const uint32_t *nodes, const uint32_t *remote_nodes,
                      int thread_level) {
-    cc_coll *c = malloc(sizeof *c);
-    if (!c)
+    cc_coll *c = calloc(1, sizeof *c);
+    size_t n = size + (inter ? remote_size : 0);
+    if (!c || !(c->nodes = malloc((n ? n : 1) * sizeof *c->nodes))) {
+        free(c);
         return NULL;
-    commcore_coll_config config = {
+    }
+    memcpy(c->nodes, nodes, size * sizeof *nodes);
+    if (inter)
+        memcpy(c->nodes + size, remote_nodes, remote_size * sizeof *nodes);
+    c->config = (commcore_coll_config){
         .rank = rank,
         .size = size,
         .remote_size = inter ? remote_size : 0,
         .thread_level = (commcore_thread_level)thread_level,
-        .node_ids = nodes,
-        .remote_node_ids = inter ? remote_nodes : NULL,
+        .node_ids = c->nodes,
+        .remote_node_ids = inter ? c->nodes + size : NULL,
         .control = control,
     };
-    if (commcore_coll_create(&config, &c->coll) != COMMCORE_OK) {
+    if (commcore_coll_create(&c->config, &c->coll) != COMMCORE_OK) {
+        free(c->nodes);
         free(c);
         return NULL;
     }
     return c;
 }
 
+/* The instance for whole-element calls, made at the first (local: no communication, so
+ * ranks may make it at different calls). NULL on failure. */
+static commcore_coll *whole_of(cc_coll *c) {
+    if (c->whole)
+        return c->whole;
+    size_t len = strlen(CC_WHOLE_CONTROL) + (control ? strlen(control) + 2 : 1);
+    char *text = malloc(len);
+    if (!text)
+        return NULL;
+    snprintf(text, len, "%s%s%s", CC_WHOLE_CONTROL, control ? ";" : "", control ? control : "");
+    commcore_coll_config config = c->config;
+    config.control = text;
+    if (commcore_coll_create(&config, &c->whole) != COMMCORE_OK)
+        c->whole = NULL;
+    free(text);
+    return c->whole;
+}
+
 void cc_coll_free(cc_coll *coll) {
     if (coll) {
+        for (int i = 0; i < CC_CACHED; i++)
+            commcore_schedule_free(coll->cache[i].sched.schedule);
         commcore_coll_free(coll->coll);
+        commcore_coll_free(coll->whole);
+        free(coll->nodes);
         free(coll);
     }
+}
+
+static int same_call(const cc_call *a, const cc_call *b) {
+    return a->op == b->op && a->count == b->count && a->dtype == b->dtype && a->rop == b->rop &&
+           a->commutative == b->commutative && a->root_kind == b->root_kind &&
+           a->root == b->root && a->whole == b->whole;
+}
+
+/* The kept schedule of `call`, rewound, or NULL. */
+static cc_sched *kept_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
+                               const char **module, const char **algorithm) {
+    for (int i = 0; i < CC_CACHED; i++) {
+        kept *k = &coll->cache[i];
+        if (k->sched.schedule && !k->busy && same_call(&k->key, call) &&
+            (k->recorded || commcore_schedule_rewind(k->sched.schedule) == COMMCORE_OK)) {
+            k->busy = 1;
+            k->sched.replay = k->recorded, k->sched.at = 0;
+            if (!k->recorded && k->nsteps <= CC_RECORDED)
+                k->nsteps = 0; /* record this run */
+            *scratch_bytes = k->scratch;
+            *module = k->module, *algorithm = k->algorithm;
+            return &k->sched;
+        }
+    }
+    return NULL;
+}
+
+/* Keeps the schedule `s` just built for `call` (it is the caller's until cc_sched_free). */
+static cc_sched *keep(cc_coll *coll, const cc_call *call, cc_sched *s, size_t scratch,
+                      const char *module, const char *algorithm) {
+    for (int tries = 0; tries < CC_CACHED; tries++) {
+        kept *k = &coll->cache[coll->next++ % CC_CACHED];
+        if (k->busy)
+            continue;
+        commcore_schedule *old = k->sched.schedule;
+        k->key = *call;
+        k->sched = (cc_sched){s->schedule, 1, 0, 0};
+        k->scratch = scratch, k->module = module, k->algorithm = algorithm;
+        k->busy = 1, k->recorded = 0, k->nsteps = 0;
+        s->schedule = old; /* the replaced object goes back to the spares */
+        cc_sched_free(s);
+        return &k->sched;
+    }
+    return s;
 }
 
 /* Counts and displacements as commcore takes them (int32 elements); NULL on overflow. */
@@ -123,6 +244,11 @@ static int32_t *narrow(const size_t *v, uint32_t n, int32_t *out) {
 }
 
 cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes, const char **module, const char **algorithm) {
+    int keepable = !call->send_counts && !call->recv_counts;
+    cc_sched *found = keepable ? kept_schedule(coll, call, scratch_bytes, module, algorithm)
+                               : NULL;
+    if (found)
+        return found;
     commcore_coll_args a = {0};
     a.coll_op = (uint32_t)call->op;
     a.dtype = (commcore_datatype)call->dtype;
@@ -160,7 +286,8 @@ cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
             s = NULL;
         }
     }
-    if (s && (commcore_coll_schedule(coll->coll, &a, s->schedule) != COMMCORE_OK ||
+    commcore_coll *instance = call->whole ? whole_of(coll) : coll->coll;
+    if (s && (!instance || commcore_coll_schedule(instance, &a, s->schedule) != COMMCORE_OK ||
               commcore_schedule_scratch_bytes(s->schedule, scratch_bytes) != COMMCORE_OK)) {
         cc_sched_free(s);
         s = NULL;
@@ -170,10 +297,33 @@ cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
         *module = *algorithm = "?";
     if (arrays != stack)
         free(arrays);
+    if (s && keepable)
+        s = keep(coll, call, s, *scratch_bytes, *module, *algorithm);
     return s;
 }
 
+static int next_of(cc_sched *sched, cc_step *out);
+
 int cc_next(cc_sched *sched, cc_step *out) {
+    if (sched->replay) {
+        *out = kept_of(sched)->steps[sched->at++];
+        return 0;
+    }
+    if (next_of(sched, out) < 0)
+        return -1;
+    if (sched->cached) { /* record */
+        kept *k = kept_of(sched);
+        if (k->nsteps < CC_RECORDED)
+            k->steps[k->nsteps++] = *out;
+        else
+            k->nsteps = CC_RECORDED + 1;
+        if (out->kind == CC_STEP_END && k->nsteps <= CC_RECORDED)
+            k->recorded = 1;
+    }
+    return 0;
+}
+
+static int next_of(cc_sched *sched, cc_step *out) {
     commcore_step s;
     if (commcore_schedule_next(sched->schedule, &s) != COMMCORE_OK)
         return -1;
@@ -199,6 +349,10 @@ int cc_next(cc_sched *sched, cc_step *out) {
 void cc_sched_free(cc_sched *sched) {
     if (!sched)
         return;
+    if (sched->cached) {
+        kept_of(sched)->busy = 0;
+        return;
+    }
     if (nspare < CC_SPARE_SCHEDULES && sched->schedule) {
         spare[nspare++] = sched;
         return;

@@ -41,6 +41,7 @@ typedef struct cc_call {
     const size_t *send_counts, *send_displs; /* scatterv, alltoallv; else NULL */
     const size_t *recv_counts, *recv_displs; /* gatherv, allgatherv, alltoallv, reduce_scatter */
     uint32_t nblocks;              /* entries of those arrays */
+    int whole;                     /* only algorithms that never split the vector */
 } cc_call;
 
 enum cc_buf { CC_BUF_SEND, CC_BUF_RECV, CC_BUF_SCRATCH };
@@ -68,6 +69,9 @@ typedef struct cc_sched cc_sched;  /* one call's schedule (opaque) */
 /* Sets the library up with control string `control` (COMMCORE_COLL; NULL for none) and the
  * CID algorithm COMMCORE_CID names; 0 on success, else fills `why`. */
 int cc_abi_init(const char *control, char *why, size_t why_len);
+/* The control string used when COMMCORE_COLL gave none (0, or -1 if commcore refuses it);
+ * before any cc_coll_new. */
+int cc_abi_default_control(const char *text);
 /* Non-zero: cc_schedule names the module and algorithm of every call (for the report). */
 extern int cc_abi_names;
 void cc_abi_finalize(void);

@@ -2,9 +2,10 @@
 #include "serve.h"
 
 int cc_finish(cc_job *job) {
-    int done = cc_job_advance(job, 1);
+    int done = cc_job_advance(job, 1), err = job->err;
+    MPI_Comm user = job->user;
     cc_job_release(job);
-    return done == 1 ? MPI_SUCCESS : MPI_ERR_INTERN;
+    return done == 1 ? MPI_SUCCESS : cc_error(user, err ? err : MPI_ERR_INTERN);
 }
 
 int MPI_Barrier(MPI_Comm comm) {

@@ -1,6 +1,8 @@
 /* Communicator constructors: each builds commcore's state for the new communicator right
  * after the host made it (collective over its members, as the constructor is). Freeing goes
- * through the attribute's delete callback (state.c). */
+ * through the attribute's delete callback (state.c). Communicators from constructors not
+ * wrapped (MPI_Comm_idup, dynamic processes) get theirs at their first blocking collective;
+ * their nonblocking collectives before that go to the host. */
 #include "pmpi.h"
 
 /* The host's result, after attaching state to the communicator it made. */
@@ -34,6 +36,48 @@ int MPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int re
 
 int MPI_Intercomm_merge(MPI_Comm inter, int high, MPI_Comm *out) {
     return attached(PMPI_Intercomm_merge(inter, high, out), out);
+}
+
+/* Constructors of communicators with a topology or hints: built here too, so that their
+ * first collectives may be nonblocking ones (state built later would have to block). */
+int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out) {
+    return attached(PMPI_Comm_split_type(comm, type, key, info, out), out);
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *out) {
+    return attached(PMPI_Comm_dup_with_info(comm, info, out), out);
+}
+
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[],
+                    int reorder, MPI_Comm *out) {
+    return attached(PMPI_Cart_create(comm, ndims, dims, periods, reorder, out), out);
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain[], MPI_Comm *out) {
+    return attached(PMPI_Cart_sub(comm, remain, out), out);
+}
+
+int MPI_Graph_create(MPI_Comm comm, int nnodes, const int index[], const int edges[],
+                     int reorder, MPI_Comm *out) {
+    return attached(PMPI_Graph_create(comm, nnodes, index, edges, reorder, out), out);
+}
+
+int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[], const int degrees[],
+                          const int destinations[], const int weights[], MPI_Info info,
+                          int reorder, MPI_Comm *out) {
+    return attached(PMPI_Dist_graph_create(comm, n, sources, degrees, destinations, weights,
+                                           info, reorder, out),
+                    out);
+}
+
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int sources[],
+                                   const int sourceweights[], int outdegree,
+                                   const int destinations[], const int destweights[],
+                                   MPI_Info info, int reorder, MPI_Comm *out) {
+    return attached(PMPI_Dist_graph_create_adjacent(comm, indegree, sources, sourceweights,
+                                                    outdegree, destinations, destweights, info,
+                                                    reorder, out),
+                    out);
 }
 
 /* The state goes with the attribute when the host frees the communicator. */

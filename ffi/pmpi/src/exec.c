@@ -10,14 +10,28 @@
  * in flight together never matches across calls (every rank starts them in the same order). */
 #define CC_TAG_SPAN 32768
 
-void cc_job_own(cc_job *job, void *ptr) {
-    for (int i = 0; i < 4; i++) {
+int cc_job_own(cc_job *job, void *ptr) {
+    for (int i = 0; i < CC_OWNED; i++) {
         if (!job->owned[i]) {
             job->owned[i] = ptr;
-            return;
+            return 0;
         }
     }
-    free(ptr); /* four are the most any call needs; never reached */
+    return -1; /* more than any call needs */
+}
+
+int cc_error(MPI_Comm comm, int code) {
+    if (comm != MPI_COMM_NULL)
+        PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+/* Marks the job failed with MPI error `code` (the host's, or ours). */
+static int failed(cc_job *job, int code) {
+    job->failed = 1;
+    if (!job->err)
+        job->err = code == MPI_SUCCESS ? MPI_ERR_INTERN : code;
+    return -1;
 }
 
 int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const void *send,
@@ -26,9 +40,11 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
     size_t scratch = 0;
     job->cs = cs;
     job->slot = slot;
+    if (CC_IS_NONBLOCKING(slot))
+        cc_comm_ref(cs); /* until the job is quiesced */
     job->sched = cc_schedule(cs->coll, call, &scratch, &module, &algorithm);
     if (!job->sched)
-        return -1;
+        return CC_PREP_HOST;
     if (scratch && !cs->scratch_busy && !CC_IS_NONBLOCKING(slot)) {
         /* A blocking call borrows the communicator's scratch, grown as needed. */
         if (cs->scratch_len < scratch) {
@@ -44,7 +60,7 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
     if (scratch && !job->scratch && !(job->scratch = malloc(scratch))) {
         cc_sched_free(job->sched);
         job->sched = NULL;
-        return -1;
+        return CC_PREP_FAIL;
     }
     job->scratch_len = scratch;
     job->send = send;
@@ -105,12 +121,15 @@ static int post(cc_job *job, const cc_step *s) {
         job->reqs = reqs;
         job->cap = cap;
     }
-    MPI_Request *req = &job->reqs[job->nreq++];
+    MPI_Request *req = &job->reqs[job->nreq];
     int peer = shadow_rank(job, s), len = (int)s->a.len;
     int rc = s->kind == CC_STEP_SEND
                  ? PMPI_Isend(mem, len, MPI_BYTE, peer, job->tag, job->cs->shadow, req)
                  : PMPI_Irecv(mem, len, MPI_BYTE, peer, job->tag, job->cs->shadow, req);
-    return rc == MPI_SUCCESS ? 0 : -1;
+    if (rc != MPI_SUCCESS)
+        return failed(job, rc);
+    job->nreq++;
+    return 0;
 }
 
 static int apply(cc_job *job, const cc_step *s) {
@@ -127,32 +146,52 @@ static int apply(cc_job *job, const cc_step *s) {
     }
     const cc_reduction *r = &job->red;
     if (r->rop == CC_ROP_CALLBACK) {
-        if (s->a.len % r->elem)
+        size_t elem = r->user_elem ? r->user_elem : r->elem;
+        if (s->a.len % elem)
             return -1;
-        r->apply(r, src, dst, s->a.len / r->elem, s->src_left);
+        r->apply(r, src, dst, s->a.len / elem, s->src_left);
         return 0;
     }
     return cc_reduce(r->rop, r->dtype, src, dst, s->a.len, s->src_left);
+}
+
+int cc_job_round_done(const cc_job *job) {
+    for (int i = 0; i < job->nreq; i++)
+        if (job->reqs[i] != MPI_REQUEST_NULL)
+            return 0;
+    return 1;
+}
+
+void cc_job_fail(cc_job *job, int code) {
+    failed(job, code);
 }
 
 /* Completes the round's transfers: waits, or tests once; 1 when complete. */
 static int complete_round(cc_job *job, int blocking) {
     if (job->nreq == 0)
         return 1;
+    int rc, flag = 0;
+    /* Statuses name the error of a failed transfer (a truncation, say) where MPI_ERR_IN_STATUS
+     * alone would not; rounds of more transfers go without. */
+    MPI_Status few[CC_FEW_REQUESTS], *st = job->nreq <= CC_FEW_REQUESTS ? few : MPI_STATUSES_IGNORE;
     if (blocking && !cc_jobs_in_flight()) {
-        if (PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-            return -1;
+        rc = PMPI_Waitall(job->nreq, job->reqs, st);
     } else if (blocking) { /* nonblocking calls in flight progress while this one waits */
-        for (int flag = 0; !flag; cc_progress_all())
-            if (PMPI_Testall(job->nreq, job->reqs, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-                return -1;
+        do
+            rc = PMPI_Testall(job->nreq, job->reqs, &flag, st);
+        while (rc == MPI_SUCCESS && !flag && (cc_progress_all(), 1));
+    } else if (cc_job_round_done(job)) { /* the progress engine tested them all at once */
+        rc = MPI_SUCCESS;
     } else {
-        int flag = 0;
-        if (PMPI_Testall(job->nreq, job->reqs, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-            return -1;
-        if (!flag)
+        rc = PMPI_Testall(job->nreq, job->reqs, &flag, st);
+        if (rc == MPI_SUCCESS && !flag)
             return 0;
     }
+    for (int i = 0; rc == MPI_ERR_IN_STATUS && st != MPI_STATUSES_IGNORE && i < job->nreq; i++)
+        if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
+            rc = st[i].MPI_ERROR;
+    if (rc != MPI_SUCCESS)
+        return failed(job, rc); /* requests that failed are freed; the others stay listed */
     job->nreq = 0;
     return 1;
 }
@@ -161,18 +200,22 @@ int cc_job_advance(cc_job *job, int blocking) {
     if (job->failed)
         return -1;
     for (;;) {
-        int done = complete_round(job, blocking);
-        if (done <= 0) {
-            job->failed = done < 0;
+        /* Starting: the first transfers are posted, not tested (see pmpi.h). */
+        if (blocking == CC_ADVANCE_START && job->nreq)
+            return 0;
+        int done = complete_round(job, blocking == 1);
+        if (done <= 0)
             return done;
-        }
         if (job->has_pending) {
             job->has_pending = 0;
             if (apply(job, &job->pending) < 0)
                 break;
         }
-        if (job->ended)
-            return 1;
+        if (job->ended) {
+            if (job->unpack && cc_unpack_run(job) < 0)
+                break;
+            return job->mismatch ? failed(job, MPI_ERR_TRUNCATE) : 1;
+        }
         /* Start the next round: transfers up to the next local step or the end. */
         for (;;) {
             cc_step s;
@@ -184,7 +227,7 @@ int cc_job_advance(cc_job *job, int blocking) {
             }
             if (s.kind == CC_STEP_SEND || s.kind == CC_STEP_RECV) {
                 if (post(job, &s) < 0)
-                    goto fail;
+                    return -1;
                 continue;
             }
             job->pending = s;
@@ -193,27 +236,38 @@ int cc_job_advance(cc_job *job, int blocking) {
         }
     }
 fail:
-    job->failed = 1;
-    return -1;
+    return failed(job, MPI_ERR_INTERN);
 }
 
-void cc_job_release(cc_job *job) {
+void cc_job_quiesce(cc_job *job) {
     /* A failed job may leave transfers started: receives are cancelled, then all are
      * completed, so no buffer is freed under the host MPI. */
     for (int i = 0; i < job->nreq; i++)
-        PMPI_Cancel(&job->reqs[i]);
+        if (job->reqs[i] != MPI_REQUEST_NULL)
+            PMPI_Cancel(&job->reqs[i]);
     if (job->nreq)
         PMPI_Waitall(job->nreq, job->reqs, MPI_STATUSES_IGNORE);
+    job->nreq = 0;
     if (job->sched)
         cc_sched_free(job->sched);
+    job->sched = NULL;
+    if (job->borrowed_scratch) {
+        job->cs->scratch_busy = 0;
+        job->scratch = NULL;
+        job->borrowed_scratch = 0;
+    }
+    if (job->cs && CC_IS_NONBLOCKING(job->slot))
+        cc_comm_unref(job->cs);
+    job->cs = NULL;
+}
+
+void cc_job_release(cc_job *job) {
+    cc_job_quiesce(job);
     if (job->reqs != job->few)
         free(job->reqs);
-    if (job->borrowed_scratch)
-        job->cs->scratch_busy = 0;
-    else
-        free(job->scratch);
-    free(job->arrays);
-    for (int i = 0; i < 4; i++)
+    free(job->scratch);
+    cc_unpack_free(job);
+    for (int i = 0; i < CC_OWNED; i++)
         free(job->owned[i]);
-    memset(job, 0, sizeof *job);
+    /* Not cleared: the job goes with its caller's frame or is freed. */
 }

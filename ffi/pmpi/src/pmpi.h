@@ -29,12 +29,16 @@ typedef struct cc_comm {
     char *scratch;          /* kept between blocking calls, so they do not allocate */
     size_t scratch_len;
     int scratch_busy;
+    int refs;               /* the communicator's attribute, and each nonblocking job */
 } cc_comm;
 
 /* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
  * when commcore does not serve it (then the caller falls back). May communicate only when
  * `may_create`. */
 cc_comm *cc_comm_get(MPI_Comm comm, int may_create);
+/* A nonblocking job keeps the state alive past MPI_Comm_free until it ends. */
+void cc_comm_ref(cc_comm *cs);
+void cc_comm_unref(cc_comm *cs);
 /* Builds the state of a communicator just made (collective over its members). */
 void cc_comm_attach(MPI_Comm comm);
 int cc_state_init(void);
@@ -53,13 +57,40 @@ typedef struct cc_reduction {
     MPI_Datatype mpi_type;
     size_t elem;                  /* bytes of one element of `dtype` */
     size_t per_item;              /* elements of `dtype` per element of `mpi_type` */
+    /* A user op over elements no core type matches in size (a contiguous derived type, a
+     * 32-byte pair): the schedule moves bytes, `user_elem` of them an element, and runs
+     * only algorithms that never split an element (cc_call.whole). */
+    size_t user_elem;
+    int whole;
 } cc_reduction;
 
 /* Bytes of a predefined, contiguous datatype, or 0 when the library does not move it. */
 size_t cc_type_bytes(MPI_Datatype type);
+/* A derived type whose memory is its bytes in order, as `mult` elements of the predefined
+ * `base` (`unit` bytes in all); -1 for any other type (layout.c). */
+int cc_type_whole(MPI_Datatype type, MPI_Datatype *base, size_t *mult, size_t *unit);
 /* The reduction of `op` over `type`; 0 or -1 when it cannot be mapped. */
 int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
 void cc_ops_finalize(void);
+
+/* Unpacking a received, packed buffer into the user's (layout.c). */
+typedef struct cc_unpack {
+    void *dst, *packed;
+    MPI_Datatype type;
+    int type_owned;               /* a duplicate this library frees */
+    MPI_Aint extent;
+    int n;                        /* blocks: counts and displs in elements of `type`, */
+    MPI_Aint *counts, *displs;    /* offsets (n + 1) in bytes of `packed` */
+    MPI_Aint *offsets;
+} cc_unpack;
+
+/* At a job's end: unpacks its result (0, or -1 on an error); frees the description. */
+struct cc_job;
+int cc_unpack_run(struct cc_job *job);
+void cc_unpack_free(struct cc_job *job);
+
+/* Buffers a job allocates (in-place copies, packed views, block arrays). */
+#define CC_OWNED 8
 
 /* Transfers per round held in the job itself (more take the heap). */
 #define CC_FEW_REQUESTS 16
@@ -72,7 +103,8 @@ typedef struct cc_job {
     const char *send;
     char *recv, *scratch;
     size_t send_len, recv_len, scratch_len;
-    void *owned[4];             /* buffers this job allocated (in-place copies, scratch) */
+    void *owned[CC_OWNED];      /* buffers this job allocated */
+    cc_unpack *unpack;          /* a packed result to unpack at the end, or NULL */
     cc_reduction red;
     MPI_Request *reqs;          /* `few` until a round needs more */
     MPI_Request few[CC_FEW_REQUESTS];
@@ -81,22 +113,43 @@ typedef struct cc_job {
     int tag;
     cc_step pending;            /* a local step waiting for the round's transfers */
     int has_pending, ended, failed;
+    int err;                    /* the MPI error class of a failed job */
+    int mismatch;               /* this rank's own block had another size: truncated */
     /* Nonblocking: */
     MPI_Request greq;
+    int done;                   /* greq is complete; the host frees it */
     struct cc_job *next;
-    /* After the schedule: copy a result out (scatter in place drops its block). */
-    size_t *arrays;             /* counts/displacements in elements, owned */
+    MPI_Comm user;              /* the caller's communicator, for its error handler */
 } cc_job;
 
-/* Prepares a job from `call` on `cs`; 0, or -1 when commcore cannot serve it (nothing was
- * sent; the caller falls back). */
+/* What preparing a call answers besides 0: the host serves it (a decision every rank takes
+ * alike), or an error here (reported through the communicator's error handler). */
+#define CC_PREP_HOST (-1)
+#define CC_PREP_FAIL (-2)
+
+/* Prepares a job from `call` on `cs`; 0, CC_PREP_HOST when commcore has no schedule for it
+ * (nothing was sent), or CC_PREP_FAIL. */
 int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const void *send,
                  size_t send_len, void *recv, size_t recv_len);
-/* Runs a job on: blocking until done, or as far as possible; 1 done, 0 pending, <0 error. */
+/* Runs a job on: blocking (1) until done, or (0) as far as possible, or (CC_ADVANCE_START)
+ * up to its first transfers, posted but not tested; 1 done, 0 pending, <0 error (job->err
+ * says which). A nonblocking call starts without testing, as the hosts' own do: a test
+ * runs the host's progress engine, and Open MPI 4.1's engine run between two
+ * MPI_Comm_idup of one parent leaves one of them never completing. */
+#define CC_ADVANCE_START 2
 int cc_job_advance(cc_job *job, int blocking);
+/* Whether every transfer of the job's round has completed (its requests are null). */
+int cc_job_round_done(const cc_job *job);
+/* Marks the job failed with MPI error `code`. */
+void cc_job_fail(cc_job *job, int code);
+/* Completes or cancels the job's transfers and lets go of its communicator: what is left
+ * are its buffers, which cc_job_release frees (it also quiesces a job not quiesced yet). */
+void cc_job_quiesce(cc_job *job);
 void cc_job_release(cc_job *job);
-/* Keeps `ptr` (malloc'd) until the job is released. */
-void cc_job_own(cc_job *job, void *ptr);
+/* Reports `code` through the error handler of `comm` and returns it. */
+int cc_error(MPI_Comm comm, int code);
+/* Keeps `ptr` (malloc'd) until the job is released; -1 (ptr not kept) when full. */
+int cc_job_own(cc_job *job, void *ptr);
 
 /* Nonblocking jobs: progressed inside the Wait/Test family. */
 int cc_progress_all(void);

@@ -4,10 +4,14 @@
  * that progress them, so a call that waits for a peer never starves a collective the peer
  * waits for. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "serve.h"
 
-static cc_job *active; /* jobs in flight, in start order */
+/* Jobs from their start until the host frees their request, in start order; `inflight` of
+ * them are not done yet. */
+static cc_job *jobs;
+static int inflight;
 
 static int query(void *extra, MPI_Status *status) {
     cc_job *job = extra;
@@ -15,56 +19,135 @@ static int query(void *extra, MPI_Status *status) {
     MPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    return job->failed ? MPI_ERR_INTERN : MPI_SUCCESS;
+    status->MPI_ERROR = job->failed ? job->err : MPI_SUCCESS;
+    return status->MPI_ERROR;
 }
 
 static int release(void *extra) {
-    cc_job_release(extra);
-    free(extra);
+    cc_job *job = extra;
+    for (cc_job **p = &jobs; *p; p = &(*p)->next) {
+        if (*p == job) {
+            *p = job->next;
+            break;
+        }
+    }
+    cc_job_release(job);
+    free(job);
     return MPI_SUCCESS;
 }
 
 static int cancel(void *extra, int complete) {
-    (void)extra, (void)complete; /* a collective cannot be cancelled; it runs to its end */
+    (void)extra, (void)complete; /* not reached: MPI_Cancel refuses our requests */
     return MPI_SUCCESS;
+}
+
+static int ours(const MPI_Request *request) {
+    for (cc_job *job = jobs; job && request; job = job->next)
+        if (job->greq == *request)
+            return 1;
+    return 0;
+}
+
+/* Freeing or cancelling the request of a nonblocking collective is erroneous in MPI; both
+ * hosts raise MPI_ERR_REQUEST (on MPI_COMM_WORLD, as errors of no communicator are) and
+ * leave the request as it was, and so does this library. */
+int MPI_Request_free(MPI_Request *request) {
+    if (jobs && ours(request))
+        return cc_error(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+    return PMPI_Request_free(request);
+}
+
+int MPI_Cancel(MPI_Request *request) {
+    if (jobs && ours(request))
+        return cc_error(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+    return PMPI_Cancel(request);
 }
 
 int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
     if (PMPI_Grequest_start(query, release, cancel, job, request) != MPI_SUCCESS) {
+        MPI_Comm user = job->user;
         cc_job_release(job);
         free(job);
-        return MPI_ERR_INTERN;
+        return cc_error(user, MPI_ERR_INTERN);
     }
     job->greq = *request;
-    cc_job **tail = &active;
+    cc_job **tail = &jobs;
     while (*tail)
         tail = &(*tail)->next;
     *tail = job;
-    cc_progress_all();
+    inflight++;
+    if (cc_job_advance(job, CC_ADVANCE_START) != 0) { /* done or failed without transfers */
+        job->done = 1;
+        inflight--;
+        cc_job_quiesce(job);
+        PMPI_Grequest_complete(job->greq);
+    }
     return MPI_SUCCESS;
 }
 
-int cc_progress_all(void) {
-    int progressed = 0;
-    for (cc_job **p = &active; *p;) {
-        cc_job *job = *p;
-        if (cc_job_advance(job, 0) == 0) {
-            p = &job->next;
-            continue;
+/* Tests the transfers of every job in flight at once: each test of the host runs its
+ * progress engine, so a test per job ran it once per job (20 calls in flight, 20 times per
+ * MPI_Test of the user). Returns 0 when it could not (then each job tests its own). */
+static int test_together(void) {
+    enum { FEW = 64 };
+    MPI_Request few[FEW], *all = few;
+    MPI_Status few_st[FEW], *st = few_st;
+    int few_idx[FEW], *idx = few_idx, n = 0, at = 0, out = 0;
+    for (cc_job *job = jobs; job; job = job->next)
+        n += job->done ? 0 : job->nreq;
+    if (n < 2)
+        return 0;
+    if (n > FEW) {
+        all = malloc((size_t)n * sizeof *all);
+        st = malloc((size_t)n * sizeof *st);
+        idx = malloc((size_t)n * sizeof *idx);
+    }
+    int ok = all && st && idx;
+    for (cc_job *job = jobs; ok && job; job = job->next)
+        if (!job->done && job->nreq) {
+            memcpy(all + at, job->reqs, (size_t)job->nreq * sizeof *all);
+            at += job->nreq;
         }
-        *p = job->next; /* done or failed: the user's wait reports it */
-        job->next = NULL;
+    int rc = ok ? PMPI_Testsome(n, all, &out, idx, st) : MPI_ERR_INTERN;
+    at = 0;
+    for (cc_job *job = jobs; ok && job; job = job->next) {
+        if (job->done || !job->nreq)
+            continue;
+        memcpy(job->reqs, all + at, (size_t)job->nreq * sizeof *all);
+        for (int k = 0; rc == MPI_ERR_IN_STATUS && k < out; k++)
+            if (idx[k] >= at && idx[k] < at + job->nreq && st[k].MPI_ERROR != MPI_SUCCESS)
+                cc_job_fail(job, st[k].MPI_ERROR);
+        at += job->nreq;
+    }
+    if (all != few)
+        free(all), free(st), free(idx);
+    return ok && (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS);
+}
+
+int cc_progress_all(void) {
+    int progressed = 0, together = test_together();
+    for (cc_job *job = jobs, *next; job && inflight; job = next) {
+        next = job->next; /* completing may free the job (through release) */
+        /* Tested together: only jobs whose round is complete go on (a test of their own
+         * would run the progress engine again). */
+        if (job->done || (together && !job->failed && !cc_job_round_done(job)) ||
+            cc_job_advance(job, 0) == 0)
+            continue;
+        /* Done or failed: the user's wait reports it. */
+        job->done = 1;
+        inflight--;
         progressed = 1;
+        cc_job_quiesce(job);
         PMPI_Grequest_complete(job->greq);
     }
     return progressed;
 }
 
 int cc_jobs_in_flight(void) {
-    return active != NULL;
+    return inflight != 0;
 }
 
 void cc_nonblocking_finalize(void) {
-    while (active)
+    while (inflight)
         cc_progress_all();
 }

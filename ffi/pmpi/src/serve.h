@@ -1,5 +1,6 @@
 /* The shape of every collective wrapper: try commcore, else hand the call to the host and
- * count it. `PREP` starts the job `job_` on `cs_` for report slot `slot_` (prep.h). */
+ * count it. `PREP` starts the job `job_` on `cs_` for report slot `slot_` (prep.h). Errors
+ * go through the error handler of the caller's communicator, as the host's would. */
 #ifndef COMMCORE_PMPI_SERVE_H
 #define COMMCORE_PMPI_SERVE_H
 
@@ -7,36 +8,46 @@
 
 #include "prep.h"
 
-/* Runs a started job to its end (blocking calls). */
+/* Runs a started job to its end (blocking calls); MPI_SUCCESS or the reported error. */
 int cc_finish(cc_job *job);
 /* Hands a started job to the progress engine and gives the user its request. */
 int cc_nonblocking_start(cc_job *job, MPI_Request *request);
 
-#define CC_SERVE(slot_, comm_, PREP, HOST)                                                   \
+#define CC_SERVE(slot_, comm_, PREP, HOST)                                                 \
     do {                                                                                   \
         if (cc_enabled) {                                                                  \
-            cc_job jobv_ = {0}, *job_ = &jobv_;                                            \
+            cc_job jobv_ = {.user = (comm_), .slot = (slot_)}, *job_ = &jobv_;             \
             cc_comm *cs_ = cc_comm_get((comm_), 1);                                        \
-            if (cs_ && (PREP) == 0)                                                        \
+            int prep_ = cs_ ? (PREP) : CC_PREP_HOST;                                       \
+            if (prep_ == 0)                                                                \
                 return cc_finish(job_);                                                    \
             cc_job_release(job_);                                                          \
+            if (prep_ == CC_PREP_FAIL)                                                     \
+                return cc_error((comm_), MPI_ERR_INTERN);                                  \
             cc_count_host(slot_);                                                          \
         }                                                                                  \
         return HOST;                                                                       \
     } while (0)
 
 /* Nonblocking: only communicators whose state exists (building it would block). */
-#define CC_SERVE_NB(slot_, comm_, request_, PREP, HOST)                                      \
+#define CC_SERVE_NB(slot_, comm_, request_, PREP, HOST)                                    \
     do {                                                                                   \
         if (cc_enabled) {                                                                  \
             cc_comm *cs_ = cc_comm_get((comm_), 0);                                        \
             cc_job *job_ = cs_ ? calloc(1, sizeof *job_) : NULL;                           \
-            if (job_ && (PREP) == 0)                                                       \
-                return cc_nonblocking_start(job_, (request_));                             \
+            int prep_ = CC_PREP_HOST;                                                      \
             if (job_) {                                                                    \
+                job_->user = (comm_);                                                      \
+                job_->slot = (slot_); /* the views read it before the job starts */        \
+                if ((prep_ = (PREP)) == 0)                                                 \
+                    return cc_nonblocking_start(job_, (request_));                         \
                 cc_job_release(job_);                                                      \
                 free(job_);                                                                \
+            } else if (cs_) {                                                              \
+                prep_ = CC_PREP_FAIL;                                                      \
             }                                                                              \
+            if (prep_ == CC_PREP_FAIL)                                                     \
+                return cc_error((comm_), MPI_ERR_INTERN);                                  \
             cc_count_host(slot_);                                                          \
         }                                                                                  \
         return HOST;                                                                       \

@@ -116,6 +116,7 @@ static int carrier(size_t bytes) {
 ARITH(long double, ld_sum_prod)
 ARITH(float _Complex, cf_sum_prod)
 ARITH(double _Complex, cd_sum_prod)
+ARITH(long double _Complex, cld_sum_prod)
 
 static void ld_min_max(const cc_reduction *r, const void *src, void *dst, size_t n,
                        int src_left) {
@@ -150,6 +151,23 @@ static void ld_min_max(const cc_reduction *r, const void *src, void *dst, size_t
 LOC_PAIR(float, f_loc)
 LOC_PAIR(double, d_loc)
 
+/* MINLOC/MAXLOC over MPI_LONG_DOUBLE_INT, {long double value; int index} (32 bytes, a size
+ * no core type has: reduced as whole elements). */
+static void ldi_loc(const cc_reduction *r, const void *src, void *dst, size_t n,
+                    int src_left) {
+    typedef struct { long double v; int i; } pair;
+    const pair *a = src;
+    pair *b = dst;
+    int max = r->base == CC_MAX || r->base == CC_MAXLOC;
+    (void)src_left;
+    for (size_t k = 0; k < n; k++) {
+        if (max ? a[k].v > b[k].v : a[k].v < b[k].v)
+            b[k] = a[k];
+        else if (a[k].v == b[k].v && a[k].i < b[k].i)
+            b[k].i = a[k].i;
+    }
+}
+
 /* ---- user operations ---- */
 
 typedef struct user_op {
@@ -170,7 +188,7 @@ static void user_apply(const cc_reduction *r, const void *src, void *dst, size_t
         return;
     }
     /* dst = dst op src: compute into a copy of src, then move it over dst. */
-    size_t bytes = n * r->elem;
+    size_t bytes = n * (r->user_elem ? r->user_elem : r->elem);
     void *tmp = malloc(bytes ? bytes : 1);
     if (!tmp)
         abort(); /* no way to report from inside a reduction; out of memory */
@@ -231,6 +249,8 @@ static int extra_reduction(int rop, MPI_Datatype t, cc_reduction *out) {
             out->apply = cf_sum_prod;
         else if (t == MPI_C_DOUBLE_COMPLEX || t == MPI_DOUBLE_COMPLEX)
             out->apply = cd_sum_prod;
+        else if (t == MPI_C_LONG_DOUBLE_COMPLEX)
+            out->apply = cld_sum_prod;
     } else if (rop == CC_MIN || rop == CC_MAX) {
         if (t == MPI_LONG_DOUBLE)
             out->apply = ld_min_max;
@@ -239,6 +259,8 @@ static int extra_reduction(int rop, MPI_Datatype t, cc_reduction *out) {
             out->apply = f_loc;
         else if (t == MPI_2DOUBLE_PRECISION)
             out->apply = d_loc;
+        else if (t == MPI_LONG_DOUBLE_INT)
+            out->apply = ldi_loc;
     }
     if (!out->apply)
         return -1;
@@ -274,9 +296,59 @@ int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     }
     if (reduction_of(op, type, out) < 0)
         return -1;
+    if (!cc_type_bytes(type))
+        return 0; /* a derived type's handle may come back as another type: not kept */
     cached_op = op;
     cached_op_type = type;
     cached_reduction = *out;
+    return 0;
+}
+
+/* A user op over elements of `bytes` each, no core type of that size: the schedule moves
+ * bytes and runs only algorithms that keep elements whole. */
+static int whole_elements(cc_reduction *out, size_t bytes) {
+    out->dtype = CC_U8;
+    out->rop = CC_ROP_CALLBACK;
+    out->elem = 1;
+    out->per_item = bytes;
+    out->user_elem = bytes;
+    out->whole = 1;
+    return 0;
+}
+
+static user_op *user_op_of(MPI_Op op) {
+    user_op *u = user_ops;
+    while (u && u->op != op)
+        u = u->next;
+    return u;
+}
+
+/* A derived type whose memory is a run of one predefined type: a predefined op reduces the
+ * run element by element; a user op takes the derived elements whole. -1: the host. */
+static int derived_reduction(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
+    MPI_Datatype base;
+    size_t mult, unit;
+    if (cc_type_whole(type, &base, &mult, &unit) < 0)
+        return -1;
+    if (builtin_op(op) >= 0) {
+        if (reduction_of(op, base, out) < 0)
+            return -1;
+        out->per_item *= mult;
+        return 0;
+    }
+    user_op *u = user_op_of(op);
+    if (!u)
+        return -1;
+    memset(out, 0, sizeof *out);
+    out->apply = user_apply;
+    out->user = u->fn;
+    out->commutative = u->commute;
+    out->mpi_type = type; /* the user's function is handed the call's datatype */
+    int c = carrier(unit);
+    if (c < 0)
+        return whole_elements(out, unit);
+    out->dtype = (enum cc_dtype)c, out->rop = CC_ROP_CALLBACK;
+    out->elem = unit, out->per_item = 1;
     return 0;
 }
 
@@ -284,7 +356,7 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     memset(out, 0, sizeof *out);
     size_t elem = cc_type_bytes(type);
     if (!elem)
-        return -1;
+        return derived_reduction(op, type, out);
     out->mpi_type = type;
     out->elem = elem;
     out->per_item = 1;
@@ -302,9 +374,7 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
         if (extra_reduction(rop, type, out) < 0)
             return -1;
     } else {
-        user_op *u = user_ops;
-        while (u && u->op != op)
-            u = u->next;
+        user_op *u = user_op_of(op);
         if (!u)
             return -1;
         out->apply = user_apply;
@@ -312,8 +382,8 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
         out->commutative = u->commute;
     }
     int c = carrier(elem);
-    if (c < 0)
-        return -1;
+    if (c < 0) /* the callback knows its element: whole elements of any size */
+        return out->apply ? whole_elements(out, elem) : -1;
     out->dtype = (enum cc_dtype)c;
     out->rop = CC_ROP_CALLBACK;
     return 0;

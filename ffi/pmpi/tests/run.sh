@@ -5,7 +5,10 @@
 #   for the sampling), checked against local computation; the report must show every call
 #   served by commcore (all_ranks_host=0 on every line, all 32 operations present).
 # - corners: the standard's corner cases; the host must serve exactly the calls it expects
-#   (derived datatypes, two predefined pairs commcore has no type for).
+#   (a nonblocking first call on a communicator whose state does not exist yet).
+# - mixed: ranks that describe one call differently (datatypes of one signature, own counts,
+#   inter-communicator groups with different block sizes); no call may go to the host (a
+#   rank that fell back alone would hang the others).
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -16,11 +19,15 @@ build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 bin="$build/tests"
 mkdir -p "$bin"
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_rmaps_base_oversubscribe=1
+# On a node with more ranks than cores the library prefers the algorithms with the fewest
+# rounds unless COMMCORE_COLL is set; a control string that changes nothing keeps the
+# tests on tuned's whole table (one run below checks the preference itself).
+export COMMCORE_COLL=${COMMCORE_COLL-tuned.priority=30}
 limit=${PMPI_TEST_TIMEOUT:-240}
 
 for mpi in openmpi mpich; do
     extra=(); [ "$mpi" = mpich ] && extra=(-Wno-stringop-overflow)
-    for prog in coll_matrix corners; do
+    for prog in coll_matrix corners mixed; do
         "mpicc.$mpi" -std=gnu11 -O1 -g -Wall -Wextra -Werror "${extra[@]}" \
             -o "$bin/$prog.$mpi" "$here/$prog.c"
     done
@@ -35,7 +42,7 @@ launch() {
         local pass=(); [ "$preload" = 1 ] && pass=(-x LD_PRELOAD)
         env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpirun.openmpi \
             --allow-run-as-root --oversubscribe -np "$np" "${pass[@]}" \
-            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI -x COMMCORE_PMPI_NODES "$@"
+            -x COMMCORE_PMPI_REPORT -x COMMCORE_PMPI -x COMMCORE_PMPI_NODES -x COMMCORE_COLL "$@"
     else
         env "${env[@]}" COMMCORE_PMPI_REPORT=1 timeout "$limit" mpiexec.mpich -np "$np" "$@"
     fi
@@ -77,11 +84,33 @@ corners() {
     ! echo "$out" | grep -q '^commcore_pmpi: ' || fail "COMMCORE_PMPI=off still reported calls"
 }
 
+mixed() {
+    local mpi=$1 np=$2 out host
+    out=$(launch "$mpi" "$np" 1 "$bin/mixed.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "mixed failed under $mpi at $np processes"; }
+    echo "$out" | grep '^mixed:'
+    host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+}
+
 # Open MPI: 1-8 processes.
 for np_stride in 1:1 2:2 3:4 4:6 5:8 6:12 7:12 8:12; do
     matrix openmpi "${np_stride%:*}" "${np_stride#*:}"
 done
 for np in 1 2 5 8; do corners openmpi "$np"; done
+# Oversubscribed without COMMCORE_COLL: bcast and alltoall linear, allreduce by recursive
+# doubling, whatever the size.
+if [ "$(nproc)" -lt 8 ]; then
+    out=$(COMMCORE_COLL='' launch openmpi 8 1 "$bin/coll_matrix.openmpi" 400 2>&1) ||
+        { echo "$out" | tail -30; fail "coll_matrix failed oversubscribed without COMMCORE_COLL"; }
+    for op_alg in bcast:linear alltoall:linear allreduce:recursive_doubling; do
+        algs=$(echo "$out" | grep "^commcore_pmpi: ${op_alg%:*} " | grep -o 'tuned/[a-z_]*' | sort -u)
+        [ "$algs" = "tuned/${op_alg#*:}" ] ||
+            { echo "$out" | grep '^commcore_pmpi'; fail "oversubscribed ${op_alg%:*} ran: $algs"; }
+    done
+    echo "coll_matrix: 8 processes on $(nproc) cores: the fewest-rounds algorithms served"
+fi
+for np in 2 3 4 7; do mixed openmpi "$np"; done
 # The hierarchical algorithms over the host's point-to-point: the ranks labelled as nodes of
 # consecutive ranks (COMMCORE_PMPI_NODES); the report must show `hier` serving calls.
 for mpi_np_nodes in openmpi:4:2 openmpi:6:3 mpich:4:2; do
@@ -96,4 +125,5 @@ for np_stride in 1:2 2:4 3:24 4:24 8:400; do
     matrix mpich "${np_stride%:*}" "${np_stride#*:}"
 done
 for np in 1 2 4; do corners mpich "$np"; done
+for np in 2 3; do mixed mpich "$np"; done
 echo "pmpi tests: passed"
