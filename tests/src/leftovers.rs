@@ -73,3 +73,33 @@ pub fn marker(test: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     format!("commcore-test-{test}-{}-{}", std::process::id(), NEXT.fetch_add(1, Relaxed))
 }
+
+/// What a job over several hosts could leave: the machine's network namespaces (by
+/// `lsns`) and the links in this namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Network {
+    /// Network namespaces.
+    pub namespaces: usize,
+    /// Links in this namespace.
+    pub links: usize,
+}
+
+impl Network {
+    /// The counts now.
+    pub fn now() -> Network {
+        let count = |program: &str, args: &[&str]| {
+            let output = std::process::Command::new(program).args(args).output();
+            output.map_or(0, |o| String::from_utf8_lossy(&o.stdout).lines().count())
+        };
+        Network {
+            namespaces: count("lsns", &["-n", "-t", "net"]),
+            links: count("ip", &["-o", "link"]),
+        }
+    }
+
+    /// Whether something was added since `before` (only growth is a leftover: other programs
+    /// on the machine may end theirs meanwhile).
+    pub fn grew_since(&self, before: &Network) -> bool {
+        self.namespaces > before.namespaces || self.links > before.links
+    }
+}

@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use commcore_tests::leftovers::{live_in_group, marker, processes_with, shm_entries};
+use commcore_tests::leftovers::{live_in_group, marker, processes_with, shm_entries, Network};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_spawn_probe");
 const LIMIT: Duration = Duration::from_secs(120);
@@ -226,15 +226,6 @@ fn a_launcher_killed_with_sigkill_takes_spawned_jobs_along() {
     assert_none_left(&marker);
 }
 
-/// What hosts could leave: network namespaces (by `lsns`) and links in this namespace.
-fn network_residue() -> (usize, usize) {
-    let count = |program: &str, args: &[&str]| {
-        let output = Command::new(program).args(args).output();
-        output.map_or(0, |o| String::from_utf8_lossy(&o.stdout).lines().count())
-    };
-    (count("lsns", &["-n", "-t", "net"]), count("ip", &["-o", "link"]))
-}
-
 /// One run with hosts at a time: the residue counts the machine's namespaces.
 static HOSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -242,9 +233,13 @@ static HOSTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[ignore = "needs root for network namespaces: scripts/test.sh runs it"]
 fn a_killed_parent_rank_with_hosts_leaves_no_namespace() {
     let _one = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
-    let before = network_residue();
+    let before = Network::now();
     killed_parent(&["-n", "2", "--hosts", "2"]);
-    assert_eq!(network_residue(), before, "namespaces or links left");
+    let after = Network::now();
+    assert!(
+        !after.grew_since(&before),
+        "namespaces or links left: {before:?} before, {after:?} after"
+    );
 }
 
 #[test]
@@ -275,12 +270,16 @@ fn malformed_requests_through_the_launcher_get_errors() {
 #[ignore = "needs root for network namespaces: scripts/test.sh runs it"]
 fn children_start_in_the_host_asked_for() {
     let _one = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
-    let before = network_residue();
+    let before = Network::now();
     let marker = marker("host");
     let ended = run(&["-n", "2", "--hosts", "2"], &["host", &marker]);
     assert_eq!(ended.status, 0, "{}\n{}", ended.stdout, ended.stderr);
     let line = ended.stdout.lines().find(|l| l.starts_with("child job=1")).unwrap_or_default();
     assert!(line.contains("host=1 "), "{}", ended.stdout);
     assert_none_left(&marker);
-    assert_eq!(network_residue(), before, "namespaces or links left");
+    let after = Network::now();
+    assert!(
+        !after.grew_since(&before),
+        "namespaces or links left: {before:?} before, {after:?} after"
+    );
 }
