@@ -31,6 +31,13 @@ fn overlapping_groups_create_communicators_from_concurrent_threads() {
 fn intercomm_between_equal_halves_talks_reduces_merges_dups_and_splits() {
     let out = run_ok(&job(4, &["intercomm", "2"]));
     assert!(out.contains("intercomm: 2 and 2 ranks"), "{out}");
+    // Rank 0's group of two shares this job's memory on one node (unless the suite runs
+    // over TCP or several hosts): its side of the collectives runs over an area.
+    assert!(out.contains(&format!("group of 2: on node {}", one_node())), "{out}");
+}
+
+fn one_node() -> bool {
+    !jobs::test_tcp_only() && jobs::test_hosts() == 1
 }
 
 #[test]
@@ -38,6 +45,9 @@ fn intercomm_between_unequal_groups_talks_reduces_merges_dups_and_splits() {
     for split in ["1", "4", "3"] {
         let out = run_ok(&job(5, &["intercomm", split]));
         assert!(out.contains("intercomm: "), "{out}");
+        // A group of one has nothing to share.
+        let on_node = split != "1" && one_node();
+        assert!(out.contains(&format!("group of {split}: on node {on_node}")), "{out}");
     }
 }
 

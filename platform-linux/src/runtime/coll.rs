@@ -143,6 +143,11 @@ impl Comm {
         send: &[u8],
         recv: &mut [u8],
     ) -> Result<(), CollectiveError> {
+        if let Some(local) = &self.inter {
+            if let Some(done) = self.inter_on_node(local, op, args, send, recv) {
+                return done;
+            }
+        }
         if let Some(shm) = self.coll.shm_for(op) {
             if let Some(done) = shm.run(op, args, send, recv) {
                 return done;
@@ -253,7 +258,7 @@ impl Comm {
         }
     }
 
-    fn execute(
+    pub(in crate::runtime) fn execute(
         &self,
         schedule: Schedule<'_>,
         send: &[u8],

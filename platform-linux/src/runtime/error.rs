@@ -155,6 +155,9 @@ pub enum CollectiveError {
     TooLarge,
     /// A member broke the shared-memory collective protocol (a call numbered out of step).
     AreaProtocol,
+    /// On an inter-communicator: this group's leader failed to exchange its group's part
+    /// with the other group (the leader itself returns the reason).
+    LeaderFailed,
 }
 
 impl From<P2pError> for CollectiveError {
@@ -196,6 +199,9 @@ impl fmt::Display for CollectiveError {
                 super::settings::ENV_COLL
             ),
             CollectiveError::TooLarge => write!(f, "communicator too large for collective layouts"),
+            CollectiveError::LeaderFailed => {
+                write!(f, "this group's leader failed to reach the other group")
+            }
             CollectiveError::AreaProtocol => {
                 write!(f, "a member broke the shared-memory collective protocol")
             }

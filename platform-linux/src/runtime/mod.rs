@@ -220,6 +220,13 @@ impl Runtime {
         self.tcp.is_some() || self.tcp_links_made.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether this node runs more processes than it has CPUs: the job's own ranks alone
+    /// (`oversubscribed`) or with connected groups' processes (see [`Runtime::note_guests`]).
+    #[inline]
+    pub(super) fn crowded(&self) -> bool {
+        self.oversubscribed || self.crowded.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// How long a blocked operation polls before it yields.
     #[inline]
     fn poll_time(&self) -> Duration {

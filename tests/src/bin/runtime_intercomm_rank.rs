@@ -220,6 +220,11 @@ fn intercomm(world: &Comm, split: usize) {
             "reduce to the high root"
         );
     }
+    // A group of more than one process on this job's shared memory ran its part of
+    // these collectives over its node communicator (world rank 0 reports its group's).
+    if me == 0 {
+        println!("group of {}: on node {}", local.len(), inter.inter_collectives_on_node());
+    }
     // Merges: the group passing `high = false` first; ties put the group of world rank 0
     // first.
     for (high_low, high_high) in [(false, true), (true, false), (false, false), (true, true)] {

@@ -31,6 +31,8 @@ pub(in crate::runtime) struct LocalGroup {
     /// (its first side first); `None` when both are of this job, whose rank 0 with the
     /// lower world rank comes first.
     pub(in crate::runtime) first: Option<bool>,
+    /// The group's node communicator, for collectives over shared memory.
+    pub(in crate::runtime) node: super::inter_node::NodeComm,
 }
 
 impl LocalGroup {
@@ -211,7 +213,12 @@ impl Comm {
             members,
             coll: Arc::new(coll),
             remote_context: 2 * pair.remote,
-            inter: Some(Arc::new(LocalGroup { members: local, size, first })),
+            inter: Some(Arc::new(LocalGroup {
+                members: local,
+                size,
+                first,
+                node: Default::default(),
+            })),
         })
     }
 

@@ -1,7 +1,8 @@
 //! Communicators: a context and an ordered set of processes. One concern a file:
 //! [`members`] (the rank map, context id and groups a communicator holds), [`p2p`]
 //! (point-to-point), [`create`] (dup, split, create), [`group`] (create_group), [`inter`]
-//! (inter-communicators: create, merge, dup, split) and [`context_id`] (agreeing ids, held
+//! (inter-communicators: create, merge, dup, split), [`inter_node`] (their collectives over
+//! a group's shared memory) and [`context_id`] (agreeing ids, held
 //! by a guard until a communicator owns them). Collectives are in `runtime::coll`, dynamic
 //! processes in `runtime::dpm`.
 
@@ -9,6 +10,7 @@ pub(in crate::runtime) mod context_id;
 pub(in crate::runtime) mod create;
 pub(in crate::runtime) mod group;
 pub(in crate::runtime) mod inter;
+mod inter_node;
 mod members;
 mod p2p;
 

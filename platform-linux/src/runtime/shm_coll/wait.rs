@@ -28,13 +28,18 @@ use crate::shm::CollArea;
 const POLLS_PER_CHECK: u32 = 64;
 
 /// How long a shared-memory collective polls before it yields (`COMMCORE_COLL_SPIN_US`;
-/// default: the runtime's poll time with a core per rank, 0 with more ranks than cores).
+/// default: the runtime's poll time with a core per process, 0 with more processes than
+/// cores, counting the connected groups' processes that share this node).
 fn poll_time(runtime: &Runtime) -> Duration {
-    static POLL: OnceLock<Duration> = OnceLock::new();
-    *POLL.get_or_init(|| {
-        let default = if runtime.oversubscribed { Duration::ZERO } else { runtime.spin.poll };
-        crate::runtime::settings::current().coll_spin_us.map_or(default, Duration::from_micros)
-    })
+    static OVERRIDE: OnceLock<Option<Duration>> = OnceLock::new();
+    let set = OVERRIDE.get_or_init(|| {
+        crate::runtime::settings::current().coll_spin_us.map(Duration::from_micros)
+    });
+    match set {
+        Some(poll) => *poll,
+        None if runtime.crowded() => Duration::ZERO,
+        None => runtime.spin.poll,
+    }
 }
 
 /// With more ranks than cores, how long a member that waits in an all-to-all area call
