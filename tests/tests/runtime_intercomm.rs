@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use commcore_linux::launch::hosts::host_of;
 use commcore_linux::launch::JobSpec;
 use commcore_tests::jobs::{self, run_ok};
 
@@ -32,12 +33,16 @@ fn intercomm_between_equal_halves_talks_reduces_merges_dups_and_splits() {
     let out = run_ok(&job(4, &["intercomm", "2"]));
     assert!(out.contains("intercomm: 2 and 2 ranks"), "{out}");
     // Rank 0's group of two shares this job's memory on one node (unless the suite runs
-    // over TCP or several hosts): its side of the collectives runs over an area.
-    assert!(out.contains(&format!("group of 2: on node {}", one_node())), "{out}");
+    // over TCP or its ranks land on different hosts): its side of the collectives runs over
+    // an area.
+    assert!(out.contains(&format!("group of 2: on node {}", on_one_node(2, 4))), "{out}");
 }
 
-fn one_node() -> bool {
-    !jobs::test_tcp_only() && jobs::test_hosts() == 1
+/// Whether ranks `0..group` of a job of `procs` share one node's memory in this suite's run.
+fn on_one_node(group: usize, procs: usize) -> bool {
+    let hosts = jobs::test_hosts().min(procs);
+    let first = host_of(0, procs, hosts);
+    !jobs::test_tcp_only() && (0..group).all(|rank| host_of(rank, procs, hosts) == first)
 }
 
 #[test]
@@ -46,7 +51,8 @@ fn intercomm_between_unequal_groups_talks_reduces_merges_dups_and_splits() {
         let out = run_ok(&job(5, &["intercomm", split]));
         assert!(out.contains("intercomm: "), "{out}");
         // A group of one has nothing to share.
-        let on_node = split != "1" && one_node();
+        let group: usize = split.parse().unwrap();
+        let on_node = group > 1 && on_one_node(group, 5);
         assert!(out.contains(&format!("group of {split}: on node {on_node}")), "{out}");
     }
 }
