@@ -36,12 +36,30 @@ pub struct Stream {
     long: Option<LongFrame>,
 }
 
-/// A long message's wire header and its payload, `filled` bytes of it read so far.
+/// A long message's wire header and its payload on their way. Bytes read by the stream
+/// itself wait in `spill[handed..filled]`; once the header is announced to the owner
+/// ([`LongStart::Announced`]) the owner takes the payload with [`Stream::read_long`],
+/// straight from the socket into its own buffer when nothing is spilled.
 #[derive(Debug)]
 struct LongFrame {
     header: [u8; HEADER_LEN],
-    payload: Vec<u8>,
+    spill: Vec<u8>,
     filled: usize,
+    handed: usize,
+    /// Payload bytes still in the socket.
+    left: usize,
+    announced: bool,
+}
+
+/// What [`Stream::start_long`] did.
+#[derive(Debug)]
+pub enum LongStart {
+    /// No long message starts here.
+    No,
+    /// The stream reads the payload whole into a buffer of its own ([`Stream::take_long`]).
+    Whole,
+    /// The owner takes the rest of the payload with [`Stream::read_long`].
+    Announced { header: [u8; HEADER_LEN], first: Vec<u8>, rest: usize },
 }
 
 /// How a read ended.
@@ -146,15 +164,26 @@ impl Stream {
         Ok(true)
     }
 
-    /// Reads what the kernel holds for this stream: into the long message's own buffer
-    /// while one is being read, else into the inbound buffer, which is zeroed only when it
-    /// grows, not at every read, so polling an idle stream is cheap.
-    pub fn fill(&mut self) -> ReadEnd {
+    /// Reads what the kernel holds for this stream: into the long message's buffer while
+    /// one is on its way (an announced one only when `spill`: the owner reads it itself),
+    /// else into the inbound buffer, which is zeroed only when it grows, not at every read,
+    /// so polling an idle stream is cheap.
+    pub fn fill(&mut self, spill: bool) -> ReadEnd {
         loop {
             let target = match &mut self.long {
-                Some(long) if long.filled < long.payload.len() => &mut long.payload[long.filled..],
                 // A finished long message waits to be taken before more is read.
-                Some(_) => return ReadEnd::WouldBlock,
+                Some(long) if long.left == 0 || (long.announced && !spill) => {
+                    return ReadEnd::WouldBlock
+                }
+                Some(long) => {
+                    if long.filled == long.spill.len() {
+                        let grow =
+                            if long.announced { long.left.min(READ_CHUNK) } else { long.left };
+                        long.spill.resize(long.filled + grow, 0);
+                    }
+                    let room = (long.spill.len() - long.filled).min(long.left);
+                    &mut long.spill[long.filled..long.filled + room]
+                }
                 None => {
                     if self.inbound.len() - self.end < READ_CHUNK / 4 {
                         if self.start > 0 {
@@ -174,7 +203,10 @@ impl Stream {
                 Ok(0) => return ReadEnd::Closed,
                 Ok(n) => {
                     match &mut self.long {
-                        Some(long) => long.filled += n,
+                        Some(long) => {
+                            long.filled += n;
+                            long.left -= n;
+                        }
                         None => self.end += n,
                     }
                     if n < room {
@@ -189,31 +221,41 @@ impl Stream {
     }
 
     /// When the unread bytes start with a message frame whose header is here and whose
-    /// payload is long, moves it into a buffer of its own (with the payload bytes already
-    /// read), so that the rest is read straight there. Only for a connected peer's stream:
-    /// its frames are trusted with a buffer of their claimed length.
-    pub fn start_long(&mut self) -> bool {
+    /// payload is long, takes it out of the inbound buffer (with the payload bytes already
+    /// read), so that the rest is read straight into the payload's destination: a buffer of
+    /// its own, or with `announce` the owner's (the frame is then announced). Only for a
+    /// connected peer's stream: its frames are trusted with a buffer of their claimed length.
+    pub fn start_long(&mut self, announce: bool) -> LongStart {
         let unread = self.unread();
         if self.long.is_some() || self.peer.is_none() || unread.len() < PREFIX_LEN + HEADER_LEN {
-            return false;
+            return LongStart::No;
         }
         let body = u32::from_le_bytes([unread[0], unread[1], unread[2], unread[3]]) as usize;
         if unread[4] != FrameKind::Message as u8 || !(HEADER_LEN..=BODY_MAX).contains(&body) {
-            return false;
+            return LongStart::No;
         }
         let payload_len = body - HEADER_LEN;
-        if payload_len < LONG_PAYLOAD {
-            return false;
+        // A frame that is here whole is parsed as it is.
+        if payload_len < LONG_PAYLOAD || unread.len() >= PREFIX_LEN + body {
+            return LongStart::No;
         }
         let mut header = [0u8; HEADER_LEN];
         header.copy_from_slice(&unread[PREFIX_LEN..PREFIX_LEN + HEADER_LEN]);
         let here = &unread[PREFIX_LEN + HEADER_LEN..];
         let filled = here.len().min(payload_len);
-        let mut payload = vec![0u8; payload_len];
-        payload[..filled].copy_from_slice(&here[..filled]);
-        self.consume(PREFIX_LEN + HEADER_LEN + filled);
-        self.long = Some(LongFrame { header, payload, filled });
-        true
+        let left = payload_len - filled;
+        let started = if announce {
+            let first = here[..filled].to_vec();
+            (LongStart::Announced { header, first, rest: left }, Vec::new(), 0)
+        } else {
+            let mut payload = vec![0u8; payload_len];
+            payload[..filled].copy_from_slice(&here[..filled]);
+            (LongStart::Whole, payload, filled)
+        };
+        let (start, spill, filled) = started;
+        self.consume(PREFIX_LEN + HEADER_LEN + here.len().min(payload_len));
+        self.long = Some(LongFrame { header, spill, filled, handed: 0, left, announced: announce });
+        start
     }
 
     /// Whether a long message is being read (it must come out before any later frame).
@@ -221,14 +263,60 @@ impl Stream {
         self.long.is_some()
     }
 
+    /// Whether an announced long message has bytes for its owner already read (spilled).
+    pub fn long_spilled(&self) -> bool {
+        self.long.as_ref().is_some_and(|long| long.announced && long.handed < long.filled)
+    }
+
+    /// Whether an announced long message waits for its owner to read the socket.
+    pub fn long_owed(&self) -> bool {
+        self.long.as_ref().is_some_and(|long| long.announced && long.left > 0)
+    }
+
     /// The long message once all of it is here: its wire header's bytes and its payload.
     pub fn take_long(&mut self) -> Option<([u8; HEADER_LEN], Vec<u8>)> {
         match &self.long {
-            Some(long) if long.filled == long.payload.len() => {
-                self.long.take().map(|long| (long.header, long.payload))
+            Some(long) if !long.announced && long.left == 0 => {
+                self.long.take().map(|long| (long.header, long.spill))
             }
             _ => None,
         }
+    }
+
+    /// Reads the next bytes of the announced long message into `dest` (at most what is left
+    /// of it): spilled bytes first, then straight from the socket. The count (0 while
+    /// nothing is here), or how the stream ended. Once all of it is read, the stream goes on
+    /// with the frames behind it.
+    pub fn read_long(&mut self, dest: &mut [u8]) -> Result<usize, ReadEnd> {
+        let Some(long) = self.long.as_mut().filter(|long| long.announced) else { return Ok(0) };
+        let spilled = (long.filled - long.handed).min(dest.len());
+        dest[..spilled].copy_from_slice(&long.spill[long.handed..long.handed + spilled]);
+        long.handed += spilled;
+        if long.handed == long.filled {
+            (long.handed, long.filled) = (0, 0);
+            long.spill.clear();
+        }
+        let mut done = spilled;
+        while done < dest.len() && long.left > 0 {
+            let want = (dest.len() - done).min(long.left);
+            match self.socket.read(&mut dest[done..done + want]) {
+                Ok(0) => return Err(ReadEnd::Closed),
+                Ok(n) => {
+                    done += n;
+                    long.left -= n;
+                    if n < want {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadEnd::Failed(e)),
+            }
+        }
+        if long.left == 0 && long.filled == 0 {
+            self.long = None;
+        }
+        Ok(done)
     }
 
     /// The bytes received and not consumed.
@@ -241,6 +329,161 @@ impl Stream {
         self.start = (self.start + n).min(self.end);
         if self.start == self.end {
             (self.start, self.end) = (0, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    use commcore::wire::{Header, Kind};
+
+    use super::*;
+    use crate::tcp::frame::{self, Parsed};
+
+    /// A connected peer's stream (the reading side, nonblocking) and the writing side.
+    fn pair() -> (Stream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let writer = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (socket, _) = listener.accept().unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let mut stream = Stream::new(socket, None);
+        stream.peer = Some(1);
+        (stream, writer)
+    }
+
+    fn frame_of(tag: i32, payload: &[u8]) -> Vec<u8> {
+        let header = Header {
+            kind: Kind::Eager,
+            context: 3,
+            source: 1,
+            tag,
+            sequence: 0,
+            length: payload.len() as u64,
+        };
+        let mut bytes = frame::message_prefix(&header, payload.len()).to_vec();
+        bytes.extend_from_slice(payload);
+        bytes
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    /// Fills until the unread bytes hold at least `want` bytes (or a long message started).
+    fn fill_until(stream: &mut Stream, want: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while stream.unread().len() < want {
+            assert!(matches!(stream.fill(false), ReadEnd::WouldBlock));
+            assert!(Instant::now() < deadline, "the bytes did not come");
+        }
+    }
+
+    #[test]
+    fn an_announced_long_payload_goes_into_the_owners_buffer_and_the_next_frame_follows() {
+        let (mut stream, mut writer) = pair();
+        let long = pattern(300_000);
+        let mut bytes = frame_of(7, &long);
+        bytes.extend_from_slice(&frame_of(8, b"after"));
+        writer.write_all(&bytes[..1000]).unwrap();
+        fill_until(&mut stream, 1000);
+        let LongStart::Announced { header, first, rest } = stream.start_long(true) else {
+            panic!("a 300,000-byte payload is long")
+        };
+        assert_eq!(Header::decode(&header).unwrap().tag, 7);
+        assert_eq!(first.len() + rest, long.len());
+        let sender = std::thread::spawn(move || writer.write_all(&bytes[1000..]).map(|()| writer));
+        // The stream does not read the payload itself unless asked to spill.
+        assert!(matches!(stream.fill(false), ReadEnd::WouldBlock));
+        let mut dest = vec![0u8; long.len()];
+        dest[..first.len()].copy_from_slice(&first);
+        let mut at = first.len();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while at < long.len() {
+            // Small reads: the payload may come in any number of pieces.
+            let end = (at + 40_000).min(long.len());
+            at += stream.read_long(&mut dest[at..end]).unwrap_or_else(|_| panic!("read failed"));
+            assert!(Instant::now() < deadline, "the payload did not come");
+        }
+        assert!(dest == long, "the payload differs");
+        assert!(!stream.reading_long(), "the stream goes on after the payload");
+        let _writer = sender.join().unwrap().unwrap();
+        fill_until(&mut stream, PREFIX_LEN + HEADER_LEN + 5);
+        let Parsed::Frame { end, .. } = frame::parse(stream.unread()) else { panic!("no frame") };
+        assert_eq!(&stream.unread()[PREFIX_LEN + HEADER_LEN..end], b"after");
+    }
+
+    #[test]
+    fn spilled_bytes_of_an_announced_payload_come_first_and_in_order() {
+        let (mut stream, mut writer) = pair();
+        let long = pattern(100_000);
+        let bytes = frame_of(7, &long);
+        // The header comes before the rest of the payload (else it is one whole frame).
+        writer.write_all(&bytes[..1000]).unwrap();
+        fill_until(&mut stream, 1000);
+        let LongStart::Announced { first, .. } = stream.start_long(true) else {
+            panic!("a 100,000-byte payload is long")
+        };
+        writer.write_all(&bytes[1000..]).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // A send waiting for room reads on: the payload is spilled into the stream.
+        while stream.long_owed() {
+            assert!(matches!(stream.fill(true), ReadEnd::WouldBlock));
+            assert!(Instant::now() < deadline, "the payload did not come");
+        }
+        assert!(stream.long_spilled());
+        let mut dest = first;
+        let mut piece = vec![0u8; 30_000];
+        while dest.len() < long.len() {
+            let n = stream.read_long(&mut piece).unwrap_or_else(|_| panic!("read failed"));
+            assert!(n > 0, "spilled bytes are there at once");
+            dest.extend_from_slice(&piece[..n]);
+        }
+        assert!(dest == long, "the payload differs");
+        assert!(!stream.reading_long() && !stream.long_spilled());
+    }
+
+    #[test]
+    fn a_whole_long_payload_is_read_by_the_stream_when_not_announced() {
+        let (mut stream, mut writer) = pair();
+        let long = pattern(70_000);
+        let bytes = frame_of(9, &long);
+        writer.write_all(&bytes[..1000]).unwrap();
+        fill_until(&mut stream, 1000);
+        assert!(matches!(stream.start_long(false), LongStart::Whole));
+        writer.write_all(&bytes[1000..]).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some((header, payload)) = stream.take_long() {
+                assert_eq!(Header::decode(&header).unwrap().tag, 9);
+                assert!(payload == long, "the payload differs");
+                break;
+            }
+            assert!(matches!(stream.fill(false), ReadEnd::WouldBlock));
+            assert!(Instant::now() < deadline, "the payload did not come");
+        }
+    }
+
+    #[test]
+    fn a_peer_that_closes_inside_an_announced_payload_is_an_end_not_a_wait() {
+        let (mut stream, mut writer) = pair();
+        let bytes = frame_of(7, &pattern(50_000));
+        writer.write_all(&bytes[..bytes.len() / 2]).unwrap();
+        drop(writer);
+        fill_until(&mut stream, bytes.len() / 2);
+        assert!(matches!(stream.start_long(true), LongStart::Announced { .. }));
+        let mut dest = vec![0u8; 50_000];
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match stream.read_long(&mut dest) {
+                Ok(_) => assert!(Instant::now() < deadline, "the end was not seen"),
+                Err(end) => {
+                    assert!(matches!(end, ReadEnd::Closed), "{end:?}");
+                    break;
+                }
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use commcore::wire::{Header, HEADER_LEN};
 use super::error::{PeerFault, TcpError};
 use super::frame::{self, FrameKind, Parsed, PREFIX_LEN};
 use super::socket;
-use super::stream::{ReadEnd, Stream};
+use super::stream::{LongStart, ReadEnd, Stream};
 
 /// Peers one process may have handshake or connection state for at once.
 pub const MAX_PEERS: usize = 256;
@@ -56,8 +56,11 @@ pub struct Arrival {
     pub from: usize,
     /// Its wire header.
     pub header: Header,
-    /// Its payload.
+    /// Its payload, or with long payloads announced its first bytes.
     pub payload: Vec<u8>,
+    /// Payload bytes still to come, taken with [`TcpTransport::read_rest`] (0 unless long
+    /// payloads are announced: [`TcpTransport::announce_long_payloads`]).
+    pub rest: usize,
 }
 
 /// The TCP transport of one rank of a job whose ranks listen at `addrs`.
@@ -82,6 +85,8 @@ pub struct TcpTransport {
     arrivals: VecDeque<Arrival>,
     /// Passes over the sockets so far (see [`TcpTransport::progress`]).
     passes: u32,
+    /// Long payloads are announced and read by the owner into its own buffer.
+    announce_long: bool,
 }
 
 impl TcpTransport {
@@ -118,7 +123,31 @@ impl TcpTransport {
             finishing: false,
             arrivals: VecDeque::new(),
             passes: 0,
+            announce_long: false,
         })
+    }
+
+    /// From now on a long message is announced as soon as its header is here ([`Arrival`]'s
+    /// `rest`), and the owner reads the rest of its payload with [`Self::read_rest`] into
+    /// the buffer it ends in: no copy through a buffer of the transport's. The owner must
+    /// read it: later messages from that peer wait behind it (the transport reads it itself
+    /// only while a send or flush waits for room, so that two peers sending to each other
+    /// cannot block each other).
+    pub fn announce_long_payloads(&mut self) {
+        self.announce_long = true;
+    }
+
+    /// Reads the next bytes of `peer`'s announced long message into `dest` (at most what
+    /// is left of it); the count, 0 while none are here.
+    pub fn read_rest(&mut self, peer: usize, dest: &mut [u8]) -> Result<usize, TcpError> {
+        self.check(peer)?;
+        let stream = self.connected.get(&peer).and_then(|token| self.streams.get_mut(token));
+        let Some(stream) = stream else { return Err(self.lose(peer, PeerFault::Closed)) };
+        match stream.read_long(dest) {
+            Ok(n) => Ok(n),
+            Err(ReadEnd::Failed(e)) => Err(self.lose(peer, PeerFault::Broken(e.kind()))),
+            Err(_) => Err(self.lose(peer, PeerFault::Closed)),
+        }
     }
 
     /// This rank.
@@ -143,7 +172,8 @@ impl TcpTransport {
     pub fn send(&mut self, peer: usize, header: &Header, payload: &[u8]) -> Result<(), TcpError> {
         self.check(peer)?;
         if peer == self.rank {
-            let arrival = Arrival { from: peer, header: *header, payload: payload.to_vec() };
+            let arrival =
+                Arrival { from: peer, header: *header, payload: payload.to_vec(), rest: 0 };
             self.arrivals.push_back(arrival);
             return Ok(());
         }
@@ -169,7 +199,7 @@ impl TcpTransport {
             return Ok(());
         }
         let start = Instant::now();
-        self.progress()?;
+        self.progress(true)?;
         while self.queued_to(peer) > self.settings.queue_bytes {
             let waited = start.elapsed();
             if waited >= self.settings.send_timeout {
@@ -178,7 +208,7 @@ impl TcpTransport {
                 return Err(self.lose(peer, PeerFault::StoppedReading { queued, waited_ms }));
             }
             self.block(start + self.settings.send_timeout)?;
-            self.progress()?;
+            self.progress(true)?;
             self.check(peer)?;
         }
         Ok(())
@@ -187,20 +217,22 @@ impl TcpTransport {
     /// The next message that arrived, after moving what the sockets have now.
     pub fn poll(&mut self) -> Result<Option<Arrival>, TcpError> {
         if self.arrivals.is_empty() {
-            self.progress()?;
+            self.progress(false)?;
         }
         Ok(self.arrivals.pop_front())
     }
 
-    /// Waits until a message arrived or `deadline` passed: spins for the settings' `spin`,
-    /// then sleeps in `poll(2)` on every socket. `Ok(true)` when a message waits.
+    /// Waits until a message arrived, bytes of an announced long message are here, or
+    /// `deadline` passed: spins for the settings' `spin` (not while a long message is on its
+    /// way: `poll(2)` says at once when its next bytes come), then sleeps in `poll(2)` on
+    /// every socket. `Ok(true)` when something waits for the caller.
     pub fn wait(&mut self, deadline: Instant) -> Result<bool, TcpError> {
         let spin_until = Instant::now() + self.settings.spin;
         loop {
-            if !self.arrivals.is_empty() {
+            if !self.arrivals.is_empty() || self.streams.values().any(Stream::long_spilled) {
                 return Ok(true);
             }
-            self.progress()?;
+            self.progress(false)?;
             if !self.arrivals.is_empty() {
                 return Ok(true);
             }
@@ -208,8 +240,9 @@ impl TcpTransport {
             if now >= deadline {
                 return Ok(false);
             }
-            if now >= spin_until {
-                self.block(deadline)?;
+            let owed = self.streams.values().any(Stream::long_owed);
+            if (now >= spin_until || owed) && self.block(deadline)? {
+                return Ok(true);
             }
         }
     }
@@ -218,7 +251,7 @@ impl TcpTransport {
     /// did not drain.
     pub fn flush(&mut self, deadline: Instant) -> Result<(), TcpError> {
         loop {
-            self.progress()?;
+            self.progress(true)?;
             let stuck = self.streams.values().find(|s| s.queued() > 0).and_then(|s| s.peer);
             let waiting = self.pending.keys().next().copied();
             let Some(peer) = stuck.or(waiting) else { return Ok(()) };
@@ -304,15 +337,16 @@ impl TcpTransport {
     /// One pass over the sockets without waiting: accepts, writes, reads, timers. The
     /// listener is asked for new connections every [`ACCEPT_EVERY`] passes, or every pass
     /// while a handshake runs: a peer's first frame waits that long at most, and a pass
-    /// that moves a message saves the system call.
-    fn progress(&mut self) -> Result<(), TcpError> {
+    /// that moves a message saves the system call. With `spill`, announced long messages
+    /// are read too (see [`Self::announce_long_payloads`]).
+    fn progress(&mut self, spill: bool) -> Result<(), TcpError> {
         self.passes = self.passes.wrapping_add(1);
         if self.passes % ACCEPT_EVERY == 0 || self.endpoint.poll_timeout().is_some() {
             self.accept_all()?;
         }
         let tokens: Vec<u64> = self.streams.keys().copied().collect();
         for token in tokens {
-            self.service(token);
+            self.service(token, spill);
         }
         if self.endpoint.poll_timeout().is_some_and(|t| t <= self.now()) {
             self.endpoint.handle_timeout(self.now());
@@ -341,24 +375,26 @@ impl TcpTransport {
     }
 
     /// Writes and reads one stream and handles the frames that arrived on it.
-    fn service(&mut self, token: u64) {
+    fn service(&mut self, token: u64, spill: bool) {
         let Some(stream) = self.streams.get_mut(&token) else { return };
         let written = stream.flush();
-        let read = stream.fill();
+        let read = stream.fill(spill);
         let peer = stream.peer;
         let mut corrupt = false;
         loop {
             let Some(stream) = self.streams.get_mut(&token) else { return };
             if let (Some((head, payload)), Some(from)) = (stream.take_long(), peer) {
                 match Header::decode(&head) {
-                    Ok(header) => self.arrivals.push_back(Arrival { from, header, payload }),
+                    Ok(header) => {
+                        self.arrivals.push_back(Arrival { from, header, payload, rest: 0 })
+                    }
                     Err(_) => {
                         corrupt = true;
                         break;
                     }
                 }
                 // More may wait in the kernel behind it.
-                let _ = stream.fill();
+                let _ = stream.fill(spill);
                 continue;
             }
             if stream.reading_long() {
@@ -366,13 +402,27 @@ impl TcpTransport {
             }
             let unread = stream.unread();
             let (kind, end) = match frame::parse(unread) {
-                Parsed::Need(_) => {
-                    if stream.start_long() {
-                        let _ = stream.fill();
+                Parsed::Need(_) => match (stream.start_long(self.announce_long), peer) {
+                    (LongStart::No, _) => break,
+                    (LongStart::Whole, _) => {
+                        let _ = stream.fill(spill);
                         continue;
                     }
-                    break;
-                }
+                    (LongStart::Announced { header, first, rest }, Some(from)) => {
+                        match Header::decode(&header) {
+                            Ok(header) => self.arrivals.push_back(Arrival {
+                                from,
+                                header,
+                                payload: first,
+                                rest,
+                            }),
+                            Err(_) => corrupt = true,
+                        }
+                        break;
+                    }
+                    // Only a connected peer's stream starts a long message.
+                    (LongStart::Announced { .. }, None) => break,
+                },
                 Parsed::Corrupt => {
                     corrupt = true;
                     break;
@@ -389,14 +439,14 @@ impl TcpTransport {
                     self.drive_machine();
                     if self.streams.get(&token).is_some_and(|s| s.peer != peer) {
                         // This frame made the connection: later frames belong to the peer.
-                        return self.service(token);
+                        return self.service(token, spill);
                     }
                 }
                 (FrameKind::Message, Some(from)) => match Header::decode(body) {
                     Ok(header) => {
                         let payload = body[HEADER_LEN..].to_vec();
                         stream.consume(end);
-                        self.arrivals.push_back(Arrival { from, header, payload });
+                        self.arrivals.push_back(Arrival { from, header, payload, rest: 0 });
                     }
                     Err(_) => {
                         corrupt = true;
@@ -500,15 +550,19 @@ impl TcpTransport {
     }
 
     /// Sleeps in `poll(2)` until a socket is ready, the machine's next timer, or `deadline`.
-    fn block(&mut self, deadline: Instant) -> Result<(), TcpError> {
+    /// Whether a stream whose announced long message the owner reads became readable.
+    fn block(&mut self, deadline: Instant) -> Result<bool, TcpError> {
         let mut fds = Vec::with_capacity(self.streams.len() + 1);
+        let mut owed = Vec::with_capacity(self.streams.len() + 1);
         fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        owed.push(false);
         for stream in self.streams.values() {
             let mut events = libc::POLLIN;
             if stream.queued() > 0 {
                 events |= libc::POLLOUT;
             }
             fds.push(libc::pollfd { fd: stream.socket.as_raw_fd(), events, revents: 0 });
+            owed.push(stream.long_owed());
         }
         let mut wake = deadline.saturating_duration_since(Instant::now());
         if let Some(timer) = self.endpoint.poll_timeout() {
@@ -526,7 +580,7 @@ impl TcpTransport {
         if fds[0].revents & libc::POLLIN != 0 {
             self.accept_all()?;
         }
-        Ok(())
+        Ok(fds.iter().zip(owed).any(|(fd, owed)| owed && fd.revents != 0))
     }
 }
 

@@ -165,6 +165,11 @@ pub(crate) struct Engine {
     /// The TCP links by number (see [`tcp`]): the job's own at 0, when some rank is reached
     /// over TCP, then one per group connected across hosts.
     tcp: Vec<Option<TcpLink>>,
+    /// Long TCP messages whose payload is still coming: (TCP peer, arrival id), one per
+    /// peer at most (see [`tcp`]).
+    tcp_long: Vec<(usize, u64)>,
+    /// Where bytes nobody keeps are read to (a cancelled receive's, a truncated one's).
+    tcp_scratch: Vec<u8>,
     /// Processes of other groups on this host, reached through bridges.
     guests: links::Guests,
 }
@@ -192,6 +197,8 @@ impl Engine {
             news: false,
             written: std::collections::HashMap::new(),
             tcp: tcp.map(|link| vec![Some(link)]).unwrap_or_default(),
+            tcp_long: Vec::new(),
+            tcp_scratch: Vec::new(),
             guests: links::Guests::default(),
         }
     }

@@ -37,7 +37,7 @@ impl Engine {
                 self.drain(fabric, guests, source, sink.as_deref_mut())?;
             }
         }
-        self.poll_tcp()?;
+        self.poll_tcp(sink)?;
         self.blocked.clear();
         for i in 0..self.peers.len() {
             if let Some(dest) = self.peers.waiting(i) {

@@ -1,5 +1,8 @@
 //! Messages over TCP: a send hands the whole message to a TCP transport (its framing and
-//! bounded queue), and progress takes whole messages from it into the matching queues.
+//! bounded queue), and progress takes messages from it into the matching queues. A long
+//! message is announced by its header: progress reads the rest of its payload from the
+//! socket straight into its receive's buffer while that is lent (one copy, as the kernel
+//! makes it), else into its pending bytes.
 //!
 //! A process may run several TCP transports ("links"): link 0 reaches its job's ranks on
 //! other hosts, and each group connected across hosts gets a link of its own (its own
@@ -13,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use commcore::wire::{Header, Kind};
 
 use super::matching::{Arrival, Body};
-use super::{Engine, Outbound, Peer};
+use super::{Engine, Outbound, Peer, Sink};
 use crate::runtime::error::P2pError;
 use crate::tcp::TcpTransport;
 
@@ -22,7 +25,8 @@ use crate::tcp::TcpTransport;
 pub(crate) struct TcpLink(Arc<Mutex<TcpTransport>>);
 
 impl TcpLink {
-    pub(crate) fn new(transport: TcpTransport) -> TcpLink {
+    pub(crate) fn new(mut transport: TcpTransport) -> TcpLink {
+        transport.announce_long_payloads();
         TcpLink(Arc::new(Mutex::new(transport)))
     }
 
@@ -30,6 +34,9 @@ impl TcpLink {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// Bytes of a long message read per step into its pending bytes or the scratch buffer.
+const SCRATCH: usize = 64 * 1024;
 
 /// The engine's name for peer `index` of TCP link `link` (also the address word of its
 /// address-vector entry).
@@ -102,39 +109,152 @@ impl Engine {
         tcp.lock().send(index, &header, buf).map_err(P2pError::Tcp)
     }
 
-    /// Takes every message the TCP links hold into the matching queues.
-    pub(super) fn poll_tcp(&mut self) -> Result<(), P2pError> {
+    /// Takes every message the TCP links hold into the matching queues, and the bytes of
+    /// long messages on their way (into `sink` when it is their receive's).
+    pub(super) fn poll_tcp(&mut self, mut sink: Option<&mut Sink<'_>>) -> Result<(), P2pError> {
         for link in 0..self.tcp.len() {
             if let Some(tcp) = self.tcp[link].clone() {
-                self.poll_link(link, &tcp)?;
+                self.poll_link(link, &tcp, sink.as_deref_mut())?;
             }
         }
         Ok(())
     }
 
-    fn poll_link(&mut self, link: usize, tcp: &TcpLink) -> Result<(), P2pError> {
+    fn poll_link(
+        &mut self,
+        link: usize,
+        tcp: &TcpLink,
+        mut sink: Option<&mut Sink<'_>>,
+    ) -> Result<(), P2pError> {
         let mut transport = tcp.lock();
+        self.read_long_messages(link, &mut transport, sink.as_deref_mut())?;
         while let Some(message) = transport.poll().map_err(P2pError::Tcp)? {
             let header = message.header;
-            let len = message.payload.len();
+            let received = message.payload.len();
+            let len = received + message.rest;
             if header.kind != Kind::Eager || header.length != len as u64 {
                 return Err(P2pError::CorruptQueue { peer: message.from });
             }
             let id = self.fresh_id();
+            let peer = tcp_peer(link, message.from);
             let mut arrival = Arrival {
                 context: header.context,
-                source: Peer::Tcp(tcp_peer(link, message.from)),
+                source: Peer::Tcp(peer),
                 rank: header.source,
                 tag: header.tag,
                 len,
-                body: Body::Copied { pending: message.payload, in_sink: 0, received: len },
+                body: Body::Copied { pending: message.payload, in_sink: 0, received },
                 recv: None,
                 discard: false,
             };
             self.arrive(id, &mut arrival);
             self.arrivals.insert(id, arrival);
+            if message.rest > 0 {
+                self.tcp_long.push((peer, id));
+                // Nothing comes from this peer before the rest of the payload.
+                self.read_long_messages(link, &mut transport, sink.as_deref_mut())?;
+            }
         }
         Ok(())
+    }
+
+    /// Reads what is here of link `link`'s long messages on their way.
+    fn read_long_messages(
+        &mut self,
+        link: usize,
+        transport: &mut TcpTransport,
+        mut sink: Option<&mut Sink<'_>>,
+    ) -> Result<(), P2pError> {
+        let mut i = 0;
+        while i < self.tcp_long.len() {
+            let (peer, id) = self.tcp_long[i];
+            let (peer_link, index) = split(peer);
+            if peer_link != link {
+                i += 1;
+                continue;
+            }
+            if self.read_long(transport, index, id, sink.as_deref_mut())? {
+                self.tcp_long.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the bytes of arrival `id` (a long message from peer `index`) that are here:
+    /// into `sink` when it is the arrival's receive, else into its pending bytes (none are
+    /// kept for a cancelled receive, or past the end of a receive's buffer). Whether the
+    /// message is now whole.
+    fn read_long(
+        &mut self,
+        transport: &mut TcpTransport,
+        index: usize,
+        id: u64,
+        sink: Option<&mut Sink<'_>>,
+    ) -> Result<bool, P2pError> {
+        if self.tcp_scratch.is_empty() {
+            self.tcp_scratch = vec![0; SCRATCH];
+        }
+        let Some(arrival) = self.arrivals.get_mut(&id) else { return Ok(true) };
+        let len = arrival.len;
+        let (recv, discard) = (arrival.recv, arrival.discard);
+        let Body::Copied { pending, in_sink, received } = &mut arrival.body else {
+            return Ok(true);
+        };
+        let lent = sink.filter(|sink| Some(sink.recv) == recv);
+        let mut read = |dest: &mut [u8]| transport.read_rest(index, dest).map_err(P2pError::Tcp);
+        match lent {
+            Some(sink) => {
+                // Earlier bytes first, then the socket straight into the buffer.
+                let start = (*in_sink).min(sink.buf.len());
+                let end = (*in_sink + pending.len()).min(sink.buf.len());
+                sink.buf[start..end].copy_from_slice(&pending[..end - start]);
+                pending.clear();
+                *in_sink = *received;
+                let room = len.min(sink.buf.len());
+                while *received < len {
+                    let n = if *received < room {
+                        read(&mut sink.buf[*received..room])?
+                    } else {
+                        read(&mut self.tcp_scratch[..(len - *received).min(SCRATCH)])?
+                    };
+                    if n == 0 {
+                        break;
+                    }
+                    *received += n;
+                    *in_sink = *received;
+                }
+            }
+            None => {
+                while *received < len {
+                    let want = (len - *received).min(SCRATCH);
+                    let n = if discard {
+                        read(&mut self.tcp_scratch[..want])?
+                    } else {
+                        let old = pending.len();
+                        pending.resize(old + want, 0);
+                        let n = read(&mut pending[old..])?;
+                        pending.truncate(old + n);
+                        n
+                    };
+                    if n == 0 {
+                        break;
+                    }
+                    *received += n;
+                }
+            }
+        }
+        let whole = *received >= len;
+        if whole {
+            self.news = true;
+            if discard {
+                if let Some(arrival) = self.arrivals.remove(&id) {
+                    self.recycle_arrival(arrival);
+                }
+            }
+        }
+        Ok(whole)
     }
 
     /// Whether anything waits in a TCP link's queues to be written.
