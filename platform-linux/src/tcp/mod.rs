@@ -29,6 +29,7 @@
 
 pub mod error;
 pub mod frame;
+mod outbound;
 pub mod socket;
 mod start;
 mod stream;

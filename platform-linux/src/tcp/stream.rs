@@ -1,20 +1,19 @@
 //! One TCP stream with its inbound bytes and its queue of outbound bytes.
 
-use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 
 use commcore::wire::HEADER_LEN;
 
 use super::frame::{FrameKind, BODY_MAX, PREFIX_LEN};
+use super::outbound::Outbound;
 
 /// Bytes asked of the kernel per read into the inbound buffer.
 const READ_CHUNK: usize = 256 * 1024;
 /// A message whose payload is at least this long is read straight into a buffer of its
 /// own once its header is here ([`Stream::start_long`]): no copy out of the inbound buffer.
 const LONG_PAYLOAD: usize = 32 * 1024;
-/// Buffers gathered into one `writev`.
-const WRITE_GATHER: usize = 16;
 
 /// A stream, what arrived on it and is not yet framed, and what waits to be written.
 #[derive(Debug)]
@@ -28,10 +27,7 @@ pub struct Stream {
     inbound: Vec<u8>,
     start: usize,
     end: usize,
-    outbound: VecDeque<Vec<u8>>,
-    /// Bytes of the first outbound buffer already written.
-    written: usize,
-    queued: usize,
+    outbound: Outbound,
     /// A long message being read into its own buffer.
     long: Option<LongFrame>,
 }
@@ -82,22 +78,19 @@ impl Stream {
             inbound: Vec::new(),
             start: 0,
             end: 0,
-            outbound: VecDeque::new(),
-            written: 0,
-            queued: 0,
+            outbound: Outbound::default(),
             long: None,
         }
     }
 
     /// Bytes waiting to be written.
     pub fn queued(&self) -> usize {
-        self.queued
+        self.outbound.queued()
     }
 
     /// Queues `bytes` behind what is queued already.
     pub fn push(&mut self, bytes: Vec<u8>) {
-        self.queued += bytes.len();
-        self.outbound.push_back(bytes);
+        self.outbound.push(bytes);
     }
 
     /// Sends a frame of `head` and `payload`: written straight from the caller's buffer when
@@ -130,38 +123,29 @@ impl Stream {
         Ok(())
     }
 
+    /// Queues the frame of `head` and the region of `len` bytes at `address`, which its
+    /// owner keeps unchanged until [`Stream::take_written`] reports `id`, and writes what
+    /// the kernel takes now.
+    pub fn send_lent(
+        &mut self,
+        head: &[u8],
+        address: usize,
+        len: usize,
+        id: u64,
+    ) -> io::Result<()> {
+        self.outbound.push(head.to_vec());
+        self.outbound.push_lent(address, len, id);
+        self.outbound.flush(self.socket.as_raw_fd()).map(drop)
+    }
+
+    /// Moves the ids of lent regions written whole into `into`.
+    pub fn take_written(&mut self, into: &mut Vec<u64>) {
+        self.outbound.take_written(into);
+    }
+
     /// Writes as much of the queue as the kernel takes now. `Ok(true)` when it is empty.
     pub fn flush(&mut self) -> io::Result<bool> {
-        while !self.outbound.is_empty() {
-            let slices: Vec<IoSlice<'_>> = self
-                .outbound
-                .iter()
-                .take(WRITE_GATHER)
-                .enumerate()
-                .map(|(i, b)| IoSlice::new(if i == 0 { &b[self.written..] } else { b }))
-                .collect();
-            match self.socket.write_vectored(&slices) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(mut n) => {
-                    self.queued -= n;
-                    while n > 0 {
-                        let left = self.outbound[0].len() - self.written;
-                        if n >= left {
-                            n -= left;
-                            self.written = 0;
-                            self.outbound.pop_front();
-                        } else {
-                            self.written += n;
-                            n = 0;
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(true)
+        self.outbound.flush(self.socket.as_raw_fd())
     }
 
     /// Reads what the kernel holds for this stream: into the long message's buffer while

@@ -87,6 +87,8 @@ pub struct TcpTransport {
     passes: u32,
     /// Long payloads are announced and read by the owner into its own buffer.
     announce_long: bool,
+    /// Lent sends written whole, by id ([`Self::send_lent`]).
+    written: Vec<u64>,
 }
 
 impl TcpTransport {
@@ -124,6 +126,7 @@ impl TcpTransport {
             arrivals: VecDeque::new(),
             passes: 0,
             announce_long: false,
+            written: Vec::new(),
         })
     }
 
@@ -198,6 +201,12 @@ impl TcpTransport {
             // Written whole: nothing to move on for it (reads happen when the caller polls).
             return Ok(());
         }
+        self.wait_for_room(peer)
+    }
+
+    /// Moves traffic on while more than `queue_bytes` wait for `peer`; fails naming the
+    /// peer after `send_timeout` without room.
+    fn wait_for_room(&mut self, peer: usize) -> Result<(), TcpError> {
         let start = Instant::now();
         self.progress(true)?;
         while self.queued_to(peer) > self.settings.queue_bytes {
@@ -214,6 +223,38 @@ impl TcpTransport {
         Ok(())
     }
 
+    /// Sends `payload` to a connected `peer` from the caller's memory: queued as a region
+    /// that the kernel reads when the stream has room, and reported under `id` by
+    /// [`Self::take_written`] once written; until then the caller keeps it unchanged (a
+    /// request that borrows it). `Ok(false)`, and nothing sent, when the peer is not
+    /// connected yet (or is this rank): the caller sends it by copy ([`Self::send`]). Lent
+    /// bytes count in the peer's queue as copied ones do ([`TcpSettings::queue_bytes`]).
+    pub fn send_lent(
+        &mut self,
+        peer: usize,
+        header: &Header,
+        payload: &[u8],
+        id: u64,
+    ) -> Result<bool, TcpError> {
+        self.check(peer)?;
+        let Some(stream) = self.connected.get(&peer).and_then(|t| self.streams.get_mut(t)) else {
+            return Ok(false);
+        };
+        let head = frame::message_prefix(header, payload.len());
+        let address = payload.as_ptr() as usize;
+        if let Err(e) = stream.send_lent(&head, address, payload.len(), id) {
+            return Err(self.lose(peer, PeerFault::Broken(e.kind())));
+        }
+        stream.take_written(&mut self.written);
+        self.wait_for_room(peer)?;
+        Ok(true)
+    }
+
+    /// Moves the ids of lent sends written whole into `into`.
+    pub fn take_written(&mut self, into: &mut Vec<u64>) {
+        into.append(&mut self.written);
+    }
+
     /// The next message that arrived, after moving what the sockets have now.
     pub fn poll(&mut self) -> Result<Option<Arrival>, TcpError> {
         if self.arrivals.is_empty() {
@@ -222,18 +263,21 @@ impl TcpTransport {
         Ok(self.arrivals.pop_front())
     }
 
-    /// Waits until a message arrived, bytes of an announced long message are here, or
-    /// `deadline` passed: spins for the settings' `spin` (not while a long message is on its
+    /// Waits until a message arrived, bytes of an announced long message are here, a lent
+    /// send was written, or `deadline` passed: spins for the settings' `spin` (not while a long message is on its
     /// way: `poll(2)` says at once when its next bytes come), then sleeps in `poll(2)` on
     /// every socket. `Ok(true)` when something waits for the caller.
     pub fn wait(&mut self, deadline: Instant) -> Result<bool, TcpError> {
         let spin_until = Instant::now() + self.settings.spin;
         loop {
-            if !self.arrivals.is_empty() || self.streams.values().any(Stream::long_spilled) {
+            if !self.arrivals.is_empty()
+                || !self.written.is_empty()
+                || self.streams.values().any(Stream::long_spilled)
+            {
                 return Ok(true);
             }
             self.progress(false)?;
-            if !self.arrivals.is_empty() {
+            if !self.arrivals.is_empty() || !self.written.is_empty() {
                 return Ok(true);
             }
             let now = Instant::now();
@@ -378,6 +422,7 @@ impl TcpTransport {
     fn service(&mut self, token: u64, spill: bool) {
         let Some(stream) = self.streams.get_mut(&token) else { return };
         let written = stream.flush();
+        stream.take_written(&mut self.written);
         let read = stream.fill(spill);
         let peer = stream.peer;
         let mut corrupt = false;

@@ -170,6 +170,8 @@ pub(crate) struct Engine {
     tcp_long: Vec<(usize, u64)>,
     /// Where bytes nobody keeps are read to (a cancelled receive's, a truncated one's).
     tcp_scratch: Vec<u8>,
+    /// Lent TCP sends written whole, as the links report them.
+    tcp_written: Vec<u64>,
     /// Processes of other groups on this host, reached through bridges.
     guests: links::Guests,
 }
@@ -199,6 +201,7 @@ impl Engine {
             tcp: tcp.map(|link| vec![Some(link)]).unwrap_or_default(),
             tcp_long: Vec::new(),
             tcp_scratch: Vec::new(),
+            tcp_written: Vec::new(),
             guests: links::Guests::default(),
         }
     }

@@ -1,6 +1,7 @@
 //! Starting sends: eagerly into the peer's ring when it fits and nothing queues before it,
 //! else queued (copied, or lent by a blocking caller) for progress to push; announced for a
-//! single copy when long and enabled. A TCP peer gets the whole message at once.
+//! single copy when long and enabled. A TCP peer gets the whole message at once: copied,
+//! or when long lent from the caller's buffer until the kernel has it.
 
 use super::links::Guests;
 use super::{Engine, Outbound, Peer, SendStart};
@@ -28,6 +29,9 @@ impl Engine {
     ) -> Result<SendStart, P2pError> {
         match peer {
             Peer::Shm(slot) => self.start_send_shm(fabric, slot, envelope, buf, lend),
+            Peer::Tcp(index) if buf.len() >= super::tcp::TCP_LENT_FROM => {
+                self.send_tcp_lent(index, envelope, buf)
+            }
             Peer::Tcp(index) => self.send_tcp(index, envelope, buf).map(|()| SendStart::Done),
         }
     }

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use commcore::wire::{Header, Kind};
 
 use super::matching::{Arrival, Body};
-use super::{Engine, Outbound, Peer, Sink};
+use super::{Engine, Outbound, Peer, SendStart, Sink};
 use crate::runtime::error::P2pError;
 use crate::tcp::TcpTransport;
 
@@ -35,6 +35,10 @@ impl TcpLink {
     }
 }
 
+/// A send of at least this many bytes goes from the caller's buffer (the request borrows it
+/// until the kernel has it all); shorter ones are copied, which costs less than waiting.
+pub(super) const TCP_LENT_FROM: usize = 64 * 1024;
+
 /// Bytes of a long message read per step into its pending bytes or the scratch buffer.
 const SCRATCH: usize = 64 * 1024;
 
@@ -42,6 +46,18 @@ const SCRATCH: usize = 64 * 1024;
 /// address-vector entry).
 pub(crate) fn tcp_peer(link: usize, index: usize) -> usize {
     (link << 32) | index
+}
+
+/// The wire header of a message of `len` bytes.
+fn header(envelope: Outbound, len: usize) -> Header {
+    Header {
+        kind: Kind::Eager,
+        context: envelope.context,
+        source: envelope.source,
+        tag: envelope.tag,
+        sequence: 0,
+        length: len as u64,
+    }
 }
 
 /// The link and index of TCP peer `peer`.
@@ -98,15 +114,29 @@ impl Engine {
         let (link, index) = split(peer);
         let no_tcp = P2pError::NoTransport { rank: index, transport: crate::transport::TCP.0 };
         let tcp = self.tcp.get(link).and_then(Option::as_ref).ok_or(no_tcp)?;
-        let header = Header {
-            kind: Kind::Eager,
-            context: envelope.context,
-            source: envelope.source,
-            tag: envelope.tag,
-            sequence: 0,
-            length: buf.len() as u64,
+        tcp.lock().send(index, &header(envelope, buf.len()), buf).map_err(P2pError::Tcp)
+    }
+
+    /// Sends `buf` to TCP peer `peer` from the caller's memory when the peer is connected:
+    /// the send is done once [`Engine::send_finished`] says so, and the caller keeps `buf`
+    /// unchanged until then. Else by copy, done at once.
+    pub(super) fn send_tcp_lent(
+        &mut self,
+        peer: usize,
+        envelope: Outbound,
+        buf: &[u8],
+    ) -> Result<SendStart, P2pError> {
+        let (link, index) = split(peer);
+        let id = self.fresh_id();
+        let lent = match self.tcp.get(link).and_then(Option::as_ref) {
+            Some(tcp) => tcp.lock().send_lent(index, &header(envelope, buf.len()), buf, id),
+            None => Ok(false),
         };
-        tcp.lock().send(index, &header, buf).map_err(P2pError::Tcp)
+        if lent.map_err(P2pError::Tcp)? {
+            Ok(SendStart::Rendezvous(id))
+        } else {
+            self.send_tcp(peer, envelope, buf).map(|()| SendStart::Done)
+        }
     }
 
     /// Takes every message the TCP links hold into the matching queues, and the bytes of
@@ -154,6 +184,11 @@ impl Engine {
                 // Nothing comes from this peer before the rest of the payload.
                 self.read_long_messages(link, &mut transport, sink.as_deref_mut())?;
             }
+        }
+        transport.take_written(&mut self.tcp_written);
+        if !self.tcp_written.is_empty() {
+            self.news = true;
+            self.finished_sends.extend(self.tcp_written.drain(..));
         }
         Ok(())
     }
