@@ -9,8 +9,9 @@ use commcore::wire::HEADER_LEN;
 use super::frame::{FrameKind, BODY_MAX, PREFIX_LEN};
 use super::outbound::Outbound;
 
-/// Bytes asked of the kernel per read into the inbound buffer.
-const READ_CHUNK: usize = 256 * 1024;
+/// Bytes asked of the kernel per read into the inbound buffer: many short messages at
+/// once, and little of a long one's payload (which then goes straight to its destination).
+const READ_CHUNK: usize = 64 * 1024;
 /// A message whose payload is at least this long is read straight into a buffer of its
 /// own once its header is here ([`Stream::start_long`]): no copy out of the inbound buffer.
 const LONG_PAYLOAD: usize = 32 * 1024;
@@ -154,6 +155,7 @@ impl Stream {
     /// so polling an idle stream is cheap.
     pub fn fill(&mut self, spill: bool) -> ReadEnd {
         loop {
+            let long_starts = self.long.is_none() && self.long_frame_starts();
             let target = match &mut self.long {
                 // A finished long message waits to be taken before more is read.
                 Some(long) if long.left == 0 || (long.announced && !spill) => {
@@ -168,6 +170,8 @@ impl Stream {
                     let room = (long.spill.len() - long.filled).min(long.left);
                     &mut long.spill[long.filled..long.filled + room]
                 }
+                // The rest of a long message goes straight to its destination: stop here.
+                None if long_starts => return ReadEnd::WouldBlock,
                 None => {
                     if self.inbound.len() - self.end < READ_CHUNK / 4 {
                         if self.start > 0 {
@@ -179,7 +183,8 @@ impl Stream {
                             self.inbound.resize(self.end + READ_CHUNK, 0);
                         }
                     }
-                    &mut self.inbound[self.end..]
+                    let end = self.inbound.len().min(self.end + READ_CHUNK);
+                    &mut self.inbound[self.end..end]
                 }
             };
             let room = target.len();
@@ -202,6 +207,19 @@ impl Stream {
                 Err(e) => return ReadEnd::Failed(e),
             }
         }
+    }
+
+    /// Whether the unread bytes start with the header of a long message whose payload is
+    /// not all here: what follows is read by [`Stream::start_long`]'s destination.
+    fn long_frame_starts(&self) -> bool {
+        let unread = self.unread();
+        if self.peer.is_none() || unread.len() < PREFIX_LEN + HEADER_LEN {
+            return false;
+        }
+        let body = u32::from_le_bytes([unread[0], unread[1], unread[2], unread[3]]) as usize;
+        unread[4] == FrameKind::Message as u8
+            && body >= HEADER_LEN + LONG_PAYLOAD
+            && unread.len() < PREFIX_LEN + body
     }
 
     /// When the unread bytes start with a message frame whose header is here and whose
