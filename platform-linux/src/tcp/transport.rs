@@ -264,9 +264,9 @@ impl TcpTransport {
     }
 
     /// Waits until a message arrived, bytes of an announced long message are here, a lent
-    /// send was written, or `deadline` passed: spins for the settings' `spin` (not while a long message is on its
-    /// way: `poll(2)` says at once when its next bytes come), then sleeps in `poll(2)` on
-    /// every socket. `Ok(true)` when something waits for the caller.
+    /// send was written, or `deadline` passed: spins for the settings' `spin` (not while a
+    /// long message is on its way: `poll(2)` says at once when its next bytes come), then
+    /// sleeps in `poll(2)` on every socket. `Ok(true)` when something waits for the caller.
     pub fn wait(&mut self, deadline: Instant) -> Result<bool, TcpError> {
         let spin_until = Instant::now() + self.settings.spin;
         loop {

@@ -1,10 +1,11 @@
 //! The point-to-point engine: MPI matching, the ring protocol, single-copy rendezvous and
 //! split copies over the shared-memory transport, and whole messages over TCP.
 //!
-//! The engine keeps no pointer to a caller's buffer. A call that owns one (a blocking
+//! The engine keeps no reference to a caller's buffer. A call that owns one (a blocking
 //! receive, or `wait`/`test` on a request) lends it for that call as a [`Sink`] (receive) or
 //! a [`Feed`] (send); bytes that arrive while their receive's buffer is not lent wait in the
-//! engine and are copied over when it is.
+//! engine and are copied over when it is. A long send by single copy, or over TCP, is known
+//! by its address only, for the kernel to read, while its request borrows the buffer.
 //!
 //! Concerns, one file each: [`matching`] (posted and unexpected queues), [`receive`]
 //! (the direct fast path and completing receives), [`send`], [`progress`] (the ring
@@ -14,8 +15,9 @@
 //! Peers are named by [`Peer`]: their slot in the shared-memory transport (for the world's
 //! group, the world rank) or their index in the TCP transport. Matching compares peers,
 //! which is exact because a peer is one process; the rank a receive reports comes from the
-//! message's header. TCP carries each message whole (its own framing and bounded queue), so
-//! TCP peers need none of the per-peer cell state; their arrivals join the same queues.
+//! message's header. TCP carries each message in one frame (its own framing and bounded
+//! queue), so TCP peers need none of the per-peer cell state; their arrivals join the same
+//! queues, a long one as soon as its header is here (see [`tcp`]).
 //!
 //! Matching is not core's `commcore::matching`: that matcher's queues are bounded, and a
 //! full unexpected queue would have to stop draining a ring, which can hide the very
