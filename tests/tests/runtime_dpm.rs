@@ -121,6 +121,23 @@ fn a_thousand_spawn_and_disconnect_cycles_grow_nothing() {
 /// Needs root (network namespaces): `scripts/test.sh` runs it with `--ignored`.
 #[test]
 #[ignore]
+fn children_spawned_onto_another_host_meet_their_parents_over_tcp() {
+    let before = shm_entries();
+    for (procs, children) in [(2, "1"), (3, "3")] {
+        let mut spec = job(procs, &["spawn-host", children, "10"]);
+        spec.hosts = 2;
+        assert_eq!(run_ok(&spec).trim(), "ok", "{procs} parents, {children} children");
+    }
+    // Children that die before, during and after: errors or independence, as on one host.
+    let mut spec = job(2, &["spawn-dying-host"]);
+    spec.hosts = 2;
+    assert_eq!(run_ok(&spec).trim(), "ok");
+    assert!(shm_entries().difference(&before).next().is_none(), "nothing left in /dev/shm");
+}
+
+/// Needs root (network namespaces): `scripts/test.sh` runs it with `--ignored`.
+#[test]
+#[ignore]
 fn groups_on_two_hosts_accept_and_connect_over_tcp() {
     let before = shm_entries();
     for procs in [4, 5] {

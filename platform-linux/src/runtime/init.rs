@@ -375,6 +375,12 @@ impl World {
         fabric.nodes.get(rank).map(|&n| n as usize / fabric.node_count.max(1))
     }
 
+    /// TCP links this process runs now: its job's (with ranks on other hosts) and one per
+    /// group it met over TCP (connected, or spawned onto another host) and still reaches.
+    pub fn tcp_links(&self) -> usize {
+        self.comm.runtime().tcp_links()
+    }
+
     /// How long messages travel, as decided at start-up.
     pub fn single_copy(&self) -> SingleCopy {
         self.comm.runtime().single_copy

@@ -172,9 +172,8 @@ impl Runtime {
         match route.transport {
             // A slot of this job's region, or a guest of a bridge (the engine checks it).
             transports::SHARED_MEMORY => Some(Peer::Shm(ShmTransport::peer_index(route.peer))),
-            transports::TCP if self.tcp.is_some() => {
-                usize::try_from(route.peer.0).ok().map(Peer::Tcp)
-            }
+            // The job's own link, or one made for a group met over TCP.
+            transports::TCP if self.tcp_up() => usize::try_from(route.peer.0).ok().map(Peer::Tcp),
             _ => None,
         }
     }
@@ -212,6 +211,11 @@ impl Runtime {
     pub(super) fn progress_once(&self) {
         let mut engine = self.engine();
         let _ = engine.progress(&self.fabric, None, None);
+    }
+
+    /// TCP links up now.
+    pub(super) fn tcp_links(&self) -> usize {
+        self.engine().tcp_links().len()
     }
 
     /// Whether this process has ever run a TCP link (its job's or a connected group's).
@@ -259,12 +263,12 @@ impl Runtime {
         let mut start = None;
         let mut failure_seen = None;
         loop {
-            let (blocked, guests) = {
+            let (blocked, guests, watching) = {
                 let mut engine = self.engine();
                 if let Some(value) = step(&mut engine, fabric)? {
                     return Ok(value);
                 }
-                (engine.blocked.clone(), engine.guest_inboxes())
+                (engine.blocked.clone(), engine.guest_inboxes(), engine.watches_groups())
             };
             let ready = || {
                 fabric.any_inbound()
@@ -273,7 +277,7 @@ impl Runtime {
             };
             let waited = start.get_or_insert_with(Instant::now).elapsed();
             let poll = self.poll_time();
-            if guests.is_some() && waited >= poll {
+            if watching && waited >= poll {
                 // A group we are connected to failed: what we wait for may never come. A
                 // wait on its processes ends at once (after taking what they sent before
                 // they went); any other wait after a grace period, since the rank it waits

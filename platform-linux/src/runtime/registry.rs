@@ -64,6 +64,7 @@ pub(crate) enum TieKind {
 }
 
 /// What the launcher knows of a group's bridge.
+#[derive(Clone)]
 pub(crate) enum LauncherTie {
     /// Nothing (no launcher, or another process of ours tells it).
     None,

@@ -14,12 +14,14 @@ mod join;
 mod names;
 mod ports;
 mod spawn;
+mod spawn_tcp;
 mod tcp_meet;
 
 pub use error::DpmError;
 pub(crate) use names::Names;
 pub(crate) use ports::OpenPorts;
 pub use spawn::{SpawnCommand, SpawnOptions};
+pub use spawn_tcp::ENV_PARENT_TCP;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,6 +50,11 @@ pub(super) fn parent(world: &Comm) -> Result<Option<Comm>, DpmError> {
         .map_err(|e| DpmError::Handover(format!("cannot map the bridge to the parents: {e}")))?;
     let bridge = Bridge::open(region).map_err(|e| DpmError::Handover(e.to_string()))?;
     let deadline = Instant::now() + PARENT_TIMEOUT;
+    if let Ok(parents) = std::env::var(ENV_PARENT_TCP) {
+        // Spawned onto another host: the parents are met over TCP, and the bridge the
+        // launcher made only carries its failure word.
+        return spawn_tcp::meet_parents(world, &parents, Arc::new(bridge), deadline).map(Some);
+    }
     let side = bridge_comm::Side::B;
     world.bridge_intercomm(Arc::new(bridge), side, 0, deadline, LauncherTie::None).map(Some)
 }

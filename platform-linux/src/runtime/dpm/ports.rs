@@ -66,7 +66,7 @@ impl OpenPorts {
     }
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], DpmError> {
+pub(super) fn random_bytes<const N: usize>() -> Result<[u8; N], DpmError> {
     let mut bytes = [0u8; N];
     // SAFETY: bytes is a writable buffer of the length passed.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), N, 0) };
@@ -145,7 +145,7 @@ impl Comm {
                     }
                     _ => None,
                 };
-                self.accept_tcp(root, hello, token, deadline)
+                self.accept_tcp(root, hello, (token, deadline), (LauncherTie::None, None))
             }
         }
     }
@@ -174,7 +174,7 @@ impl Comm {
                     Some(Meeting::TcpTo(target)) => Some(target),
                     _ => None,
                 };
-                self.connect_tcp(root, target, token, deadline)
+                self.connect_tcp(root, target, (token, deadline), None)
             }
         }
     }

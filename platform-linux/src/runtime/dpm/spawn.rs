@@ -1,8 +1,9 @@
 //! `MPI_Comm_spawn` and `MPI_Comm_spawn_multiple`: the root asks the launcher to start the
 //! children (its answer carries a bridge between the parents and the children, or one error
 //! code per child), the outcome is broadcast so every parent returns the same, the root
-//! shares the bridge with its group, and the two groups meet over it. The children find
-//! the inter-communicator with `World::parent`.
+//! shares the bridge with its group, and the two groups meet over it. Children on another
+//! host meet their parents over TCP instead ([`super::spawn_tcp`]). The children find the
+//! inter-communicator with `World::parent`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,12 +11,34 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::bridge_comm::Side;
+use super::spawn_tcp::Rendezvous;
 use super::DpmError;
 use crate::launch::kv::{KvError, SpawnCommand as LaunchCommand, SpawnRequest};
 use crate::runtime::registry::LauncherTie;
 use crate::runtime::Comm;
 use crate::shm::bridge::{Bridge, FAILED_ABANDONED};
 use crate::shm::Region;
+
+use commcore::port::{Token, TOKEN_BYTES};
+
+/// What the root started: the children's job, the bridge the launcher made, and the
+/// rendezvous when the children meet the parents over TCP.
+struct Started {
+    job: u64,
+    bridge: Bridge,
+    rendezvous: Option<Rendezvous>,
+}
+
+impl Started {
+    /// What every parent learns: the job, then the token of a TCP meeting if there is one.
+    fn outcome(&self) -> Vec<u8> {
+        let mut bytes = self.job.to_le_bytes().to_vec();
+        if let Some(rendezvous) = &self.rendezvous {
+            bytes.extend_from_slice(&rendezvous.token.0);
+        }
+        bytes
+    }
+}
 
 /// Where and how children start (`MPI_Info` keys of `MPI_Comm_spawn`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,26 +102,23 @@ impl Comm {
         let timeout = commands.first().map_or(Duration::from_secs(30), |c| c.options.timeout);
         let deadline = Instant::now() + timeout;
         let started = if self.rank() == root {
-            self.ask_launcher(commands, timeout).map(Some)
+            self.start_children(commands, timeout).map(Some)
         } else {
             Ok(None)
         };
-        let outcome = started
-            .as_ref()
-            .map(|s| s.as_ref().map_or_else(Vec::new, |(job, _)| job.to_le_bytes().to_vec()))
-            .map_err(Clone::clone);
-        let job = self.bcast_outcome(root, outcome)?;
+        let outcome = started.as_ref().map(|s| s.as_ref().map_or_else(Vec::new, Started::outcome));
+        let outcome = self.bcast_outcome(root, outcome.map_err(Clone::clone))?;
         let job =
-            u64::from_le_bytes(job.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
-        let bridge = started?.map(|(_, bridge)| bridge);
-        let shared = self.share_fd(root, bridge.as_ref().map(|b| b.region.as_fd()));
-        let mapped = shared.and_then(|fd| {
-            Region::from_owned(fd)
-                .map_err(|e| DpmError::Handover(format!("cannot map the bridge: {e}")))
-                .and_then(|r| Bridge::open(r).map_err(|e| DpmError::Handover(e.to_string())))
-        });
-        let bridge = match mapped {
-            Ok(bridge) => Arc::new(bridge),
+            u64::from_le_bytes(outcome.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]));
+        let started = started?;
+        if let Some(token) = outcome.get(8..8 + TOKEN_BYTES) {
+            let mut shared = [0u8; TOKEN_BYTES];
+            shared.copy_from_slice(token);
+            return self.meet_children_over_tcp(root, started, job, Token(shared), deadline);
+        }
+        let bridge = started.map(|s| s.bridge);
+        let bridge = match self.share_bridge(root, bridge.as_ref()) {
+            Ok(bridge) => bridge,
             Err(error) => {
                 if let Some(bridge) = &bridge {
                     bridge.fail(FAILED_ABANDONED);
@@ -110,6 +130,78 @@ impl Comm {
         let launcher =
             if self.rank() == root { LauncherTie::Spawned(job) } else { LauncherTie::None };
         self.bridge_intercomm(bridge, Side::A, root, deadline, launcher)
+    }
+
+    /// The root's start of the children: over TCP (a rendezvous whose address and token go
+    /// into their environment) when some start on a host other than the root's.
+    fn start_children(
+        &self,
+        commands: &[SpawnCommand],
+        timeout: Duration,
+    ) -> Result<Started, DpmError> {
+        let fabric = &self.runtime.fabric;
+        let host = fabric.nodes[fabric.rank] as usize / fabric.node_count.max(1);
+        if !commands.iter().any(|c| c.options.host.is_some_and(|h| h != host)) {
+            let (job, bridge) = self.ask_launcher(commands, timeout)?;
+            return Ok(Started { job, bridge, rendezvous: None });
+        }
+        let rendezvous = Rendezvous::open()?;
+        let variable = rendezvous.child_env()?;
+        let mut commands = commands.to_vec();
+        for command in &mut commands {
+            command.options.env.push(variable.clone());
+        }
+        let (job, bridge) = self.ask_launcher(&commands, timeout)?;
+        Ok(Started { job, bridge, rendezvous: Some(rendezvous) })
+    }
+
+    /// The parents' side of a spawn onto another host: the root waits for the children's
+    /// root at its rendezvous, every parent learns the outcome and takes a copy of the
+    /// launcher's bridge (its failure word says when a child dies), and the two groups
+    /// build the inter-communicator over a TCP link of their own (collective).
+    fn meet_children_over_tcp(
+        &self,
+        root: usize,
+        started: Option<Started>,
+        job: u64,
+        token: Token,
+        deadline: Instant,
+    ) -> Result<Comm, DpmError> {
+        let hello = match &started {
+            Some(Started { bridge, rendezvous: Some(rendezvous), .. }) => {
+                rendezvous.wait(&self.runtime, bridge, deadline).map(Some)
+            }
+            _ => Ok(None),
+        };
+        let said = hello.as_ref().map(|_| Vec::new()).map_err(Clone::clone);
+        if let Err(error) = self.bcast_outcome(root, said) {
+            if let Some(started) = &started {
+                // The children, still waiting, learn it from the launcher.
+                started.bridge.fail(FAILED_ABANDONED);
+            }
+            return Err(error);
+        }
+        let bridge = started.as_ref().map(|s| &s.bridge);
+        let watch = match self.share_bridge(root, bridge) {
+            Ok(watch) => watch,
+            Err(error) => {
+                if let Some(bridge) = bridge {
+                    bridge.fail(FAILED_ABANDONED);
+                }
+                return Err(error);
+            }
+        };
+        let launcher =
+            if self.rank() == root { LauncherTie::Spawned(job) } else { LauncherTie::None };
+        self.accept_tcp(root, hello?, (token, deadline), (launcher, Some(watch)))
+    }
+
+    /// Every rank's own mapping of the root's `bridge` (collective).
+    fn share_bridge(&self, root: usize, bridge: Option<&Bridge>) -> Result<Arc<Bridge>, DpmError> {
+        let shared = self.share_fd(root, bridge.map(|b| b.region.as_fd()))?;
+        let region = Region::from_owned(shared)
+            .map_err(|e| DpmError::Handover(format!("cannot map the bridge: {e}")))?;
+        Bridge::open(region).map(Arc::new).map_err(|e| DpmError::Handover(e.to_string()))
     }
 
     /// The root's request to the launcher; the bridge it made, mapped.

@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use commcore::av::{Address, Ave, NodeId};
@@ -17,6 +18,7 @@ use super::DpmError;
 use crate::runtime::engine::{tcp_peer, Peer, TcpLink};
 use crate::runtime::registry::{GroupTie, LauncherTie, TieKind};
 use crate::runtime::Comm;
+use crate::shm::bridge::Bridge;
 use crate::tcp::{socket, TcpSettings, TcpTransport, ENV_LISTEN_IP};
 use crate::transport::TCP;
 
@@ -104,13 +106,14 @@ fn listen_all(comm: &Comm) -> Result<(TcpListener, Vec<Member>), DpmError> {
 impl Comm {
     /// The connecting group's side, its root reaching the accepting root at `target` once
     /// the group listens: sends the hello (token, our size, our leader, our members), takes
-    /// the answer, and builds the inter-communicator (collective).
+    /// the answer, and builds the inter-communicator (collective). `watch`: the launcher's
+    /// failure word for the two groups, if it keeps one.
     pub(super) fn connect_tcp(
         &self,
         root: usize,
         target: Option<SocketAddr>,
-        token: Token,
-        deadline: Instant,
+        (token, deadline): (Token, Instant),
+        watch: Option<Arc<Bridge>>,
     ) -> Result<Comm, DpmError> {
         let (listener, ours) = listen_all(self)?;
         let answer = match target {
@@ -126,17 +129,21 @@ impl Comm {
         let answer = self.bcast_outcome(root, answer)?;
         let leader = u32::from_le_bytes(answer[..4].try_into().unwrap_or([0; 4])) as usize;
         let theirs = decode_members(&answer[4..])?;
-        self.tcp_intercomm(Side::B, (root, leader), listener, (theirs, ours), token, deadline)
+        let members = (theirs, ours);
+        let ties = (LauncherTie::None, watch);
+        self.tcp_intercomm(Side::B, (root, leader), listener, members, (token, deadline), ties)
     }
 
     /// The accepting group's side, its root holding `stream` from a connecting root whose
-    /// hello (after the magic and token, already checked) said `size` and `leader`.
+    /// hello (after the magic and token, already checked) said `size` and `leader`; the
+    /// root keeps `launcher` as the new group's tie to the launcher, and `watch` is the
+    /// launcher's failure word for the two groups, if it keeps one.
     pub(super) fn accept_tcp(
         &self,
         root: usize,
         hello: Option<(TcpStream, usize, usize, Vec<Member>)>,
-        token: Token,
-        deadline: Instant,
+        (token, deadline): (Token, Instant),
+        (launcher, watch): (LauncherTie, Option<Arc<Bridge>>),
     ) -> Result<Comm, DpmError> {
         let (listener, ours) = listen_all(self)?;
         let heard = match hello {
@@ -159,19 +166,22 @@ impl Comm {
         let heard = self.bcast_outcome(root, heard)?;
         let leader = u32::from_le_bytes(heard[..4].try_into().unwrap_or([0; 4])) as usize;
         let theirs = decode_members(&heard[4..])?;
-        self.tcp_intercomm(Side::A, (root, leader), listener, (ours, theirs), token, deadline)
+        let members = (ours, theirs);
+        let ties = (launcher, watch);
+        self.tcp_intercomm(Side::A, (root, leader), listener, members, (token, deadline), ties)
     }
 
     /// Runs the TCP link for groups A and B (`addrs`: A's addresses, then B's) and builds
-    /// the inter-communicator over it; `leaders` are A's and B's leader ranks.
+    /// the inter-communicator over it; `leaders` are A's and B's leader ranks, `ties` the
+    /// new group's tie to the launcher and the failure word the link watches.
     fn tcp_intercomm(
         &self,
         side: Side,
         leaders: (usize, usize),
         listener: TcpListener,
         members: (Vec<Member>, Vec<Member>),
-        token: Token,
-        deadline: Instant,
+        (token, deadline): (Token, Instant),
+        (launcher, watch): (LauncherTie, Option<Arc<Bridge>>),
     ) -> Result<Comm, DpmError> {
         let (a, b) = (members.0.len(), members.1.len());
         let (me, theirs, our_leader, their_leader) = match side {
@@ -188,7 +198,7 @@ impl Comm {
         let transport = TcpTransport::new(me, all, listener, settings, seed)
             .map_err(|e| DpmError::Port(format!("cannot start the link: {e}")))?;
         let runtime = &self.runtime;
-        let link = runtime.engine().add_tcp_link(TcpLink::new(transport));
+        let link = runtime.engine().add_tcp_link(TcpLink::watching(transport, watch));
         runtime.tcp_links_made.store(true, std::sync::atomic::Ordering::Relaxed);
         let av: Vec<Ave> = theirs
             .clone()
@@ -200,14 +210,11 @@ impl Comm {
             .map_err(|e| DpmError::Handover(format!("address vector: {e:?}")))?;
         // The group's entries live as long as the process (a few bytes per process met).
         let av: &'static [Ave] = Box::leak(av.into_boxed_slice());
-        let tie = GroupTie { kind: TieKind::Tcp { link }, launcher: LauncherTie::None };
+        let tie = GroupTie { kind: TieKind::Tcp { link }, launcher: launcher.clone() };
         let pgid = match runtime.registry.register(av, tie) {
             Ok(pgid) => pgid,
             Err(error) => {
-                runtime.untie(vec![GroupTie {
-                    kind: TieKind::Tcp { link },
-                    launcher: LauncherTie::None,
-                }]);
+                runtime.untie(vec![GroupTie { kind: TieKind::Tcp { link }, launcher }]);
                 return Err(DpmError::Handover(format!("process groups: {error}")));
             }
         };

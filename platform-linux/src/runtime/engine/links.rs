@@ -233,7 +233,14 @@ impl Engine {
     /// Why a bridge this process sits in failed, or that a process of another group
     /// ended while still connected, if one did.
     pub(crate) fn failed_bridge(&self) -> Option<u32> {
-        self.guests.table.iter().flatten().find_map(GuestPeer::failure)
+        let watched = || self.tcp.iter().flatten().find_map(super::TcpLink::failure);
+        self.guests.table.iter().flatten().find_map(GuestPeer::failure).or_else(watched)
+    }
+
+    /// Whether a wait must watch for other groups' failures: guests through bridges, or a
+    /// TCP link whose group the launcher watches.
+    pub(crate) fn watches_groups(&self) -> bool {
+        self.guests.inboxes.is_some() || self.tcp.iter().flatten().any(super::TcpLink::watched)
     }
 
     /// Why a bridge failed whose processes this process waits on: a posted receive from

@@ -18,20 +18,40 @@ use commcore::wire::{Header, Kind};
 use super::matching::{Arrival, Body};
 use super::{Engine, Outbound, Peer, SendStart, Sink};
 use crate::runtime::error::P2pError;
+use crate::shm::bridge::Bridge;
 use crate::tcp::TcpTransport;
 
-/// The TCP transport as the engine and the runtime's waiters share it.
+/// The TCP transport as the engine and the runtime's waiters share it, and the failure
+/// word the launcher marks when a process of the group it reaches dies (a spawned group:
+/// a peer that dies before it ever connected closes no stream of ours).
 #[derive(Clone)]
-pub(crate) struct TcpLink(Arc<Mutex<TcpTransport>>);
+pub(crate) struct TcpLink {
+    transport: Arc<Mutex<TcpTransport>>,
+    watch: Option<Arc<Bridge>>,
+}
 
 impl TcpLink {
-    pub(crate) fn new(mut transport: TcpTransport) -> TcpLink {
+    pub(crate) fn new(transport: TcpTransport) -> TcpLink {
+        TcpLink::watching(transport, None)
+    }
+
+    /// A link whose group's failures the launcher marks in `watch`'s failure word.
+    pub(crate) fn watching(mut transport: TcpTransport, watch: Option<Arc<Bridge>>) -> TcpLink {
         transport.announce_long_payloads();
-        TcpLink(Arc::new(Mutex::new(transport)))
+        TcpLink { transport: Arc::new(Mutex::new(transport)), watch }
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, TcpTransport> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.transport.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Why the launcher marked the watched group failed, if it did.
+    pub(super) fn failure(&self) -> Option<u32> {
+        self.watch.as_ref().and_then(|bridge| bridge.failure())
+    }
+
+    pub(super) fn watched(&self) -> bool {
+        self.watch.is_some()
     }
 }
 

@@ -48,6 +48,10 @@ enum Scenario {
     /// The ranks of each host (`commcore run --hosts 2`) form a group; host 0's accepts,
     /// host 1's connects (over TCP: no shared memory between hosts), CYCLES times.
     Hosts,
+    /// Rank 0 (host 0) spawns FILE children onto host 1: they meet over TCP, CYCLES times.
+    SpawnHost,
+    /// [`Scenario::SpawnDying`] with the children on host 1 (met over TCP).
+    SpawnDyingHost,
 }
 
 mod spawn;
@@ -69,6 +73,8 @@ fn main() {
         Some("spawn-dying") => Scenario::SpawnDying,
         Some("dying") => Scenario::Dying,
         Some("hosts") => Scenario::Hosts,
+        Some("spawn-host") => Scenario::SpawnHost,
+        Some("spawn-dying-host") => Scenario::SpawnDyingHost,
         other => {
             eprintln!("dpm_rank: unknown scenario {other:?}");
             std::process::exit(2);
@@ -101,9 +107,11 @@ fn main() {
         Scenario::Middle => spawn::middle(&mut world),
         Scenario::Multiple => spawn::multiple(&world),
         Scenario::SpawnBad => spawn::bad(&world),
-        Scenario::SpawnDying => spawn::dying(&world),
+        Scenario::SpawnDying => spawn::dying(&world, None),
+        Scenario::SpawnDyingHost => spawn::dying(&world, Some(1)),
         Scenario::Dying => spawn::die(&mut world, &file),
         Scenario::Hosts => across_hosts(&world, cycles),
+        Scenario::SpawnHost => spawn::onto_host(&world, file.parse().unwrap_or(1), cycles),
     }
     world.comm().barrier().unwrap();
     if world.rank() == 0 {

@@ -45,6 +45,24 @@ pub(crate) fn repeatedly(world: &World, children: usize, cycles: usize) {
     assert_eq!(world.process_groups(), 1, "disconnected groups are released");
 }
 
+/// Spawns `children` copies of this program onto host 1 from rank 0 on host 0, `cycles`
+/// times: the groups meet over a TCP link of their own (one more link while they are
+/// connected), talk, merge and disconnect.
+pub(crate) fn onto_host(world: &World, children: usize, cycles: usize) {
+    assert_eq!(world.host_of(0), Some(0), "rank 0 is on host 0");
+    let links = world.tcp_links();
+    let options = SpawnOptions { host: Some(1), ..options() };
+    for _ in 0..cycles {
+        let inter = world.comm().spawn(&me(), &["child"], children, &options, 0).unwrap();
+        assert_eq!(inter.remote_size(), Some(children));
+        assert_eq!(world.tcp_links(), links + 1, "the children are met over TCP");
+        exercise(&inter, true);
+        inter.disconnect().unwrap();
+        assert_eq!(world.tcp_links(), links, "the link goes with the group");
+    }
+    assert_eq!(world.process_groups(), 1, "disconnected groups are released");
+}
+
 /// This process's resident memory in KiB.
 fn rss_kib() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -124,9 +142,10 @@ pub(crate) fn bad(world: &World) {
 
 /// Children that die at three moments: each ends in an error on every parent, or in
 /// nothing at all once disconnected, never in a hang.
-pub(crate) fn dying(world: &World) {
+pub(crate) fn dying(world: &World, host: Option<usize>) {
     let comm = world.comm();
-    let spawn = |when: &str| comm.spawn(&me(), &["dying", when], 2, &options(), 0);
+    let options = SpawnOptions { host, ..options() };
+    let spawn = |when: &str| comm.spawn(&me(), &["dying", when], 2, &options, 0);
     // Before meeting the parents: the spawn itself fails.
     let early = spawn("early");
     assert!(early.is_err(), "a child that dies before it meets its parents fails the spawn");
