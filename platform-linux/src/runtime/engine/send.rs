@@ -3,7 +3,7 @@
 //! single copy when long and enabled. A TCP peer gets the whole message at once: copied,
 //! or when long lent from the caller's buffer until the kernel has it.
 
-use super::links::Guests;
+use super::links::Link;
 use super::{Engine, Outbound, Peer, SendStart};
 use crate::runtime::error::P2pError;
 use crate::shm::{CellHeader, CellKind, Ring};
@@ -46,15 +46,22 @@ impl Engine {
         buf: &[u8],
         lend: bool,
     ) -> Result<SendStart, P2pError> {
+        if dest < fabric.size {
+            // A slot of this job: its rings need no guest table (the hot path).
+            let link = Link::Home { fabric, slot: dest };
+            return self.start_send_linked(fabric, link, dest, envelope, buf, lend);
+        }
         self.with_guests(|engine, guests| {
-            engine.start_send_linked(fabric, guests, dest, envelope, buf, lend)
+            let link = guests.link(fabric, dest)?;
+            engine.start_send_linked(fabric, link, dest, envelope, buf, lend)
         })
     }
 
+    /// [`Engine::start_send_shm`] through `link`, the rings of peer `dest`.
     fn start_send_linked(
         &mut self,
         fabric: &ShmTransport,
-        guests: &Guests,
+        link: Link<'_>,
         dest: usize,
         envelope: Outbound,
         buf: &[u8],
@@ -74,7 +81,6 @@ impl Engine {
             id,
         };
         let idle = self.peers.get(dest).map_or(true, |c| c.outbound.is_empty());
-        let link = guests.link(fabric, dest)?;
         if buf.len() <= Ring::PAYLOAD_BYTES {
             let cell = header(CellKind::Message, buf.len(), 0, 0);
             if idle && link.outbox().try_push(&cell, buf) {
