@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use commcore::port::{Token, TOKEN_BYTES};
+
 use super::bridge_comm::Side;
 use super::spawn_tcp::Rendezvous;
 use super::DpmError;
@@ -18,8 +20,6 @@ use crate::runtime::registry::LauncherTie;
 use crate::runtime::Comm;
 use crate::shm::bridge::{Bridge, FAILED_ABANDONED};
 use crate::shm::Region;
-
-use commcore::port::{Token, TOKEN_BYTES};
 
 /// What the root started: the children's job, the bridge the launcher made, and the
 /// rendezvous when the children meet the parents over TCP.
@@ -176,7 +176,7 @@ impl Comm {
         let said = hello.as_ref().map(|_| Vec::new()).map_err(Clone::clone);
         if let Err(error) = self.bcast_outcome(root, said) {
             if let Some(started) = &started {
-                // The children, still waiting, learn it from the launcher.
+                // Children still starting see the bridge failed, or the rendezvous gone.
                 started.bridge.fail(FAILED_ABANDONED);
             }
             return Err(error);
