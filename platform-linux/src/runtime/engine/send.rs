@@ -9,6 +9,10 @@ use crate::runtime::error::P2pError;
 use crate::shm::{CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
 
+// A send of one cell or less is done when `start_send` returns, over either transport:
+// collectives hand such sends over and reuse the buffer at once.
+const _: () = assert!(Ring::PAYLOAD_BYTES < super::tcp::TCP_LENT_FROM);
+
 /// A message waiting for room in a peer's ring.
 pub(super) enum Outgoing {
     Owned { header: CellHeader, payload: Vec<u8>, sent: usize, started: bool },
