@@ -4,6 +4,7 @@
 //! commcore against, composed by hand in the plainest way.
 
 pub mod cpus;
+pub mod ended;
 pub mod jobs;
 pub mod leftovers;
 pub mod reference;

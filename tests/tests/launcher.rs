@@ -6,12 +6,12 @@
 //! `LAUNCHER_UNDER_TEST=/path/to/commcore` runs these tests against another build of the
 //! command (e.g. an older one, to see them fail).
 
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, Stdio};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use commcore_linux::runtime::SETTINGS;
+use commcore_tests::ended::{finish, Ended};
 use commcore_tests::leftovers::{live_in_group, marker, processes_with, shm_entries};
 
 const RANK: &str = env!("CARGO_BIN_EXE_runtime_rank");
@@ -24,44 +24,6 @@ fn commcore() -> Command {
     let mut command = Command::new(program);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     command
-}
-
-/// How a run of the command ended.
-struct Ended {
-    /// The exit status as a shell shows it (128 + signal when killed).
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn reader(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_string(&mut text);
-        }
-        text
-    })
-}
-
-/// Waits for `child` for at most `limit`; kills it and panics, naming `what`, past it.
-fn finish(mut child: Child, limit: Duration, what: &str) -> Ended {
-    let out = reader(child.stdout.take());
-    let err = reader(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`{what}` did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let status = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    Ended { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
 }
 
 /// Runs `commcore ARGS` with `env` added, for at most `limit`.

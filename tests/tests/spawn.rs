@@ -2,50 +2,14 @@
 //! children over their exchange and check what they get (see that program's modes). Every
 //! run has a time limit, far above what it needs; no test asserts a time.
 
-use std::io::Read;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use commcore_tests::ended::{finish, Ended};
 use commcore_tests::leftovers::{live_in_group, marker, processes_with, shm_entries, Network};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_spawn_probe");
 const LIMIT: Duration = Duration::from_secs(120);
-
-struct Ended {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn reader(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_string(&mut text);
-        }
-        text
-    })
-}
-
-fn finish(mut child: Child, what: &str) -> Ended {
-    let out = reader(child.stdout.take());
-    let err = reader(child.stderr.take());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`{what}` did not end within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let status = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    Ended { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
-}
 
 /// `commcore run [options] -- spawn_probe ARGS`.
 fn run(options: &[&str], args: &[&str]) -> Ended {
@@ -53,7 +17,7 @@ fn run(options: &[&str], args: &[&str]) -> Ended {
     command.arg("run").args(options).arg("--").arg(PROBE).args(args);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = command.spawn().expect("start commcore");
-    finish(child, &args.join(" "))
+    finish(child, LIMIT, &args.join(" "))
 }
 
 /// Runs and expects success, then no process with `marker` left.
