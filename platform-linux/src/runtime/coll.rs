@@ -154,11 +154,7 @@ impl Comm {
             }
         }
         let schedule = self.coll.schedule(op, args).map_err(CollectiveError::Coll)?;
-        let done = self.execute(schedule, send, recv);
-        if let Err(CollectiveError::P2p(error)) = &done {
-            self.note_failure(error);
-        }
-        done
+        self.execute(schedule, send, recv)
     }
 
     /// The component that serves `op` on this communicator (`shm` may still hand calls
@@ -258,6 +254,8 @@ impl Comm {
         }
     }
 
+    /// Runs `schedule` over `send` and `recv`; a failed transfer is noted on the
+    /// communicator ([`Comm::note_failure`]).
     pub(in crate::runtime) fn execute(
         &self,
         schedule: Schedule<'_>,
@@ -275,6 +273,9 @@ impl Comm {
             }
         }
         buffers.put_back();
+        if let Err(CollectiveError::P2p(error)) = &result {
+            self.note_failure(error);
+        }
         result
     }
 

@@ -118,7 +118,7 @@ pub(crate) struct Runtime {
     /// the world's.
     registry: registry::Registry,
     /// Storage for the tables of rank maps that need one.
-    arena: Mutex<TableArena<'static, ARENA_TABLES>>,
+    arena: Mutex<Arena>,
     /// This process's context ids, shared by its threads (core's CID space).
     cids: CidSpace<CID_WORDS>,
     /// The CID algorithm of this job (`COMMCORE_CID_ALGORITHM`).
@@ -155,6 +155,9 @@ pub(crate) const MAX_PROCESS_GROUPS: usize = 64;
 
 /// Rank-map tables the arena holds at most.
 const ARENA_TABLES: usize = 1024;
+
+/// Where the runtime's rank maps keep their tables.
+type Arena = TableArena<'static, ARENA_TABLES>;
 
 impl Runtime {
     fn engine(&self) -> MutexGuard<'_, Engine> {

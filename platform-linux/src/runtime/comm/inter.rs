@@ -12,13 +12,13 @@ use std::sync::{Arc, PoisonError};
 use commcore::av::Pgid;
 use commcore::cid::{CidRequest, InterCidPair, InterCidRequest, InterStep};
 use commcore::coll::{CollArgs, CollOp, Datatype, Root};
-use commcore::rankmap::{self, InterMaps, RankMap};
+use commcore::rankmap::{self, InterMaps, RankMap, RankMapError};
 
 use super::context_id::{agree_cid, fold_words, to_bytes, HeldCid};
 use super::create::UNDEFINED;
 use super::{Comm, Members, WORLD_CID};
 use crate::runtime::error::{CollectiveError, CommError, P2pError};
-use crate::runtime::Runtime;
+use crate::runtime::{Arena, Runtime};
 
 /// The local group of an inter-communicator.
 pub(in crate::runtime) struct LocalGroup {
@@ -267,23 +267,31 @@ impl Comm {
     /// every process of either, so each side sends with it and matches it.
     pub(in crate::runtime) fn dup_inter(&self) -> Result<Comm, CommError> {
         let (cid, _) = self.agree_cid_across_groups(None)?;
-        let maps = {
-            let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
-            self.local_map().dup(&mut arena).and_then(|local| {
-                match self.rank_map().dup(&mut arena) {
-                    Ok(remote) => Ok((local, remote)),
-                    Err(error) => {
-                        let _ = local.free(&mut arena);
-                        Err(error)
-                    }
-                }
-            })
-        };
-        let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
+        let (local_map, remote_map) = self
+            .map_pair(|arena| self.local_map().dup(arena), |arena| self.rank_map().dup(arena))
+            .map_err(CommError::RankMap)?;
         let cid = cid.hand_over();
         let pair = InterCidPair { local: cid, remote: cid };
         let first = self.inter.as_ref().and_then(|local| local.first);
         Comm::inter(self.runtime.clone(), pair, self.rank, (local_map, remote_map), first)
+    }
+
+    /// A local and a remote rank map made by `local` and then `remote` in the runtime's
+    /// arena; the local one is freed again when the remote one cannot be made.
+    fn map_pair(
+        &self,
+        local: impl FnOnce(&mut Arena) -> Result<RankMap<'static>, RankMapError>,
+        remote: impl FnOnce(&mut Arena) -> Result<RankMap<'static>, RankMapError>,
+    ) -> Result<(RankMap<'static>, RankMap<'static>), RankMapError> {
+        let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
+        let local = local(&mut arena)?;
+        match remote(&mut arena) {
+            Ok(remote) => Ok((local, remote)),
+            Err(error) => {
+                let _ = local.free(&mut arena);
+                Err(error)
+            }
+        }
     }
 
     /// `MPI_Comm_split` on an inter-communicator (collective over both groups): in each
@@ -315,25 +323,13 @@ impl Comm {
         if remote_ranks.is_empty() {
             return Ok(None);
         }
-        let maps = {
-            let mut arena = self.runtime.arena.lock().unwrap_or_else(PoisonError::into_inner);
-            let (local_groups, remote_groups) = (local.members.groups(), self.members.groups());
-            rankmap::create(self.local_map(), &local_ranks, local_groups, &mut arena).and_then(
-                |local| match rankmap::create(
-                    self.rank_map(),
-                    &remote_ranks,
-                    remote_groups,
-                    &mut arena,
-                ) {
-                    Ok(remote) => Ok((local, remote)),
-                    Err(error) => {
-                        let _ = local.free(&mut arena);
-                        Err(error)
-                    }
-                },
+        let (local_groups, remote_groups) = (local.members.groups(), self.members.groups());
+        let (local_map, remote_map) = self
+            .map_pair(
+                |arena| rankmap::create(self.local_map(), &local_ranks, local_groups, arena),
+                |arena| rankmap::create(self.rank_map(), &remote_ranks, remote_groups, arena),
             )
-        };
-        let (local_map, remote_map) = maps.map_err(CommError::RankMap)?;
+            .map_err(CommError::RankMap)?;
         let cid = cid.hand_over();
         let pair = InterCidPair { local: cid, remote: cid };
         let first = local.first;

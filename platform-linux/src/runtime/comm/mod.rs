@@ -133,6 +133,14 @@ impl Comm {
         }
     }
 
+    /// `result`, its failure noted ([`Comm::note_failure`]).
+    pub(in crate::runtime) fn noted<T>(&self, result: Result<T, P2pError>) -> Result<T, P2pError> {
+        if let Err(error) = &result {
+            self.note_failure(error);
+        }
+        result
+    }
+
     /// The rank map that translates this communicator's ranks to processes (the remote
     /// group's, on an inter-communicator).
     pub fn rank_map(&self) -> &RankMap<'static> {

@@ -54,11 +54,7 @@ impl Comm {
         dest: usize,
         tag: i32,
     ) -> Result<(), P2pError> {
-        let sent = self.send_unnoted(context, buf, dest, tag);
-        if let Err(error) = &sent {
-            self.note_failure(error);
-        }
-        sent
+        self.noted(self.send_unnoted(context, buf, dest, tag))
     }
 
     fn send_unnoted(
@@ -109,11 +105,7 @@ impl Comm {
         source: Source,
         tag: i32,
     ) -> Result<Status, P2pError> {
-        let received = self.recv_unnoted(context, buf, source, tag);
-        if let Err(error) = &received {
-            self.note_failure(error);
-        }
-        received
+        self.noted(self.recv_unnoted(context, buf, source, tag))
     }
 
     fn recv_unnoted(
