@@ -17,7 +17,8 @@
 /* Built schedules kept per communicator, by call: a program calls a few collectives with
  * the same arguments over and over, and a rewind costs a few instructions where a build
  * costs about 1,100. Calls with block lists (the v operations) are built each time. */
-#define CC_CACHED 6
+#define CC_CACHED 8 /* a power of two: lookups wrap with a mask */
+_Static_assert((CC_CACHED & (CC_CACHED - 1)) == 0, "CC_CACHED is a power of two");
 /* A kept schedule's steps are recorded the first time it runs to its end, then replayed:
  * the same arguments give the same steps, and a replayed step costs a few instructions
  * where one through the ABI costs about a hundred. Longer schedules are not recorded. */
@@ -56,6 +57,7 @@ struct cc_coll {
     uint32_t *nodes;         /* the config's node ids (size, then remote_size) */
     kept cache[CC_CACHED];
     unsigned next; /* the entry to replace next */
+    unsigned hit;  /* the entry found last: looked at first */
 };
 
 static char *control;
@@ -198,11 +200,13 @@ static int same_call(const cc_call *a, const cc_call *b) {
 /* The kept schedule of `call`, rewound, or NULL. */
 static cc_sched *kept_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
                                const char **module, const char **algorithm) {
-    for (int i = 0; i < CC_CACHED; i++) {
-        kept *k = &coll->cache[i];
+    for (unsigned i = 0; i < CC_CACHED; i++) {
+        unsigned at = (coll->hit + i) & (CC_CACHED - 1);
+        kept *k = &coll->cache[at];
         if (k->sched.schedule && !k->busy && same_call(&k->key, call) &&
             (k->recorded || commcore_schedule_rewind(k->sched.schedule) == COMMCORE_OK)) {
             k->busy = 1;
+            coll->hit = at;
             k->sched.replay = k->recorded, k->sched.at = 0;
             if (!k->recorded && k->nsteps <= CC_RECORDED)
                 k->nsteps = 0; /* record this run */
@@ -243,12 +247,22 @@ static int32_t *narrow(const size_t *v, uint32_t n, int32_t *out) {
     return out;
 }
 
-cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes, const char **module, const char **algorithm) {
+static cc_sched *build(cc_coll *coll, const cc_call *call, int keepable, size_t *scratch_bytes,
+                       const char **module, const char **algorithm);
+
+cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
+                      const char **module, const char **algorithm) {
     int keepable = !call->send_counts && !call->recv_counts;
     cc_sched *found = keepable ? kept_schedule(coll, call, scratch_bytes, module, algorithm)
                                : NULL;
-    if (found)
-        return found;
+    return found ? found : build(coll, call, keepable, scratch_bytes, module, algorithm);
+}
+
+/* A new schedule for `call` (kept when `keepable`); out of line, so a call whose schedule
+ * is kept does not pay for this one's stack frame. */
+__attribute__((noinline)) static cc_sched *build(cc_coll *coll, const cc_call *call,
+                                                 int keepable, size_t *scratch_bytes,
+                                                 const char **module, const char **algorithm) {
     commcore_coll_args a = {0};
     a.coll_op = (uint32_t)call->op;
     a.dtype = (commcore_datatype)call->dtype;
@@ -303,6 +317,10 @@ cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
 }
 
 static int next_of(cc_sched *sched, cc_step *out);
+
+const cc_step *cc_sched_recorded(const cc_sched *sched) {
+    return sched->replay && sched->at == 0 ? kept_of((cc_sched *)sched)->steps : NULL;
+}
 
 int cc_next(cc_sched *sched, cc_step *out) {
     if (sched->replay) {

@@ -90,6 +90,9 @@ cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
 /* The next step; CC_STEP_END at the end. Returns 0, or -1 on an error. */
 int cc_next(cc_sched *sched, cc_step *step);
 void cc_sched_free(cc_sched *sched);
+/* A replayed schedule's steps from the first, CC_STEP_END last; NULL when its steps come
+ * through commcore (the first run of a call, or a schedule too long to record). */
+const cc_step *cc_sched_recorded(const cc_sched *sched);
 
 /* dst = src op dst (src_left) or dst op src, over `bytes` of dtype; 0 or -1. */
 int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, size_t bytes,

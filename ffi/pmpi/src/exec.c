@@ -11,13 +11,10 @@
 #define CC_TAG_SPAN 32768
 
 int cc_job_own(cc_job *job, void *ptr) {
-    for (int i = 0; i < CC_OWNED; i++) {
-        if (!job->owned[i]) {
-            job->owned[i] = ptr;
-            return 0;
-        }
-    }
-    return -1; /* more than any call needs */
+    if (job->nowned == CC_OWNED)
+        return -1; /* more than any call needs */
+    job->owned[job->nowned++] = ptr;
+    return 0;
 }
 
 int cc_error(MPI_Comm comm, int code) {
@@ -73,7 +70,7 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
 }
 
 /* The memory of `r`, or NULL when it does not lie in its buffer. */
-static char *resolve(cc_job *job, cc_region r) {
+char *cc_job_resolve(cc_job *job, cc_region r) {
     char *base;
     size_t len;
     switch (r.buf) {
@@ -97,13 +94,13 @@ static char *resolve(cc_job *job, cc_region r) {
     return base + r.offset;
 }
 
-static int shadow_rank(const cc_job *job, const cc_step *s) {
+int cc_shadow_rank(const cc_job *job, const cc_step *s) {
     const cc_comm *cs = job->cs;
     return (int)s->peer + (s->remote ? cs->remote_offset : cs->local_offset);
 }
 
-static int post(cc_job *job, const cc_step *s) {
-    char *mem = resolve(job, s->a);
+int cc_job_post(cc_job *job, const cc_step *s) {
+    char *mem = cc_job_resolve(job, s->a);
     if (!mem || s->a.len > (size_t)INT32_MAX)
         return -1;
     if (!job->reqs) {
@@ -122,7 +119,7 @@ static int post(cc_job *job, const cc_step *s) {
         job->cap = cap;
     }
     MPI_Request *req = &job->reqs[job->nreq];
-    int peer = shadow_rank(job, s), len = (int)s->a.len;
+    int peer = cc_shadow_rank(job, s), len = (int)s->a.len;
     int rc = s->kind == CC_STEP_SEND
                  ? PMPI_Isend(mem, len, MPI_BYTE, peer, job->tag, job->cs->shadow, req)
                  : PMPI_Irecv(mem, len, MPI_BYTE, peer, job->tag, job->cs->shadow, req);
@@ -132,10 +129,10 @@ static int post(cc_job *job, const cc_step *s) {
     return 0;
 }
 
-static int apply(cc_job *job, const cc_step *s) {
+int cc_job_apply(cc_job *job, const cc_step *s) {
     if (s->kind == CC_STEP_WAIT)
         return 0;
-    char *src = resolve(job, s->a), *dst = resolve(job, s->b);
+    char *src = cc_job_resolve(job, s->a), *dst = cc_job_resolve(job, s->b);
     if (!src || !dst || s->a.len != s->b.len)
         return -1;
     if (s->a.len == 0 || src == dst)
@@ -167,7 +164,7 @@ void cc_job_fail(cc_job *job, int code) {
 }
 
 /* Completes the round's transfers: waits, or tests once; 1 when complete. */
-static int complete_round(cc_job *job, int blocking) {
+int cc_job_complete_round(cc_job *job, int blocking) {
     if (job->nreq == 0)
         return 1;
     int rc, flag = 0;
@@ -203,12 +200,12 @@ int cc_job_advance(cc_job *job, int blocking) {
         /* Starting: the first transfers are posted, not tested (see pmpi.h). */
         if (blocking == CC_ADVANCE_START && job->nreq)
             return 0;
-        int done = complete_round(job, blocking == 1);
+        int done = cc_job_complete_round(job, blocking == 1);
         if (done <= 0)
             return done;
         if (job->has_pending) {
             job->has_pending = 0;
-            if (apply(job, &job->pending) < 0)
+            if (cc_job_apply(job, &job->pending) < 0)
                 break;
         }
         if (job->ended) {
@@ -226,7 +223,7 @@ int cc_job_advance(cc_job *job, int blocking) {
                 break;
             }
             if (s.kind == CC_STEP_SEND || s.kind == CC_STEP_RECV) {
-                if (post(job, &s) < 0)
+                if (cc_job_post(job, &s) < 0)
                     return -1;
                 continue;
             }
@@ -263,11 +260,13 @@ void cc_job_quiesce(cc_job *job) {
 
 void cc_job_release(cc_job *job) {
     cc_job_quiesce(job);
-    if (job->reqs != job->few)
+    if (job->reqs && job->reqs != job->few)
         free(job->reqs);
-    free(job->scratch);
-    cc_unpack_free(job);
-    for (int i = 0; i < CC_OWNED; i++)
+    if (job->scratch)
+        free(job->scratch);
+    if (job->unpack)
+        cc_unpack_free(job);
+    for (int i = 0; i < job->nowned; i++)
         free(job->owned[i]);
     /* Not cleared: the job goes with its caller's frame or is freed. */
 }

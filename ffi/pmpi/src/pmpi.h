@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cc_abi.h"
 
@@ -95,7 +96,8 @@ void cc_unpack_free(struct cc_job *job);
 /* Transfers per round held in the job itself (more take the heap). */
 #define CC_FEW_REQUESTS 16
 
-/* One collective call in flight. */
+/* One collective call in flight. The fields up to `red` start zeroed (cc_job_init); the
+ * rest is written before it is read, so a blocking call does not clear it. */
 typedef struct cc_job {
     cc_comm *cs;
     int slot;
@@ -103,15 +105,12 @@ typedef struct cc_job {
     const char *send;
     char *recv, *scratch;
     size_t send_len, recv_len, scratch_len;
-    void *owned[CC_OWNED];      /* buffers this job allocated */
+    int nowned;                 /* owned[0..nowned) */
     cc_unpack *unpack;          /* a packed result to unpack at the end, or NULL */
-    cc_reduction red;
     MPI_Request *reqs;          /* `few` until a round needs more */
-    MPI_Request few[CC_FEW_REQUESTS];
     int nreq, cap;
     int borrowed_scratch;       /* scratch is the communicator's (blocking calls) */
     int tag;
-    cc_step pending;            /* a local step waiting for the round's transfers */
     int has_pending, ended, failed;
     int err;                    /* the MPI error class of a failed job */
     int mismatch;               /* this rank's own block had another size: truncated */
@@ -120,7 +119,19 @@ typedef struct cc_job {
     int done;                   /* greq is complete; the host frees it */
     struct cc_job *next;
     MPI_Comm user;              /* the caller's communicator, for its error handler */
+    /* Written before read: */
+    cc_reduction red;           /* set by the reductions' preparation */
+    cc_step pending;            /* a local step waiting for the round's transfers (has_pending) */
+    void *owned[CC_OWNED];      /* buffers this job allocated */
+    MPI_Request few[CC_FEW_REQUESTS];
 } cc_job;
+
+/* A job for `slot` on the caller's `user` communicator, with its cold part left as it is. */
+static inline void cc_job_init(cc_job *job, MPI_Comm user, int slot) {
+    memset(job, 0, offsetof(cc_job, red));
+    job->user = user;
+    job->slot = slot;
+}
 
 /* What preparing a call answers besides 0: the host serves it (a decision every rank takes
  * alike), or an error here (reported through the communicator's error handler). */
@@ -140,6 +151,18 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
 int cc_job_advance(cc_job *job, int blocking);
 /* Whether every transfer of the job's round has completed (its requests are null). */
 int cc_job_round_done(const cc_job *job);
+/* The executor's parts (exec.c), for direct.c: the memory of a region (NULL when it does
+ * not lie in its buffer); a step's peer in the shadow communicator; a transfer posted
+ * (0, or -1 with the job failed); a local step applied (0 or -1); the round's transfers
+ * completed, waiting when `blocking` (1 done, 0 pending, -1 failed). */
+char *cc_job_resolve(cc_job *job, cc_region r);
+int cc_shadow_rank(const cc_job *job, const cc_step *s);
+int cc_job_post(cc_job *job, const cc_step *s);
+int cc_job_apply(cc_job *job, const cc_step *s);
+int cc_job_complete_round(cc_job *job, int blocking);
+/* Runs a blocking job whose schedule is recorded (`steps`, from cc_sched_recorded) to its
+ * end, with no other job in flight; as cc_job_advance(job, 1) answers. */
+int cc_job_run_recorded(cc_job *job, const cc_step *steps);
 /* Marks the job failed with MPI error `code`. */
 void cc_job_fail(cc_job *job, int code);
 /* Completes or cancels the job's transfers and lets go of its communicator: what is left
@@ -159,6 +182,8 @@ void cc_nonblocking_finalize(void);
 /* Report. */
 void cc_count_served(int slot, const char *module, const char *algorithm);
 void cc_count_host(int slot);
+/* A blocking call served straight from its recorded steps (direct.c). */
+void cc_count_replayed(int slot);
 void cc_report(void);
 const char *cc_slot_name(int slot);
 

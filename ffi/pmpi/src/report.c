@@ -16,6 +16,7 @@ typedef struct {
 static served_row served[CC_SLOTS][CC_KINDS];
 static unsigned long served_other[CC_SLOTS]; /* beyond CC_KINDS pairs */
 static unsigned long host[CC_SLOTS];
+static unsigned long replayed[CC_OP_COUNT]; /* blocking calls run from a recording */
 
 static const char *const names[CC_OP_COUNT] = {
     "barrier", "bcast",   "reduce",  "allreduce", "allgather",      "allgatherv",
@@ -27,6 +28,13 @@ const char *cc_slot_name(int slot) {
 }
 
 void cc_count_served(int slot, const char *module, const char *algorithm) {
+    /* A program repeats its calls: their row is found at once. */
+    static served_row *last;
+    static int last_slot = -1;
+    if (slot == last_slot && last->module == module && last->algorithm == algorithm) {
+        last->calls++;
+        return;
+    }
     for (int i = 0; i < CC_KINDS; i++) {
         served_row *r = &served[slot][i];
         if (!r->module) {
@@ -36,6 +44,7 @@ void cc_count_served(int slot, const char *module, const char *algorithm) {
         /* Names are static strings from the ABI: equal pointers for equal names. */
         if (r->module == module && r->algorithm == algorithm) {
             r->calls++;
+            last = r, last_slot = slot;
             return;
         }
     }
@@ -44,6 +53,10 @@ void cc_count_served(int slot, const char *module, const char *algorithm) {
 
 void cc_count_host(int slot) {
     host[slot]++;
+}
+
+void cc_count_replayed(int slot) {
+    replayed[slot]++;
 }
 
 void cc_report(void) {
@@ -69,10 +82,13 @@ void cc_report(void) {
             at += (size_t)snprintf(detail + at, sizeof detail - at, "%s%s/%s=%lu",
                                    at ? "," : "", served[s][i].module,
                                    served[s][i].algorithm, served[s][i].calls);
-        printf("commcore_pmpi: %s%s commcore=%lu [%s] host=%lu all_ranks_commcore=%lu "
+        char replays[48] = ""; /* blocking calls only */
+        if (s < CC_OP_COUNT)
+            snprintf(replays, sizeof replays, " replayed=%lu", replayed[s]);
+        printf("commcore_pmpi: %s%s commcore=%lu [%s] host=%lu%s all_ranks_commcore=%lu "
                "all_ranks_host=%lu\n",
                s >= CC_OP_COUNT ? "i" : "", cc_slot_name(s), mine[2 * s], detail,
-               mine[2 * s + 1], all[2 * s], all[2 * s + 1]);
+               mine[2 * s + 1], replays, all[2 * s], all[2 * s + 1]);
     }
     fflush(stdout);
 }

@@ -16,7 +16,8 @@ int cc_nonblocking_start(cc_job *job, MPI_Request *request);
 #define CC_SERVE(slot_, comm_, PREP, HOST)                                                 \
     do {                                                                                   \
         if (cc_enabled) {                                                                  \
-            cc_job jobv_ = {.user = (comm_), .slot = (slot_)}, *job_ = &jobv_;             \
+            cc_job jobv_, *job_ = &jobv_;                                                  \
+            cc_job_init(job_, (comm_), (slot_));                                           \
             cc_comm *cs_ = cc_comm_get((comm_), 1);                                        \
             int prep_ = cs_ ? (PREP) : CC_PREP_HOST;                                       \
             if (prep_ == 0)                                                                \
@@ -34,11 +35,10 @@ int cc_nonblocking_start(cc_job *job, MPI_Request *request);
     do {                                                                                   \
         if (cc_enabled) {                                                                  \
             cc_comm *cs_ = cc_comm_get((comm_), 0);                                        \
-            cc_job *job_ = cs_ ? calloc(1, sizeof *job_) : NULL;                           \
+            cc_job *job_ = cs_ ? malloc(sizeof *job_) : NULL;                              \
             int prep_ = CC_PREP_HOST;                                                      \
             if (job_) {                                                                    \
-                job_->user = (comm_);                                                      \
-                job_->slot = (slot_); /* the views read it before the job starts */        \
+                cc_job_init(job_, (comm_), (slot_)); /* the views read the slot */         \
                 if ((prep_ = (PREP)) == 0)                                                 \
                     return cc_nonblocking_start(job_, (request_));                         \
                 cc_job_release(job_);                                                      \

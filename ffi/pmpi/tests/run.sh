@@ -3,7 +3,8 @@
 #   ffi/pmpi/tests/run.sh BUILD_DIR     (BUILD_DIR/{openmpi,mpich}/libcommcore_pmpi.so)
 # - coll_matrix: every operation × datatype × op × count × communicator kind (see its header
 #   for the sampling), checked against local computation; the report must show every call
-#   served by commcore (all_ranks_host=0 on every line, all 32 operations present).
+#   served by commcore (all_ranks_host=0 on every line, all 32 operations present), and the
+#   repeated blocking calls of the rooted and regular operations run from recorded steps.
 # - corners: the standard's corner cases; the host must serve exactly the calls it expects
 #   (a nonblocking first call on a communicator whose state does not exist yet).
 # - mixed: ranks that describe one call differently (datatypes of one signature, own counts,
@@ -66,6 +67,10 @@ matrix() {
     host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
     [ "$lines" -eq 32 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: $lines report lines, want 32"; }
     [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+    for op in barrier bcast reduce allreduce allgather alltoall gather scatter; do
+        echo "$out" | grep "^commcore_pmpi: $op " | grep -q ' replayed=[1-9]' ||
+            { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: no $op ran from its recorded steps"; }
+    done
     if [ -n "${COMMCORE_PMPI_NODES:-}" ] && ! echo "$out" | grep -q 'hier/hier='; then
         fail "$mpi np $np over $COMMCORE_PMPI_NODES nodes: no call ran the hierarchical algorithms"
     fi
