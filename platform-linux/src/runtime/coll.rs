@@ -378,7 +378,7 @@ impl Comm {
     ) -> Result<(), CollectiveError> {
         while let Some(&(id, region)) = pending.front() {
             let buf = bytes_mut(recv, scratch, region)?;
-            let mut sink = Sink { recv: id, buf, blocking: true };
+            let mut sink = Sink::new(id, buf, true);
             let envelope = self.runtime.block(|engine, fabric| {
                 if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
                     return Ok(Some(envelope));

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::engine::{Direct, Feed, Sink};
+use super::engine::{Direct, Feed, Lend, Lent, Sink};
+
 use super::error::P2pError;
 use super::Runtime;
 
@@ -43,8 +44,15 @@ pub struct Request<'a> {
 impl<'a> Request<'a> {
     /// Blocks until the operation completes.
     pub fn wait(mut self) -> Result<Status, P2pError> {
+        let mut none: [Lent<'_>; 0] = [];
+        self.wait_lending(&mut none)
+    }
+
+    /// Blocks until the operation completes, with the buffers of receives still in flight
+    /// lent beside its own.
+    fn wait_lending(&mut self, also: &mut dyn Lend) -> Result<Status, P2pError> {
         loop {
-            if let Some(result) = self.poll(true) {
+            if let Some(result) = self.poll(true, &mut *also) {
                 return result;
             }
         }
@@ -52,17 +60,29 @@ impl<'a> Request<'a> {
 
     /// Completes the operation if it can without blocking: `Ok(None)` while in flight.
     pub fn test(&mut self) -> Result<Option<Status>, P2pError> {
-        self.poll(false).transpose()
+        let mut none: [Lent<'_>; 0] = [];
+        self.poll(false, &mut none).transpose()
     }
 
-    /// Waits for every request in turn; the statuses in order, or the first error.
+    /// Waits for every request in turn; the statuses in order, or the first error. While
+    /// one is waited for, the buffers of the receives after it are lent too, so a long
+    /// message for any of them is read straight into its buffer (over TCP: no copy).
     pub fn wait_all(
         requests: impl IntoIterator<Item = Request<'a>>,
     ) -> Result<Vec<Status>, P2pError> {
-        let mut statuses = Vec::new();
+        let mut requests: Vec<Request<'a>> = requests.into_iter().collect();
+        let mut statuses = Vec::with_capacity(requests.len());
         let mut first_error = None;
-        for request in requests {
-            match request.wait() {
+        for i in 0..requests.len() {
+            let (this, later) = requests[i..].split_first_mut().expect("i is in range");
+            let mut also: Vec<Lent<'_>> = later
+                .iter_mut()
+                .filter_map(|request| match &mut request.state {
+                    State::Recv { id, buf } => Some(Lent { recv: *id, buf }),
+                    _ => None,
+                })
+                .collect();
+            match this.wait_lending(&mut also) {
                 Ok(status) => statuses.push(status),
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -72,7 +92,7 @@ impl<'a> Request<'a> {
         first_error.map_or(Ok(statuses), Err)
     }
 
-    fn poll(&mut self, block: bool) -> Option<Result<Status, P2pError>> {
+    fn poll(&mut self, block: bool, also: &mut dyn Lend) -> Option<Result<Status, P2pError>> {
         let runtime = &*self.runtime;
         let result = match &mut self.state {
             State::Done(result) => return Some(*result),
@@ -90,7 +110,7 @@ impl<'a> Request<'a> {
                 }
             }
             State::Recv { id, buf } => {
-                let mut sink = Sink { recv: *id, buf, blocking: block };
+                let mut sink = Sink { recv: *id, buf, blocking: block, also };
                 let mut step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     if let Direct::Done(envelope) =
                         engine.try_direct_posted(fabric, sink.recv, sink.buf)
@@ -130,7 +150,10 @@ impl Drop for Request<'_> {
     fn drop(&mut self) {
         match &self.state {
             State::Done(_) => {}
-            State::Send { .. } => while self.poll(true).is_none() {},
+            State::Send { .. } => {
+                let mut none: [Lent<'_>; 0] = [];
+                while self.poll(true, &mut none).is_none() {}
+            }
             State::Recv { id, .. } => self.runtime.engine().cancel_recv(&self.runtime.fabric, *id),
         }
     }

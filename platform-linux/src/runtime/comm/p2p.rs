@@ -118,7 +118,7 @@ impl Comm {
         let pattern = self.pattern(context, source, tag)?;
         let runtime = &self.runtime;
         let mut posted = false;
-        let mut sink = Sink { recv: 0, buf, blocking: true };
+        let mut sink = Sink::new(0, buf, true);
         let envelope = runtime.block(|engine, fabric| {
             if !posted {
                 match engine.try_direct_recv(fabric, &pattern, sink.buf) {

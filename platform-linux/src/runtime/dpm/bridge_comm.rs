@@ -189,7 +189,7 @@ impl Runtime {
             self.engine().cancel_recv(&self.fabric, id);
             return Err(error);
         }
-        let mut sink = Sink { recv: id, buf: recv, blocking: true };
+        let mut sink = Sink::new(id, recv, true);
         let received = self.block(|engine, fabric| {
             if let Some(envelope) = engine.finish_recv(fabric, &mut sink)? {
                 return Ok(Some(envelope));

@@ -96,6 +96,50 @@ pub(crate) struct Sink<'s> {
     /// The call does not return before the receive completes, so a peer may be let write
     /// into `buf` (a split single copy).
     pub(crate) blocking: bool,
+    /// Other receives' buffers lent for the same call (the rest of a wait on many): the
+    /// bytes of their long messages that come meanwhile go straight in, not through a copy.
+    pub(crate) also: &'s mut dyn Lend,
+}
+
+/// Receives' buffers lent beside a [`Sink`]'s.
+pub(crate) trait Lend {
+    /// The buffer lent for receive `recv`, if it is one of these.
+    fn buffer_of(&mut self, recv: u64) -> Option<&mut [u8]>;
+}
+
+/// Another receive's buffer, lent beside a [`Sink`]'s.
+pub(crate) struct Lent<'s> {
+    pub(crate) recv: u64,
+    pub(crate) buf: &'s mut [u8],
+}
+
+impl Lend for Vec<Lent<'_>> {
+    fn buffer_of(&mut self, recv: u64) -> Option<&mut [u8]> {
+        self.iter_mut().find(|lent| lent.recv == recv).map(|lent| &mut *lent.buf)
+    }
+}
+
+/// None lent.
+impl Lend for [Lent<'_>; 0] {
+    fn buffer_of(&mut self, _recv: u64) -> Option<&mut [u8]> {
+        None
+    }
+}
+
+impl<'s> Sink<'s> {
+    /// The buffer of receive `recv`, lent for one call, with no other lent beside it.
+    pub(crate) fn new(recv: u64, buf: &'s mut [u8], blocking: bool) -> Self {
+        let none: &'s mut [Lent<'s>; 0] = &mut [];
+        Sink { recv, buf, blocking, also: none }
+    }
+
+    /// The buffer lent for receive `recv`: the sink's own or one beside it.
+    pub(crate) fn buffer_of(&mut self, recv: u64) -> Option<&mut [u8]> {
+        if recv == self.recv {
+            return Some(&mut *self.buf);
+        }
+        self.also.buffer_of(recv)
+    }
 }
 
 /// A send's buffer, lent to the engine for one call.

@@ -238,9 +238,9 @@ impl Engine {
     }
 
     /// Reads the bytes of arrival `id` (a long message from peer `index`) that are here:
-    /// into `sink` when it is the arrival's receive, else into its pending bytes (none are
-    /// kept for a cancelled receive, or past the end of a receive's buffer). Whether the
-    /// message is now whole.
+    /// into its receive's buffer when that is lent (the sink's or one beside it), else into
+    /// its pending bytes (none are kept for a cancelled receive, or past the end of a
+    /// receive's buffer). Whether the message is now whole.
     fn read_long(
         &mut self,
         transport: &mut TcpTransport,
@@ -257,20 +257,23 @@ impl Engine {
         let Body::Copied { pending, in_sink, received } = &mut arrival.body else {
             return Ok(true);
         };
-        let lent = sink.filter(|sink| Some(sink.recv) == recv);
+        let lent = match (sink, recv) {
+            (Some(sink), Some(recv)) => sink.buffer_of(recv),
+            _ => None,
+        };
         let mut read = |dest: &mut [u8]| transport.read_rest(index, dest).map_err(P2pError::Tcp);
         match lent {
-            Some(sink) => {
+            Some(buf) => {
                 // Earlier bytes first, then the socket straight into the buffer.
-                let start = (*in_sink).min(sink.buf.len());
-                let end = (*in_sink + pending.len()).min(sink.buf.len());
-                sink.buf[start..end].copy_from_slice(&pending[..end - start]);
+                let start = (*in_sink).min(buf.len());
+                let end = (*in_sink + pending.len()).min(buf.len());
+                buf[start..end].copy_from_slice(&pending[..end - start]);
                 pending.clear();
                 *in_sink = *received;
-                let room = len.min(sink.buf.len());
+                let room = len.min(buf.len());
                 while *received < len {
                     let n = if *received < room {
-                        read(&mut sink.buf[*received..room])?
+                        read(&mut buf[*received..room])?
                     } else {
                         read(&mut self.tcp_scratch[..(len - *received).min(SCRATCH)])?
                     };

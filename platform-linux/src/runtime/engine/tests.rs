@@ -64,7 +64,7 @@ fn messages_of_one_pair_match_in_order_and_receives_in_posting_order() {
     receiver.progress(&b, None, None).unwrap();
     for (recv, expected, tag) in [(first, b'a', 1), (second, b'b', 2), (third, b'c', 1)] {
         let mut buf = [0u8; 1];
-        let mut sink = Sink { recv, buf: &mut buf, blocking: false };
+        let mut sink = Sink::new(recv, &mut buf, false);
         let envelope = receiver.finish_recv(&b, &mut sink).unwrap().unwrap();
         assert_eq!((buf[0], envelope.tag), (expected, tag));
     }
@@ -80,7 +80,7 @@ fn a_message_longer_than_a_cell_streams_through_the_ring() {
     let mut buf = vec![0u8; message.len()];
     let mut envelope = None;
     until((&mut receiver, &b), (&mut sender, &a), |engine, fabric| {
-        let mut sink = Sink { recv, buf: &mut buf, blocking: false };
+        let mut sink = Sink::new(recv, &mut buf, false);
         engine.progress(fabric, Some(&mut sink), None).unwrap();
         envelope = engine.finish_recv(fabric, &mut sink).unwrap();
         envelope.is_some()
@@ -100,7 +100,7 @@ fn single_copy(split_above: Option<usize>) {
     let recv = receiver.post_recv(pattern(None, None));
     let mut buf = vec![0u8; message.len()];
     until((&mut receiver, &b), (&mut sender, &a), |engine, fabric| {
-        let mut sink = Sink { recv, buf: &mut buf, blocking: true };
+        let mut sink = Sink::new(recv, &mut buf, true);
         engine.progress(fabric, Some(&mut sink), None).unwrap();
         engine.finish_recv(fabric, &mut sink).unwrap().is_some()
     });

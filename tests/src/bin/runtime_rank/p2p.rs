@@ -234,6 +234,52 @@ pub(crate) fn nonblocking(comm: &Comm) {
     let mut spare = [0u8; 8];
     drop(comm.irecv(&mut spare, peer, 999).unwrap());
     comm.barrier().unwrap();
+    wait_all_of_long_messages(comm, peer);
+}
+
+/// Long messages sent newest first to receives completed by one `wait_all`: while it waits
+/// for the first, the later ones' messages come into their own lent buffers (over TCP,
+/// straight from the socket). Then a truncated one among them: its buffer holds the head,
+/// the others are whole, and `wait_all` reports the truncation.
+fn wait_all_of_long_messages(comm: &Comm, peer: usize) {
+    let me = comm.rank();
+    let sizes = [1usize << 20, 70_000, 300_000, 8, 1 << 20];
+    let outgoing: Vec<Vec<u8>> =
+        sizes.iter().enumerate().map(|(i, &len)| message(me, 500 + i as u32, len)).collect();
+    let mut incoming: Vec<Vec<u8>> = sizes.iter().map(|&len| vec![0u8; len]).collect();
+    let receives: Vec<_> = incoming
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| comm.irecv(b, peer, 500 + i as i32).unwrap())
+        .collect();
+    let sends: Vec<_> = outgoing
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, b)| comm.isend(b, peer, 500 + i as i32).unwrap())
+        .collect();
+    let statuses = Request::wait_all(receives).unwrap();
+    for (i, status) in statuses.iter().enumerate() {
+        assert_eq!((status.source, status.tag, status.len), (peer, 500 + i as i32, sizes[i]));
+        check_message(&incoming[i], peer, 500 + i as u32);
+    }
+    Request::wait_all(sends).unwrap();
+
+    let (long, short) = (1usize << 20, 300_000);
+    let outgoing = [message(me, 600, long), message(me, 601, 70_000)];
+    let (mut head, mut whole) = (vec![0u8; short], vec![0u8; 70_000]);
+    let receives =
+        [comm.irecv(&mut head, peer, 600).unwrap(), comm.irecv(&mut whole, peer, 601).unwrap()];
+    let sends = [
+        comm.isend(&outgoing[1], peer, 601).unwrap(),
+        comm.isend(&outgoing[0], peer, 600).unwrap(),
+    ];
+    let error = Request::wait_all(receives).unwrap_err();
+    assert_eq!(error, P2pError::Truncated { message_len: long, buffer_len: short });
+    check_message(&head, peer, 600);
+    check_message(&whole, peer, 601);
+    Request::wait_all(sends).unwrap();
+    comm.barrier().unwrap();
 }
 
 /// Every rank sends to every other rank at once, long messages included, then receives.
