@@ -21,8 +21,11 @@
 _Static_assert((CC_CACHED & (CC_CACHED - 1)) == 0, "CC_CACHED is a power of two");
 /* A kept schedule's steps are recorded the first time it runs to its end, then replayed:
  * the same arguments give the same steps, and a replayed step costs a few instructions
- * where one through the ABI costs about a hundred. Longer schedules are not recorded. */
-#define CC_RECORDED 48
+ * where one through the ABI costs about a hundred. The recording grows with the schedule
+ * (an alltoall at 8 ranks takes about 60 steps) up to CC_RECORDED; longer schedules are
+ * not recorded. */
+#define CC_RECORDED 4096
+#define CC_RECORDED_FIRST 16
 
 struct cc_sched {
     commcore_schedule *schedule;
@@ -39,8 +42,29 @@ typedef struct {
     int busy;     /* a call in flight runs it */
     int recorded; /* steps[0..nsteps) hold every step, END last */
     int nsteps;   /* while recording: steps so far; CC_RECORDED + 1: too many */
-    cc_step steps[CC_RECORDED];
+    uint64_t gen; /* bumped each time the entry is given to another call (never wraps) */
+    cc_step *steps; /* room for `room` steps, kept across the entry's calls */
+    int room;
 } kept;
+
+/* Records step `s` into `k`; a recording that cannot grow is abandoned (the schedule then
+ * runs through commcore each time). */
+static void record(kept *k, const cc_step *s) {
+    if (k->nsteps >= CC_RECORDED) {
+        k->nsteps = CC_RECORDED + 1;
+        return;
+    }
+    if (k->nsteps == k->room) {
+        int room = k->room ? 2 * k->room : CC_RECORDED_FIRST;
+        cc_step *grown = realloc(k->steps, (size_t)room * sizeof *grown);
+        if (!grown) {
+            k->nsteps = CC_RECORDED + 1;
+            return;
+        }
+        k->steps = grown, k->room = room;
+    }
+    k->steps[k->nsteps++] = *s;
+}
 
 static kept *kept_of(cc_sched *sched) {
     return (kept *)((char *)sched - offsetof(kept, sched));
@@ -182,8 +206,10 @@ static commcore_coll *whole_of(cc_coll *c) {
 
 void cc_coll_free(cc_coll *coll) {
     if (coll) {
-        for (int i = 0; i < CC_CACHED; i++)
+        for (int i = 0; i < CC_CACHED; i++) {
             commcore_schedule_free(coll->cache[i].sched.schedule);
+            free(coll->cache[i].steps);
+        }
         commcore_coll_free(coll->coll);
         commcore_coll_free(coll->whole);
         free(coll->nodes);
@@ -230,6 +256,7 @@ static cc_sched *keep(cc_coll *coll, const cc_call *call, cc_sched *s, size_t sc
         k->sched = (cc_sched){s->schedule, 1, 0, 0};
         k->scratch = scratch, k->module = module, k->algorithm = algorithm;
         k->busy = 1, k->recorded = 0, k->nsteps = 0;
+        k->gen++;
         s->schedule = old; /* the replaced object goes back to the spares */
         cc_sched_free(s);
         return &k->sched;
@@ -322,6 +349,20 @@ const cc_step *cc_sched_recorded(const cc_sched *sched) {
     return sched->replay && sched->at == 0 ? kept_of((cc_sched *)sched)->steps : NULL;
 }
 
+uint64_t cc_sched_generation(const cc_sched *sched) {
+    const kept *k = sched->cached ? kept_of((cc_sched *)sched) : NULL;
+    return k && k->recorded ? k->gen : 0;
+}
+
+const cc_step *cc_sched_again(cc_sched *sched, uint64_t gen) {
+    kept *k = kept_of(sched);
+    if (k->gen != gen || k->busy || !k->recorded)
+        return NULL;
+    k->busy = 1;
+    sched->replay = 1, sched->at = 0;
+    return k->steps;
+}
+
 int cc_next(cc_sched *sched, cc_step *out) {
     if (sched->replay) {
         *out = kept_of(sched)->steps[sched->at++];
@@ -331,10 +372,8 @@ int cc_next(cc_sched *sched, cc_step *out) {
         return -1;
     if (sched->cached) { /* record */
         kept *k = kept_of(sched);
-        if (k->nsteps < CC_RECORDED)
-            k->steps[k->nsteps++] = *out;
-        else
-            k->nsteps = CC_RECORDED + 1;
+        if (k->nsteps <= CC_RECORDED)
+            record(k, out);
         if (out->kind == CC_STEP_END && k->nsteps <= CC_RECORDED)
             k->recorded = 1;
     }

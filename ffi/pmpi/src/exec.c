@@ -6,10 +6,6 @@
 
 #include "pmpi.h"
 
-/* Tags: one per collective started on the communicator, so the traffic of nonblocking calls
- * in flight together never matches across calls (every rank starts them in the same order). */
-#define CC_TAG_SPAN 32768
-
 int cc_job_own(cc_job *job, void *ptr) {
     if (job->nowned == CC_OWNED)
         return -1; /* more than any call needs */
@@ -64,7 +60,8 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
     job->send_len = send_len;
     job->recv = recv;
     job->recv_len = recv_len;
-    job->tag = (int)(cs->seq++ % CC_TAG_SPAN);
+    job->tag = cc_next_tag(cs);
+    job->module = module, job->algorithm = algorithm;
     cc_count_served(slot, module, algorithm);
     return 0;
 }

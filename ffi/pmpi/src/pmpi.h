@@ -31,7 +31,15 @@ typedef struct cc_comm {
     size_t scratch_len;
     int scratch_busy;
     int refs;               /* the communicator's attribute, and each nonblocking job */
+    struct cc_memos *memos; /* blocking calls remembered by their arguments (memo.c) */
 } cc_comm;
+
+/* Tags: one per collective started on the communicator, so the traffic of nonblocking calls
+ * in flight together never matches across calls (every rank starts them in the same order). */
+#define CC_TAG_SPAN 32768
+static inline int cc_next_tag(cc_comm *cs) {
+    return (int)(cs->seq++ % CC_TAG_SPAN);
+}
 
 /* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
  * when commcore does not serve it (then the caller falls back). May communicate only when
@@ -120,6 +128,7 @@ typedef struct cc_job {
     struct cc_job *next;
     MPI_Comm user;              /* the caller's communicator, for its error handler */
     /* Written before read: */
+    const char *module, *algorithm; /* who serves it (cc_job_start) */
     cc_reduction red;           /* set by the reductions' preparation */
     cc_step pending;            /* a local step waiting for the round's transfers (has_pending) */
     void *owned[CC_OWNED];      /* buffers this job allocated */
@@ -174,6 +183,25 @@ int cc_error(MPI_Comm comm, int code);
 /* Keeps `ptr` (malloc'd) until the job is released; -1 (ptr not kept) when full. */
 int cc_job_own(cc_job *job, void *ptr);
 
+/* A blocking call's arguments, as words: the operation's slot + 1, then each argument
+ * (pointers, counts, handles, roots) in the call's order; unused words are 0. */
+#define CC_KEY_WORDS 8
+typedef struct cc_key {
+    uintptr_t w[CC_KEY_WORDS];
+} cc_key;
+#define CC_W(x) ((uintptr_t)(x))
+#define CC_KEY(slot, ...) (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}})
+/* Runs the blocking call `key` on `cs` as the last call with those arguments was prepared:
+ * MPI_SUCCESS or the error reported, or CC_MEMO_MISS when none is remembered (memo.c). */
+#define CC_MEMO_MISS (-1)
+int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user);
+/* Remembers how the blocking call `key` was prepared, when that depends on nothing but its
+ * arguments; `job` ran to its end and is not released yet. */
+void cc_memo_note(const cc_key *key, const cc_job *job);
+void cc_memo_free(cc_comm *cs);
+/* Datatypes and ops freed so far (types.c): remembered calls name no freed handle. */
+extern uint64_t cc_handles_freed;
+
 /* Nonblocking jobs: progressed inside the Wait/Test family. */
 int cc_progress_all(void);
 int cc_jobs_in_flight(void);
@@ -184,6 +212,8 @@ void cc_count_served(int slot, const char *module, const char *algorithm);
 void cc_count_host(int slot);
 /* A blocking call served straight from its recorded steps (direct.c). */
 void cc_count_replayed(int slot);
+/* A replayed call prepared as an earlier one with the same arguments was (memo.c). */
+void cc_count_remembered(int slot);
 void cc_report(void);
 const char *cc_slot_name(int slot);
 

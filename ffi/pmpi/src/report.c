@@ -17,6 +17,7 @@ static served_row served[CC_SLOTS][CC_KINDS];
 static unsigned long served_other[CC_SLOTS]; /* beyond CC_KINDS pairs */
 static unsigned long host[CC_SLOTS];
 static unsigned long replayed[CC_OP_COUNT]; /* blocking calls run from a recording */
+static unsigned long remembered[CC_OP_COUNT]; /* of those, prepared as an earlier call was */
 
 static const char *const names[CC_OP_COUNT] = {
     "barrier", "bcast",   "reduce",  "allreduce", "allgather",      "allgatherv",
@@ -59,6 +60,10 @@ void cc_count_replayed(int slot) {
     replayed[slot]++;
 }
 
+void cc_count_remembered(int slot) {
+    remembered[slot]++;
+}
+
 void cc_report(void) {
     unsigned long mine[2 * CC_SLOTS], all[2 * CC_SLOTS];
     for (int s = 0; s < CC_SLOTS; s++) {
@@ -82,9 +87,10 @@ void cc_report(void) {
             at += (size_t)snprintf(detail + at, sizeof detail - at, "%s%s/%s=%lu",
                                    at ? "," : "", served[s][i].module,
                                    served[s][i].algorithm, served[s][i].calls);
-        char replays[48] = ""; /* blocking calls only */
+        char replays[64] = ""; /* blocking calls only */
         if (s < CC_OP_COUNT)
-            snprintf(replays, sizeof replays, " replayed=%lu", replayed[s]);
+            snprintf(replays, sizeof replays, " replayed=%lu remembered=%lu", replayed[s],
+                     remembered[s]);
         printf("commcore_pmpi: %s%s commcore=%lu [%s] host=%lu%s all_ranks_commcore=%lu "
                "all_ranks_host=%lu\n",
                s >= CC_OP_COUNT ? "i" : "", cc_slot_name(s), mine[2 * s], detail,

@@ -32,6 +32,7 @@ void cc_comm_unref(cc_comm *cs) {
     cc_coll_free(cs->coll);
     PMPI_Comm_free(&cs->shadow);
     free(cs->scratch);
+    cc_memo_free(cs);
     free(cs);
 }
 

@@ -210,7 +210,13 @@ int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op) {
     return rc;
 }
 
+int MPI_Type_free(MPI_Datatype *type) {
+    cc_handles_freed++;
+    return PMPI_Type_free(type);
+}
+
 int MPI_Op_free(MPI_Op *op) {
+    cc_handles_freed++;
     cached_op = MPI_OP_NULL;
     for (user_op **p = &user_ops; *p; p = &(*p)->next) {
         if ((*p)->op == *op) {

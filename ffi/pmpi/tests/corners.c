@@ -429,6 +429,54 @@ static void repeated_calls(int rank, int size) {
     }
 }
 
+/* Calls repeated with the same arguments and new data, which the library runs as the first
+ * was prepared; then a datatype freed and its handle, perhaps, made again as another type:
+ * the call with the same arguments must move the new type's elements. */
+static void remembered_calls(int rank, int size) {
+    long v[2], sum[2], b = 0, *all = malloc(sizeof(long) * 2 * (size_t)size);
+    int *blocks = malloc(sizeof(int) * (size_t)size), *got = malloc(sizeof(int) * (size_t)size);
+    for (int i = 0; i < 5; i++) {
+        snprintf(where, sizeof where, "remembered calls, round %d", i);
+        v[0] = rank + i, v[1] = -i;
+        MPI_Allreduce(v, sum, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+        b = rank == 0 ? 7 * i : -1;
+        MPI_Bcast(&b, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+        MPI_Allgather(v, 2, MPI_LONG, all, 2, MPI_LONG, MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++)
+            blocks[r] = 100 * rank + r + i;
+        MPI_Alltoall(blocks, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD);
+        long s = (long)size * (size - 1) / 2 + (long)size * i;
+        if (sum[0] != s || sum[1] != -(long)size * i || b != 7 * i)
+            FAIL("allreduce %ld %ld, bcast %ld", sum[0], sum[1], b);
+        for (int r = 0; r < size; r++)
+            if (all[2 * r] != r + i || all[2 * r + 1] != -i || got[r] != 100 * r + rank + i)
+                FAIL("rank %d's blocks: %ld %ld %d", r, all[2 * r], all[2 * r + 1], got[r]);
+    }
+    int buf[3];
+    for (int round = 0; round < 2; round++) {
+        MPI_Datatype t;
+        if (round == 0)
+            MPI_Type_contiguous(2, MPI_INT, &t);
+        else
+            MPI_Type_vector(2, 1, 2, MPI_INT, &t);
+        MPI_Type_commit(&t);
+        snprintf(where, sizeof where, "a freed type's handle made again, round %d", round);
+        for (int i = 0; i < 3; i++) {
+            for (int k = 0; k < 3; k++)
+                buf[k] = rank == 0 ? 10 * round + k : -1;
+            MPI_Bcast(buf, 1, t, 0, MPI_COMM_WORLD);
+            int want1 = round == 0 || rank == 0 ? 10 * round + 1 : -1;
+            int want2 = round == 1 || rank == 0 ? 10 * round + 2 : -1;
+            if (buf[0] != 10 * round || buf[1] != want1 || buf[2] != want2)
+                FAIL("got %d %d %d", buf[0], buf[1], buf[2]);
+        }
+        MPI_Type_free(&t);
+    }
+    free(all);
+    free(blocks);
+    free(got);
+}
+
 static void derived_and_long_pairs(int rank, int size) {
     /* A strided vector: commcore moves it packed (ranks may describe the data differently,
      * so every rank must take the same path whatever its type). */
@@ -508,6 +556,7 @@ int main(int argc, char **argv) {
     first_call_nonblocking(rank, size);
     erroneous_gather(rank, size);
     repeated_calls(rank, size);
+    remembered_calls(rank, size);
     derived_and_long_pairs(rank, size);
 
     MPI_Comm_free(&alone);

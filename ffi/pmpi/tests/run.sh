@@ -6,7 +6,8 @@
 #   served by commcore (all_ranks_host=0 on every line, all 32 operations present), and the
 #   repeated blocking calls of the rooted and regular operations run from recorded steps.
 # - corners: the standard's corner cases; the host must serve exactly the calls it expects
-#   (a nonblocking first call on a communicator whose state does not exist yet).
+#   (a nonblocking first call on a communicator whose state does not exist yet), and calls
+#   repeated with the same arguments run as the first was prepared (`remembered`).
 # - mixed: ranks that describe one call differently (datatypes of one signature, own counts,
 #   inter-communicator groups with different block sizes); no call may go to the host (a
 #   rank that fell back alone would hang the others).
@@ -84,6 +85,10 @@ corners() {
     want=$(echo "$out" | sed -n 's/.*expected_host_calls=\([0-9]*\).*/\1/p')
     got=$(echo "$out" | grep '^commcore_pmpi: ' | sed 's/.*all_ranks_host=//' | paste -sd+ | bc)
     [ "$want" = "$got" ] || fail "$mpi np $np: the host served $got calls, expected $want"
+    for op in allreduce bcast allgather alltoall; do
+        echo "$out" | grep "^commcore_pmpi: $op " | grep -q ' remembered=[1-9]' ||
+            { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: no $op was remembered"; }
+    done
     out=$(COMMCORE_PMPI=off launch "$mpi" "$np" 1 "$bin/corners.$mpi" 2>&1) ||
         { echo "$out" | tail -30; fail "corners with COMMCORE_PMPI=off failed under $mpi"; }
     ! echo "$out" | grep -q '^commcore_pmpi: ' || fail "COMMCORE_PMPI=off still reported calls"
