@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::engine::{Direct, Feed, Lend, Lent, Sink};
+use super::engine::{Direct, Feed, Lend, Lent, LentRun, Sink, LENT_FROM};
 
 use super::error::P2pError;
 use super::Runtime;
@@ -65,24 +65,36 @@ impl<'a> Request<'a> {
     }
 
     /// Waits for every request in turn; the statuses in order, or the first error. While
-    /// one is waited for, the buffers of the receives after it are lent too, so a long
-    /// message for any of them is read straight into its buffer (over TCP: no copy).
+    /// one is waited for, the buffers of the receives after it that may take a long message
+    /// are lent too, so such a message for any of them is read straight into its buffer
+    /// (over TCP: no copy).
     pub fn wait_all(
         requests: impl IntoIterator<Item = Request<'a>>,
     ) -> Result<Vec<Status>, P2pError> {
         let mut requests: Vec<Request<'a>> = requests.into_iter().collect();
+        // Those buffers leave their requests, in order, and each goes back before its own
+        // request is waited for: lent[next..] are the ones after the request waited for.
+        let mut lent_at = Vec::new();
+        let mut lent = Vec::new();
+        for (i, request) in requests.iter_mut().enumerate() {
+            if let State::Recv { id, buf } = &mut request.state {
+                if buf.len() >= LENT_FROM {
+                    lent_at.push(i);
+                    lent.push(Lent { recv: *id, buf: std::mem::take(buf) });
+                }
+            }
+        }
+        let mut next = 0;
         let mut statuses = Vec::with_capacity(requests.len());
         let mut first_error = None;
-        for i in 0..requests.len() {
-            let (this, later) = requests[i..].split_first_mut().expect("i is in range");
-            let mut also: Vec<Lent<'_>> = later
-                .iter_mut()
-                .filter_map(|request| match &mut request.state {
-                    State::Recv { id, buf } => Some(Lent { recv: *id, buf }),
-                    _ => None,
-                })
-                .collect();
-            match this.wait_lending(&mut also) {
+        for (i, request) in requests.iter_mut().enumerate() {
+            if lent_at.get(next) == Some(&i) {
+                if let State::Recv { buf, .. } = &mut request.state {
+                    *buf = std::mem::take(&mut lent[next].buf);
+                }
+                next += 1;
+            }
+            match request.wait_lending(&mut LentRun(&mut lent[next..])) {
                 Ok(status) => statuses.push(status),
                 Err(e) => {
                     first_error.get_or_insert(e);

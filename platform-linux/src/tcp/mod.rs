@@ -20,12 +20,14 @@
 //! - Latency: TCP_NODELAY on every stream; a message is written straight from the caller's
 //!   buffer when nothing is queued before it; waiting spins briefly over the sockets, then
 //!   sleeps in `poll(2)`.
+//! - Long messages (payload ≥ [`LONG_PAYLOAD`]): the header is announced as soon as it is
+//!   here, and the rest is read from the socket straight into the receive's buffer while
+//!   that is lent; a send of ≥ 64 KiB is written from the caller's buffer by address.
+//!   There is no rendezvous: a long message nobody receives yet is read into memory of
+//!   its own, so a peer's stream never stalls behind it.
 //! - Ends: a rank that finishes says goodbye on each connection; any other end of a
 //!   connection (the rank exited or was killed: EOF; a reset) is an error naming the rank,
 //!   reported by every later call, since the job cannot go on without it.
-//!
-//! Not yet: the runtime's message path does not select TCP per peer (see the closing note
-//! of issue 17); large messages travel eagerly in one frame (no rendezvous on TCP).
 
 pub mod error;
 pub mod frame;
@@ -37,4 +39,5 @@ mod transport;
 
 pub use error::{PeerFault, TcpError};
 pub use start::{StartError, ENV_LISTEN_IP};
+pub use stream::LONG_PAYLOAD;
 pub use transport::{Arrival, TcpSettings, TcpTransport, MAX_PEERS};

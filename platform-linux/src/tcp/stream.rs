@@ -14,7 +14,7 @@ use super::outbound::Outbound;
 const READ_CHUNK: usize = 64 * 1024;
 /// A message whose payload is at least this long is read straight into a buffer of its
 /// own once its header is here ([`Stream::start_long`]): no copy out of the inbound buffer.
-const LONG_PAYLOAD: usize = 32 * 1024;
+pub const LONG_PAYLOAD: usize = 32 * 1024;
 
 /// A stream, what arrived on it and is not yet framed, and what waits to be written.
 #[derive(Debug)]

@@ -101,6 +101,10 @@ pub(crate) struct Sink<'s> {
     pub(crate) also: &'s mut dyn Lend,
 }
 
+/// The smallest receive buffer worth lending beside a sink: a shorter message is never
+/// read into a lent buffer (over TCP, only long messages are).
+pub(crate) const LENT_FROM: usize = crate::tcp::LONG_PAYLOAD;
+
 /// Receives' buffers lent beside a [`Sink`]'s.
 pub(crate) trait Lend {
     /// The buffer lent for receive `recv`, if it is one of these.
@@ -113,9 +117,12 @@ pub(crate) struct Lent<'s> {
     pub(crate) buf: &'s mut [u8],
 }
 
-impl Lend for Vec<Lent<'_>> {
+/// A run of lent buffers.
+pub(crate) struct LentRun<'r, 's>(pub(crate) &'r mut [Lent<'s>]);
+
+impl Lend for LentRun<'_, '_> {
     fn buffer_of(&mut self, recv: u64) -> Option<&mut [u8]> {
-        self.iter_mut().find(|lent| lent.recv == recv).map(|lent| &mut *lent.buf)
+        self.0.iter_mut().find(|lent| lent.recv == recv).map(|lent| &mut *lent.buf)
     }
 }
 
