@@ -42,7 +42,6 @@ typedef struct {
     int busy;     /* a call in flight runs it */
     int recorded; /* steps[0..nsteps) hold every step, END last */
     int nsteps;   /* while recording: steps so far; CC_RECORDED + 1: too many */
-    uint64_t gen; /* bumped each time the entry is given to another call (never wraps) */
     cc_step *steps; /* room for `room` steps, kept across the entry's calls */
     int room;
 } kept;
@@ -256,7 +255,6 @@ static cc_sched *keep(cc_coll *coll, const cc_call *call, cc_sched *s, size_t sc
         k->sched = (cc_sched){s->schedule, 1, 0, 0};
         k->scratch = scratch, k->module = module, k->algorithm = algorithm;
         k->busy = 1, k->recorded = 0, k->nsteps = 0;
-        k->gen++;
         s->schedule = old; /* the replaced object goes back to the spares */
         cc_sched_free(s);
         return &k->sched;
@@ -349,18 +347,9 @@ const cc_step *cc_sched_recorded(const cc_sched *sched) {
     return sched->replay && sched->at == 0 ? kept_of((cc_sched *)sched)->steps : NULL;
 }
 
-uint64_t cc_sched_generation(const cc_sched *sched) {
+const cc_step *cc_sched_recording(const cc_sched *sched) {
     const kept *k = sched->cached ? kept_of((cc_sched *)sched) : NULL;
-    return k && k->recorded ? k->gen : 0;
-}
-
-const cc_step *cc_sched_again(cc_sched *sched, uint64_t gen) {
-    kept *k = kept_of(sched);
-    if (k->gen != gen || k->busy || !k->recorded)
-        return NULL;
-    k->busy = 1;
-    sched->replay = 1, sched->at = 0;
-    return k->steps;
+    return k && k->recorded ? k->steps : NULL;
 }
 
 int cc_next(cc_sched *sched, cc_step *out) {

@@ -93,12 +93,8 @@ void cc_sched_free(cc_sched *sched);
 /* A replayed schedule's steps from the first, CC_STEP_END last; NULL when its steps come
  * through commcore (the first run of a call, or a schedule too long to record). */
 const cc_step *cc_sched_recorded(const cc_sched *sched);
-/* Non-zero for a kept schedule whose steps are recorded: the number its entry has while it
- * stays this call's (it changes when the entry is given to another call). */
-uint64_t cc_sched_generation(const cc_sched *sched);
-/* The kept schedule `sched` taken again for a call, its recorded steps from the first, when
- * its entry still has generation `gen` and is free; NULL otherwise (nothing taken). */
-const cc_step *cc_sched_again(cc_sched *sched, uint64_t gen);
+/* A kept schedule's recorded steps (END last) wherever its run stands; NULL when none are. */
+const cc_step *cc_sched_recording(const cc_sched *sched);
 
 /* dst = src op dst (src_left) or dst op src, over `bytes` of dtype; 0 or -1. */
 int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, size_t bytes,

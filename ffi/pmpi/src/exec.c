@@ -96,7 +96,7 @@ int cc_shadow_rank(const cc_job *job, const cc_step *s) {
     return (int)s->peer + (s->remote ? cs->remote_offset : cs->local_offset);
 }
 
-int cc_job_post(cc_job *job, const cc_step *s) {
+static int post(cc_job *job, const cc_step *s) {
     char *mem = cc_job_resolve(job, s->a);
     if (!mem || s->a.len > (size_t)INT32_MAX)
         return -1;
@@ -161,7 +161,7 @@ void cc_job_fail(cc_job *job, int code) {
 }
 
 /* Completes the round's transfers: waits, or tests once; 1 when complete. */
-int cc_job_complete_round(cc_job *job, int blocking) {
+static int complete_round(cc_job *job, int blocking) {
     if (job->nreq == 0)
         return 1;
     int rc, flag = 0;
@@ -197,7 +197,7 @@ int cc_job_advance(cc_job *job, int blocking) {
         /* Starting: the first transfers are posted, not tested (see pmpi.h). */
         if (blocking == CC_ADVANCE_START && job->nreq)
             return 0;
-        int done = cc_job_complete_round(job, blocking == 1);
+        int done = complete_round(job, blocking == 1);
         if (done <= 0)
             return done;
         if (job->has_pending) {
@@ -220,7 +220,7 @@ int cc_job_advance(cc_job *job, int blocking) {
                 break;
             }
             if (s.kind == CC_STEP_SEND || s.kind == CC_STEP_RECV) {
-                if (cc_job_post(job, &s) < 0)
+                if (post(job, &s) < 0)
                     return -1;
                 continue;
             }

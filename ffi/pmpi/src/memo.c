@@ -1,36 +1,105 @@
 /* Blocking calls remembered by their arguments. A program repeats a collective with the
- * same buffers, counts, types and root; once such a call ran from its recorded steps, the
- * next one with the same arguments skips its preparation (layouts, the reduction's mapping,
- * the schedule's lookup) and runs the steps at once (direct.c). Only calls whose
- * preparation depends on nothing but their arguments are remembered: data moved in place
- * (no packing, no in-place copy, no block of another size) and reductions commcore applies.
- * A handle freed (MPI_Type_free, MPI_Op_free) may come back naming another type or op, so
- * every remembered call is forgotten then. */
+ * same buffers, counts, types and root; once such a call ran to its end, its recorded steps
+ * are kept resolved to memory and ranks, and the next call with the same arguments runs
+ * them at once: no preparation (layouts, the reduction's mapping, the schedule's lookup),
+ * no job. Only calls whose preparation depends on nothing but their arguments are
+ * remembered: data moved in place (no packing, no in-place copy, no block of another size)
+ * and reductions commcore applies. A handle freed (MPI_Type_free, MPI_Op_free) may come
+ * back naming another type or op, so every remembered call is forgotten then. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "pmpi.h"
 
-#define CC_MEMOS 4 /* per communicator: the calls of a loop body */
+#define CC_MEMOS 4     /* per communicator: the calls of a loop body */
 
 uint64_t cc_handles_freed;
 
+/* A round of transfers, or a local step on resolved memory. */
 typedef struct {
-    cc_key key;             /* all zero: unused */
-    uint64_t freed;         /* cc_handles_freed when it was remembered */
-    cc_sched *sched;        /* the kept schedule, while its entry has generation `gen` */
-    uint64_t gen;
-    const char *send;
-    char *recv;
-    size_t send_len, recv_len, scratch_len;
+    enum { ROUND, COPY, REDUCE, END } kind;
+    int first, n;      /* ROUND: xfers[first .. first + n) */
+    const char *src;   /* COPY, REDUCE */
+    char *dst;
+    size_t len;
+    int src_left;
+} piece;
+
+typedef struct {
+    cc_key key;        /* all zero: unused */
+    uint64_t freed;    /* cc_handles_freed when it was remembered */
+    char *scratch;     /* the communicator's scratch its pieces point into, or NULL */
     const char *module, *algorithm;
-    cc_reduction red;       /* reductions only */
+    enum cc_rop rop;   /* REDUCE pieces */
+    enum cc_dtype dtype;
+    piece *pieces;     /* room for `room` pieces and as many transfers, kept for reuse */
+    cc_xfer *xfers;
+    int room;
 } memo;
 
 struct cc_memos {
     memo at[CC_MEMOS];
-    unsigned next;          /* the entry to replace next */
+    unsigned next;     /* the entry to replace next */
 };
+
+static memo *find(struct cc_memos *memos, const cc_key *key) {
+    for (int i = 0; memos && i < CC_MEMOS; i++)
+        if (!memcmp(&memos->at[i].key, key, sizeof *key))
+            return &memos->at[i];
+    return NULL;
+}
+
+/* Room in `m` for `n` pieces and transfers; -1 when there is none. */
+static int make_room(memo *m, int n) {
+    if (n <= m->room)
+        return 0;
+    piece *pieces = realloc(m->pieces, (size_t)n * sizeof *pieces);
+    if (pieces)
+        m->pieces = pieces;
+    cc_xfer *xfers = pieces ? realloc(m->xfers, (size_t)n * sizeof *xfers) : NULL;
+    if (!xfers)
+        return -1;
+    m->xfers = xfers;
+    m->room = n;
+    return 0;
+}
+
+/* `steps` of `job` as pieces of `m`; -1 when they do not resolve (or no memory). A round
+ * ends at any other step (WAIT included), as in direct.c. */
+static int compile(memo *m, cc_job *job, const cc_step *steps) {
+    int total = 1;
+    while (steps[total - 1].kind != CC_STEP_END)
+        total++;
+    if (make_room(m, total) < 0)
+        return -1;
+    int np = 0, nx = 0, open = 0;
+    for (const cc_step *s = steps;; s++) {
+        if (cc_step_is_transfer(s)) {
+            if (cc_xfer_of(job, s, &m->xfers[nx]) < 0)
+                return -1;
+            if (!open)
+                m->pieces[np++] = (piece){.kind = ROUND, .first = nx};
+            m->pieces[np - 1].n++;
+            nx++;
+            open = 1;
+            continue;
+        }
+        open = 0;
+        if (s->kind == CC_STEP_END) {
+            m->pieces[np] = (piece){.kind = END};
+            return 0;
+        }
+        if (s->kind == CC_STEP_WAIT)
+            continue;
+        char *src = cc_job_resolve(job, s->a), *dst = cc_job_resolve(job, s->b);
+        if (!src || !dst || s->a.len != s->b.len)
+            return -1;
+        if (s->a.len != 0 && src != dst)
+            m->pieces[np++] = (piece){.kind = s->kind == CC_STEP_COPY ? COPY : REDUCE,
+                                      .src = src, .dst = dst, .len = s->a.len,
+                                      .src_left = s->src_left};
+    }
+}
 
 static int reduces(int slot) {
     switch (slot) {
@@ -42,68 +111,58 @@ static int reduces(int slot) {
     }
 }
 
-static memo *find(struct cc_memos *memos, const cc_key *key) {
-    for (int i = 0; memos && i < CC_MEMOS; i++)
-        if (!memcmp(&memos->at[i].key, key, sizeof *key))
-            return &memos->at[i];
-    return NULL;
-}
-
-void cc_memo_note(const cc_key *key, const cc_job *job) {
+void cc_memo_note(const cc_key *key, cc_job *job) {
     cc_comm *cs = job->cs;
-    int slot = job->slot;
-    uint64_t gen = cc_sched_generation(job->sched);
-    if (!gen || job->nowned || job->unpack || job->mismatch ||
-        (reduces(slot) && job->red.rop == CC_ROP_CALLBACK))
+    const cc_step *steps = cc_sched_recording(job->sched);
+    int reducing = reduces(job->slot); /* job->red is set only then */
+    if (!steps || job->nowned || job->unpack || job->mismatch ||
+        (job->scratch_len && !job->borrowed_scratch) ||
+        (reducing && job->red.rop == CC_ROP_CALLBACK))
         return;
     if (!cs->memos && !(cs->memos = calloc(1, sizeof *cs->memos)))
         return; /* calls just stay unremembered */
     memo *m = find(cs->memos, key);
     if (!m)
         m = &cs->memos->at[cs->memos->next++ % CC_MEMOS];
-    *m = (memo){.key = *key, .freed = cc_handles_freed, .sched = job->sched, .gen = gen,
-                .send = job->send,
-                .recv = job->recv, .send_len = job->send_len, .recv_len = job->recv_len,
-                .scratch_len = job->scratch_len, .module = job->module,
-                .algorithm = job->algorithm};
-    if (reduces(slot))
-        m->red = job->red;
+    if (compile(m, job, steps) < 0) {
+        memset(&m->key, 0, sizeof m->key);
+        return;
+    }
+    m->key = *key;
+    m->freed = cc_handles_freed;
+    m->scratch = job->scratch_len ? cs->scratch : NULL;
+    m->module = job->module, m->algorithm = job->algorithm;
+    m->rop = reducing ? job->red.rop : CC_SUM;
+    m->dtype = reducing ? job->red.dtype : CC_U8;
 }
 
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user) {
     memo *m = find(cs->memos, key);
-    if (!m || m->freed != cc_handles_freed || cc_jobs_in_flight())
+    if (!m || m->freed != cc_handles_freed || cc_jobs_in_flight() ||
+        (m->scratch && (cs->scratch != m->scratch || cs->scratch_busy)))
         return CC_MEMO_MISS;
-    /* Scratch is the communicator's, grown by the call's first run. */
-    if (m->scratch_len && (cs->scratch_busy || cs->scratch_len < m->scratch_len))
-        return CC_MEMO_MISS;
-    const cc_step *steps = cc_sched_again(m->sched, m->gen);
-    if (!steps)
-        return CC_MEMO_MISS;
-    int slot = (int)key->w[0] - 1;
-    cc_job job;
-    cc_job_init(&job, user, slot);
-    job.cs = cs;
-    job.sched = m->sched;
-    job.send = m->send, job.send_len = m->send_len;
-    job.recv = m->recv, job.recv_len = m->recv_len;
-    job.scratch_len = m->scratch_len;
-    if (m->scratch_len) {
-        job.scratch = cs->scratch;
-        job.borrowed_scratch = cs->scratch_busy = 1;
-    }
-    if (reduces(slot))
-        job.red = m->red;
-    job.tag = cc_next_tag(cs);
+    int slot = (int)key->w[0] - 1, tag = cc_next_tag(cs), rc = MPI_SUCCESS;
     cc_count_served(slot, m->module, m->algorithm);
     cc_count_replayed(slot);
     cc_count_remembered(slot);
-    int done = cc_job_run_recorded(&job, steps), err = job.err;
-    cc_job_release(&job);
-    return done == 1 ? MPI_SUCCESS : cc_error(user, err ? err : MPI_ERR_INTERN);
+    cs->scratch_busy = m->scratch != NULL;
+    for (const piece *p = m->pieces; rc == MPI_SUCCESS && p->kind != END; p++) {
+        if (p->kind == ROUND)
+            rc = cc_xfers_run(cs->shadow, tag, &m->xfers[p->first], p->n);
+        else if (p->kind == COPY)
+            memmove(p->dst, p->src, p->len);
+        else if (cc_reduce(m->rop, m->dtype, p->src, p->dst, p->len, p->src_left) < 0)
+            rc = MPI_ERR_INTERN;
+    }
+    cs->scratch_busy = 0;
+    return rc == MPI_SUCCESS ? MPI_SUCCESS : cc_error(user, rc);
 }
 
 void cc_memo_free(cc_comm *cs) {
+    for (int i = 0; cs->memos && i < CC_MEMOS; i++) {
+        free(cs->memos->at[i].pieces);
+        free(cs->memos->at[i].xfers);
+    }
     free(cs->memos);
     cs->memos = NULL;
 }

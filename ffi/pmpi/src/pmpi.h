@@ -160,15 +160,27 @@ int cc_job_start(cc_job *job, cc_comm *cs, int slot, const cc_call *call, const 
 int cc_job_advance(cc_job *job, int blocking);
 /* Whether every transfer of the job's round has completed (its requests are null). */
 int cc_job_round_done(const cc_job *job);
-/* The executor's parts (exec.c), for direct.c: the memory of a region (NULL when it does
- * not lie in its buffer); a step's peer in the shadow communicator; a transfer posted
- * (0, or -1 with the job failed); a local step applied (0 or -1); the round's transfers
- * completed, waiting when `blocking` (1 done, 0 pending, -1 failed). */
+/* The executor's parts (exec.c), for direct.c and memo.c: the memory of a region (NULL
+ * when it does not lie in its buffer); a step's peer in the shadow communicator; a local
+ * step applied (0 or -1). */
 char *cc_job_resolve(cc_job *job, cc_region r);
 int cc_shadow_rank(const cc_job *job, const cc_step *s);
-int cc_job_post(cc_job *job, const cc_step *s);
 int cc_job_apply(cc_job *job, const cc_step *s);
-int cc_job_complete_round(cc_job *job, int blocking);
+/* One transfer of a round, resolved: a receive into or a send from `len` bytes at `mem`,
+ * with rank `peer` of the shadow communicator. */
+typedef struct cc_xfer {
+    int recv;
+    int peer;
+    char *mem;
+    int len;
+} cc_xfer;
+/* Runs `n` transfers as one round with tag `tag` (xfer.c): MPI_SUCCESS or the error class
+ * of the first that failed; nothing is left in flight. */
+int cc_xfers_run(MPI_Comm shadow, int tag, const cc_xfer *x, int n);
+/* Whether step `s` is a send or a receive; transfer `s` of `job` resolved (0), or -1 when
+ * its region does not lie in its buffer (direct.c). */
+int cc_step_is_transfer(const cc_step *s);
+int cc_xfer_of(cc_job *job, const cc_step *s, cc_xfer *out);
 /* Runs a blocking job whose schedule is recorded (`steps`, from cc_sched_recorded) to its
  * end, with no other job in flight; as cc_job_advance(job, 1) answers. */
 int cc_job_run_recorded(cc_job *job, const cc_step *steps);
@@ -197,7 +209,7 @@ typedef struct cc_key {
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user);
 /* Remembers how the blocking call `key` was prepared, when that depends on nothing but its
  * arguments; `job` ran to its end and is not released yet. */
-void cc_memo_note(const cc_key *key, const cc_job *job);
+void cc_memo_note(const cc_key *key, cc_job *job);
 void cc_memo_free(cc_comm *cs);
 /* Datatypes and ops freed so far (types.c): remembered calls name no freed handle. */
 extern uint64_t cc_handles_freed;
