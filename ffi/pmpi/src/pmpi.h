@@ -211,7 +211,8 @@ int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user);
  * arguments; `job` ran to its end and is not released yet. */
 void cc_memo_note(const cc_key *key, cc_job *job);
 void cc_memo_free(cc_comm *cs);
-/* Datatypes and ops freed so far (types.c): remembered calls name no freed handle. */
+/* Datatypes and ops freed so far (counted by types.c's wrappers): a remembered call names
+ * no handle freed since. */
 extern uint64_t cc_handles_freed;
 
 /* Nonblocking jobs: progressed inside the Wait/Test family. */
