@@ -85,11 +85,22 @@ pub struct Network {
 }
 
 impl Network {
-    /// The counts now.
+    /// The counts now. A listing that failed is taken again: `lsns` gives up when a process
+    /// it reads ends meanwhile (other tests' jobs do), and a count of 0 from it (there is
+    /// always this process's namespace) would make the next count look like growth.
     pub fn now() -> Network {
         let count = |program: &str, args: &[&str]| {
-            let output = std::process::Command::new(program).args(args).output();
-            output.map_or(0, |o| String::from_utf8_lossy(&o.stdout).lines().count())
+            for _ in 0..50 {
+                let output = std::process::Command::new(program).args(args).output();
+                if let Ok(o) = output.as_ref() {
+                    let lines = String::from_utf8_lossy(&o.stdout).lines().count();
+                    if o.status.success() && lines > 0 {
+                        return lines;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            panic!("`{program} {}` gave no listing in 50 tries", args.join(" "));
         };
         Network {
             namespaces: count("lsns", &["-n", "-t", "net"]),
