@@ -11,6 +11,7 @@ mod bridge_comm;
 mod error;
 pub(crate) mod handover;
 mod join;
+mod listen;
 mod names;
 mod ports;
 mod spawn;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use commcore::port::{PortName, Token, PORT_NAME_MAX, TOKEN_BYTES};
 
 use super::bridge_comm::Side;
+use super::listen;
 use super::tcp_meet;
 use super::DpmError;
 use crate::dpm::fds::{recv_fds, send_fds};
@@ -399,36 +400,20 @@ fn wait_for_connection(
 ) -> Result<Incoming, DpmError> {
     loop {
         runtime.progress_once();
-        match port.listener.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(false).map_err(|e| DpmError::Port(e.to_string()))?;
-                return Ok(Incoming::Unix(stream));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(DpmError::Port(format!("accept failed: {e}"))),
+        if let Some(stream) = listen::accepted(port.listener.accept())? {
+            stream.set_nonblocking(false).map_err(|e| DpmError::Port(e.to_string()))?;
+            return Ok(Incoming::Unix(stream));
         }
-        match port.tcp.accept() {
-            Ok((stream, _)) => {
-                stream.set_nonblocking(false).map_err(|e| DpmError::Port(e.to_string()))?;
-                let _ = stream.set_nodelay(true);
-                return Ok(Incoming::Tcp(stream));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(DpmError::Port(format!("accept failed: {e}"))),
+        if let Some(stream) = listen::accepted(port.tcp.accept())? {
+            stream.set_nonblocking(false).map_err(|e| DpmError::Port(e.to_string()))?;
+            let _ = stream.set_nodelay(true);
+            return Ok(Incoming::Tcp(stream));
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(DpmError::TimedOut("no job connected to the port".into()));
         }
-        let mut fds = [port.listener.as_raw_fd(), port.tcp.as_raw_fd()].map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        // Short, so the traffic moved above does not wait long either.
-        let ms = left.as_millis().clamp(0, 1) as i32;
-        // SAFETY: fds is a valid array of two pollfd structures for the call's length.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        listen::nap(&[port.listener.as_raw_fd(), port.tcp.as_raw_fd()], left);
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use commcore::port::{Token, TOKEN_BYTES};
 
+use super::listen;
 use super::ports::{random_bytes, REFUSED};
 use super::tcp_meet::{self, Member};
 use super::DpmError;
@@ -64,25 +65,17 @@ impl Rendezvous {
             if let Some(reason) = bridge.failure() {
                 return Err(DpmError::Comm(P2pError::GroupFailed { reason }.into()));
             }
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if let Some(hello) = self.hello(stream, deadline) {
-                        return Ok(hello);
-                    }
-                    continue;
+            if let Some(stream) = listen::accepted(self.listener.accept())? {
+                if let Some(hello) = self.hello(stream, deadline) {
+                    return Ok(hello);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(DpmError::Port(format!("accept failed: {e}"))),
+                continue;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(DpmError::TimedOut("the children did not reach their parents".into()));
             }
-            let mut fd =
-                libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-            // Short, so that the traffic moved above and a dying child are seen soon.
-            // SAFETY: fd is one valid pollfd structure for the call's length.
-            unsafe { libc::poll(&mut fd, 1, 1) };
+            listen::nap(&[self.listener.as_raw_fd()], left);
         }
     }
 
