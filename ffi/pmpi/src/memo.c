@@ -1,7 +1,7 @@
 /* Blocking calls remembered by their arguments. A program repeats a collective with the
- * same buffers, counts, types and root; once such a call ran to its end, its recorded steps
- * are kept resolved to memory and ranks, and the next call with the same arguments runs
- * them at once: no preparation (layouts, the reduction's mapping, the schedule's lookup),
+ * same buffers, counts, types and root; once such a call ran to its end twice, its recorded
+ * steps are kept resolved to memory and ranks, and the next call with the same arguments
+ * runs them at once: no preparation (layouts, the reduction's mapping, the schedule's lookup),
  * no job. Only calls whose preparation depends on nothing but their arguments are
  * remembered: data moved in place (no packing, no in-place copy, no block of another size)
  * and reductions commcore applies. A handle freed (MPI_Type_free, MPI_Op_free) may come
@@ -40,7 +40,20 @@ typedef struct {
 struct cc_memos {
     memo at[CC_MEMOS];
     unsigned next;     /* the entry to replace next */
+    /* Calls seen once: a call is remembered when it comes again, so a program whose
+     * arguments change every call (new buffers) never pays for resolving its steps. */
+    cc_key seen[CC_MEMOS];
+    unsigned next_seen;
 };
+
+/* Whether `key` was seen before (else it is now). */
+static int seen_before(struct cc_memos *memos, const cc_key *key) {
+    for (int i = 0; i < CC_MEMOS; i++)
+        if (!memcmp(&memos->seen[i], key, sizeof *key))
+            return 1;
+    memos->seen[memos->next_seen++ % CC_MEMOS] = *key;
+    return 0;
+}
 
 static memo *find(struct cc_memos *memos, const cc_key *key) {
     for (int i = 0; memos && i < CC_MEMOS; i++)
@@ -122,6 +135,8 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
     if (!cs->memos && !(cs->memos = calloc(1, sizeof *cs->memos)))
         return; /* calls just stay unremembered */
     memo *m = find(cs->memos, key);
+    if (!m && !seen_before(cs->memos, key))
+        return;
     if (!m)
         m = &cs->memos->at[cs->memos->next++ % CC_MEMOS];
     if (compile(m, job, steps) < 0) {
