@@ -321,6 +321,11 @@ impl Stream {
         Ok(done)
     }
 
+    /// Whether received bytes wait to be framed.
+    pub fn has_unread(&self) -> bool {
+        self.start < self.end
+    }
+
     /// The bytes received and not consumed.
     pub fn unread(&self) -> &[u8] {
         &self.inbound[self.start..self.end]

@@ -19,9 +19,6 @@ mod wait;
 /// Peers one process may have handshake or connection state for at once.
 pub const MAX_PEERS: usize = 256;
 
-/// Passes over the sockets per look at the listener while no handshake runs.
-const ACCEPT_EVERY: u32 = 16;
-
 /// Tunables, with defaults fit for a job on one machine or a LAN.
 #[derive(Clone, Copy, Debug)]
 pub struct TcpSettings {
@@ -84,8 +81,12 @@ pub struct TcpTransport {
     /// This rank said goodbye: streams that end now end normally.
     finishing: bool,
     arrivals: VecDeque<Arrival>,
-    /// Passes over the sockets so far (see [`TcpTransport::progress`]).
-    passes: u32,
+    /// The sockets as `poll(2)` takes them: the listener first, then the stream of each
+    /// token in `fd_tokens` (rebuilt for every poll into the same memory).
+    fds: Vec<libc::pollfd>,
+    fd_tokens: Vec<u64>,
+    /// The streams a pass over the sockets services.
+    due: Vec<u64>,
     /// Long payloads are announced and read by the owner into its own buffer.
     announce_long: bool,
     /// Lent sends written whole, by id ([`Self::send_lent`]).
@@ -125,7 +126,9 @@ impl TcpTransport {
             fault: None,
             finishing: false,
             arrivals: VecDeque::new(),
-            passes: 0,
+            fds: Vec::new(),
+            fd_tokens: Vec::new(),
+            due: Vec::new(),
             announce_long: false,
             written: Vec::new(),
         })
@@ -351,19 +354,15 @@ impl TcpTransport {
         self.fault.map_or(Ok(()), Err)
     }
 
-    /// One pass over the sockets without waiting: accepts, writes, reads, timers. The
-    /// listener is asked for new connections every [`ACCEPT_EVERY`] passes, or every pass
-    /// while a handshake runs: a peer's first frame waits that long at most, and a pass
-    /// that moves a message saves the system call. With `spill`, announced long messages
-    /// are read too (see [`Self::announce_long_payloads`]).
+    /// One pass over the sockets without waiting: accepts, writes, reads, timers. Only the
+    /// sockets the kernel says are ready are read (see [`Self::ready_now`]). With `spill`,
+    /// announced long messages are read too (see [`Self::announce_long_payloads`]).
     fn progress(&mut self, spill: bool) -> Result<(), TcpError> {
-        self.passes = self.passes.wrapping_add(1);
-        if self.passes % ACCEPT_EVERY == 0 || self.endpoint.poll_timeout().is_some() {
+        if self.ready_now()? {
             self.accept_all()?;
         }
-        let tokens: Vec<u64> = self.streams.keys().copied().collect();
-        for token in tokens {
-            self.service(token, spill);
+        for i in 0..self.due.len() {
+            self.service(self.due[i], spill);
         }
         if self.endpoint.poll_timeout().is_some_and(|t| t <= self.now()) {
             self.endpoint.handle_timeout(self.now());

@@ -41,34 +41,61 @@ impl TcpTransport {
     /// Sleeps in `poll(2)` until a socket is ready, the machine's next timer, or `deadline`.
     /// Whether a stream whose announced long message the owner reads became readable.
     pub(super) fn block(&mut self, deadline: Instant) -> Result<bool, TcpError> {
-        let mut fds = Vec::with_capacity(self.streams.len() + 1);
-        let mut owed = Vec::with_capacity(self.streams.len() + 1);
-        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        owed.push(false);
-        for stream in self.streams.values() {
-            let mut events = libc::POLLIN;
-            if stream.queued() > 0 {
-                events |= libc::POLLOUT;
-            }
-            fds.push(libc::pollfd { fd: stream.socket.as_raw_fd(), events, revents: 0 });
-            owed.push(stream.long_owed());
-        }
         let mut wake = deadline.saturating_duration_since(Instant::now());
         if let Some(timer) = self.endpoint.poll_timeout() {
             wake = wake.min(Duration::from_micros(timer.saturating_sub(self.now())));
         }
         let ms = wake.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        if self.poll_sockets(ms)? {
+            self.accept_all()?;
+        }
+        let streams = &self.streams;
+        let ready = self.fds[1..].iter().zip(&self.fd_tokens).filter(|(fd, _)| fd.revents != 0);
+        Ok(ready.filter_map(|(_, token)| streams.get(token)).any(Stream::long_owed))
+    }
+
+    /// Asks the kernel which sockets have something for us now, without waiting, and lists
+    /// the streams a pass services in `due`: those, and those with bytes to write or unread
+    /// bytes. Polling takes no socket's lock where a `recv` on an idle socket does: a
+    /// peer's packet that comes meanwhile then waits in the socket's backlog until our
+    /// next call. Whether connections wait at the listener.
+    pub(super) fn ready_now(&mut self) -> Result<bool, TcpError> {
+        let accept = self.poll_sockets(0)?;
+        self.due.clear();
+        for (fd, &token) in self.fds[1..].iter().zip(&self.fd_tokens) {
+            let busy = self.streams.get(&token).is_some_and(|s| s.queued() > 0 || s.has_unread());
+            if fd.revents != 0 || busy {
+                self.due.push(token);
+            }
+        }
+        Ok(accept)
+    }
+
+    /// `poll(2)` on the listener and every stream (for reads, and for writes where bytes
+    /// are queued) for up to `ms` milliseconds; the results stay in `fds`. Whether
+    /// connections wait at the listener.
+    fn poll_sockets(&mut self, ms: i32) -> Result<bool, TcpError> {
+        self.fds.clear();
+        self.fd_tokens.clear();
+        let listener = self.listener.as_raw_fd();
+        self.fds.push(libc::pollfd { fd: listener, events: libc::POLLIN, revents: 0 });
+        for (&token, stream) in &self.streams {
+            let mut events = libc::POLLIN;
+            if stream.queued() > 0 {
+                events |= libc::POLLOUT;
+            }
+            self.fds.push(libc::pollfd { fd: stream.socket.as_raw_fd(), events, revents: 0 });
+            self.fd_tokens.push(token);
+        }
         // SAFETY: fds is a valid array of fds.len() pollfd structures for the call's length.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let rc = unsafe { libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, ms) };
         if rc < 0 {
             let error = io::Error::last_os_error();
             if error.kind() != io::ErrorKind::Interrupted {
                 return Err(TcpError::Local(error.kind()));
             }
+            self.fds.iter_mut().for_each(|fd| fd.revents = 0);
         }
-        if fds[0].revents & libc::POLLIN != 0 {
-            self.accept_all()?;
-        }
-        Ok(fds.iter().zip(owed).any(|(fd, owed)| owed && fd.revents != 0))
+        Ok(self.fds[0].revents & libc::POLLIN != 0)
     }
 }
