@@ -301,7 +301,10 @@ impl Runtime {
                 }
             }
             if waited < poll {
-                for _ in 0..POLLS_PER_STEP {
+                // With TCP peers the next step's look at the sockets comes first: polling
+                // the rings in between would only delay it.
+                let polls = if self.tcp_up() { 1 } else { POLLS_PER_STEP };
+                for _ in 0..polls {
                     if ready() {
                         break;
                     }
