@@ -78,32 +78,27 @@ impl Outbound {
     /// Writes as much of the queue to `fd` as the kernel takes now. `Ok(true)` when it is
     /// empty.
     pub fn flush(&mut self, fd: RawFd) -> io::Result<bool> {
+        let empty = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
+        let mut iov = [empty; WRITE_GATHER];
         while !self.chunks.is_empty() {
-            let iov: Vec<libc::iovec> = self
-                .chunks
-                .iter()
-                .take(WRITE_GATHER)
-                .enumerate()
-                .map(|(i, chunk)| {
-                    let skip = if i == 0 { self.written } else { 0 };
-                    let base = match chunk {
-                        Chunk::Owned(bytes) => bytes.as_ptr() as usize,
-                        Chunk::Lent { address, .. } => *address,
-                    };
-                    libc::iovec {
-                        iov_base: (base + skip) as *mut libc::c_void,
-                        iov_len: chunk.len() - skip,
-                    }
-                })
-                .collect();
+            let count = self.chunks.len().min(WRITE_GATHER);
+            for (i, chunk) in self.chunks.iter().take(count).enumerate() {
+                let skip = if i == 0 { self.written } else { 0 };
+                let base = match chunk {
+                    Chunk::Owned(bytes) => bytes.as_ptr() as usize,
+                    Chunk::Lent { address, .. } => *address,
+                };
+                let iov_base = (base + skip) as *mut libc::c_void;
+                iov[i] = libc::iovec { iov_base, iov_len: chunk.len() - skip };
+            }
             // SAFETY: an all-zero msghdr is valid (no address, no control data).
             let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
             message.msg_iov = iov.as_ptr() as *mut libc::iovec;
-            message.msg_iovlen = iov.len();
-            // SAFETY: each entry of `iov` describes an owned buffer of ours (alive for the
-            // call) or a lent region, which the kernel only reads (see the module's text);
-            // `message` points at `iov.len()` valid entries for the call's length. No
-            // SIGPIPE: a closed peer is an error of the stream.
+            message.msg_iovlen = count;
+            // SAFETY: each of the first `count` entries of `iov` describes an owned buffer of
+            // ours (alive for the call) or a lent region, which the kernel only reads (see
+            // the module's text); `message` points at those entries for the call's length.
+            // No SIGPIPE: a closed peer is an error of the stream.
             let rc = unsafe { libc::sendmsg(fd, &message, libc::MSG_NOSIGNAL) };
             if rc < 0 {
                 let error = io::Error::last_os_error();

@@ -134,9 +134,28 @@ impl Stream {
         len: usize,
         id: u64,
     ) -> io::Result<()> {
-        self.outbound.push(head.to_vec());
+        // The header goes out in a write of its own, ahead of the payload: the peer's read
+        // returns with it at once and its next read waits while the payload comes. In
+        // interleaved runs this took a 1 MiB ping-pong over loopback from 230 to 139 µs
+        // (likely as the receiving side of the kernel's work then runs on the peer's CPU).
+        let sent = if self.outbound.is_empty() { self.write_now(head)? } else { 0 };
+        if sent < head.len() {
+            self.outbound.push(head[sent..].to_vec());
+        }
         self.outbound.push_lent(address, len, id);
         self.outbound.flush(self.socket.as_raw_fd()).map(drop)
+    }
+
+    /// Writes what of `bytes` the kernel takes now; the count.
+    fn write_now(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        loop {
+            return match self.socket.write(bytes) {
+                Ok(n) => Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => Err(e),
+            };
+        }
     }
 
     /// Moves the ids of lent regions written whole into `into`.
@@ -386,6 +405,66 @@ mod tests {
             assert!(matches!(stream.fill(false), ReadEnd::WouldBlock));
             assert!(Instant::now() < deadline, "the bytes did not come");
         }
+    }
+
+    #[test]
+    fn lent_sends_keep_their_order_behind_queued_bytes_and_their_header_goes_first() {
+        let (reader, writer) = pair();
+        let mut sender = Stream::new(reader.socket, None);
+        // More than loopback's buffers take at once: the first lent send queues behind it.
+        let copied = pattern(12 << 20);
+        let lent = [pattern(300_000), pattern(70_000)];
+        let head = |tag, len| frame_of(tag, &vec![0; len])[..PREFIX_LEN + HEADER_LEN].to_vec();
+        sender.send_frame(&head(1, copied.len()), &copied).unwrap();
+        assert!(sender.queued() > 0, "12 MiB should not fit the kernel's buffers");
+        // The peer reads a part, so that the kernel has room again while bytes still wait
+        // in our queue: a header written at once would overtake them.
+        let expected_len = 3 * (PREFIX_LEN + HEADER_LEN) + copied.len() + 370_000;
+        let part = (PREFIX_LEN + HEADER_LEN + copied.len() - sender.queued()) / 2;
+        let (part_read, read_part) = std::sync::mpsc::channel();
+        let reading = std::thread::spawn(move || {
+            let mut writer = writer;
+            let mut received = vec![0u8; expected_len];
+            writer.read_exact(&mut received[..part])?;
+            part_read.send(()).unwrap();
+            writer.read_exact(&mut received[part..]).map(|()| received)
+        });
+        read_part.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        for (i, region) in lent.iter().enumerate() {
+            let id = i as u64 + 1;
+            let head = head(id as i32 + 1, region.len());
+            sender.send_lent(&head, region.as_ptr() as usize, region.len(), id).unwrap();
+        }
+        let (mut ids, deadline) = (Vec::new(), Instant::now() + Duration::from_secs(10));
+        while !sender.flush().unwrap() {
+            assert!(Instant::now() < deadline, "the queue did not drain");
+        }
+        sender.take_written(&mut ids);
+        assert_eq!(ids, [1, 2]);
+        let received = reading.join().unwrap().unwrap();
+        let mut expected = head(1, copied.len());
+        expected.extend_from_slice(&copied);
+        for (i, region) in lent.iter().enumerate() {
+            expected.extend_from_slice(&head(i as i32 + 2, region.len()));
+            expected.extend_from_slice(region);
+        }
+        assert!(received == expected, "the bytes came out of order");
+        // On an empty queue the header is written at once, ahead of the payload.
+        let (reader, mut writer) = pair();
+        let mut sender = Stream::new(reader.socket, None);
+        let region = pattern(100_000);
+        sender
+            .send_lent(&head(9, region.len()), region.as_ptr() as usize, region.len(), 3)
+            .unwrap();
+        let mut received = vec![0u8; PREFIX_LEN + HEADER_LEN + region.len()];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !sender.flush().unwrap() {
+            assert!(Instant::now() < deadline, "the queue did not drain");
+        }
+        writer.read_exact(&mut received).unwrap();
+        assert_eq!(received[..PREFIX_LEN + HEADER_LEN], head(9, region.len())[..]);
+        assert!(received[PREFIX_LEN + HEADER_LEN..] == region[..], "the payload differs");
     }
 
     #[test]
