@@ -7,9 +7,9 @@
 //! between the area, the schedules and single-copy reads lie in between). Each figure:
 //! `--batches` (default 5) batches of `--iterations` calls up to 1 KiB (default 200; a
 //! quarter as many above) after a warm-up batch of a tenth; a batch's figure is the mean
-//! over ranks of each rank's mean time per call; the median batch is reported. `--only OP`
-//! measures one operation (for profiling it alone), also reduce (u64 sum to rank 0) or
-//! allgather (per block), which no figure of the issue names.
+//! over ranks of each rank's mean time per call; the median batch is reported.
+//! `--only OP,…` measures the operations named (for profiling one alone), which may include
+//! reduce (u64 sum to rank 0) or allgather (per block), which no figure of the issue names.
 //! `scripts/peers/coll.c` measures the same over MPI.
 
 use std::time::Instant;
@@ -45,6 +45,9 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if let Some(list) = option::<String>(args, "--sizes")? {
         parse_sizes(&list)?;
     }
+    if let Some(list) = option::<String>(args, "--only")? {
+        parse_ops(&list)?;
+    }
     let mut report = if nodes > 1 {
         launch_nodes(procs, nodes, args)?
     } else {
@@ -74,10 +77,10 @@ fn launch_nodes(procs: usize, nodes: usize, args: &[String]) -> Result<Value, St
 fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let batches: usize = option(args, "--batches")?.unwrap_or(5).max(1);
     let base: usize = option(args, "--iterations")?.unwrap_or(200).max(4);
-    let only: Option<String> = option(args, "--only")?;
-    if let Some(op) = only.as_deref().filter(|op| !OPS.contains(op) && !MORE_OPS.contains(op)) {
-        return Err(format!("--only: {op} is not one of {OPS:?} or {MORE_OPS:?}").into());
-    }
+    let only = match option::<String>(args, "--only")? {
+        Some(list) => Some(parse_ops(&list)?),
+        None => None,
+    };
     let sizes = match option::<String>(args, "--sizes")? {
         Some(list) => parse_sizes(&list)?,
         None => SIZES.to_vec(),
@@ -86,7 +89,7 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let comm = world.comm();
     let mut rows = Vec::new();
     let ops = OPS.iter().chain(&MORE_OPS);
-    for &op in ops.filter(|&&op| only.as_deref().map_or(OPS.contains(&op), |o| o == op)) {
+    for &op in ops.filter(|op| only.as_ref().map_or(OPS.contains(op), |list| list.contains(op))) {
         for &size in &sizes {
             if op == "barrier" && size != sizes[0] {
                 continue;
@@ -110,6 +113,21 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", json!({ "benchmark": "coll-procs", "figures": rows }));
     }
     Ok(())
+}
+
+/// The operations of `--only`: names of [`OPS`] or [`MORE_OPS`], each once.
+fn parse_ops(list: &str) -> Result<Vec<&'static str>, String> {
+    let mut ops = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let Some(&op) = OPS.iter().chain(&MORE_OPS).find(|&&op| op == name) else {
+            return Err(format!("--only: {name:?} is not one of {OPS:?} or {MORE_OPS:?}"));
+        };
+        if ops.contains(&op) {
+            return Err(format!("--only: {op} is given twice"));
+        }
+        ops.push(op);
+    }
+    Ok(ops)
 }
 
 /// Bytes per call from `--sizes`: positive multiples of 8 (allreduce sums u64s), each
@@ -206,5 +224,16 @@ mod tests {
         }
         assert_eq!(label(1536), "1536B");
         assert_eq!(label(65536), "64KiB");
+    }
+
+    #[test]
+    fn only_takes_known_operations_each_once() {
+        assert_eq!(
+            parse_ops("allreduce, bcast,allgather").unwrap(),
+            ["allreduce", "bcast", "allgather"]
+        );
+        for bad in ["", "bcst", "bcast,bcast", "bcast,"] {
+            assert!(parse_ops(bad).is_err(), "{bad:?}");
+        }
     }
 }
