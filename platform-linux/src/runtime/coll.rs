@@ -312,9 +312,8 @@ impl Comm {
                         )?;
                     } else {
                         queued_large = true;
-                        let data = data.to_vec();
                         let envelope = self.outbound(context, SCHEDULE_TAG);
-                        engine.start_send_owned(&runtime.fabric, dest, envelope, data)?;
+                        engine.start_send_copied(&runtime.fabric, dest, envelope, data)?;
                     }
                 }
                 Step::Recv { from, region } => {

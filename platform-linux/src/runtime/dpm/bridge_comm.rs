@@ -183,9 +183,7 @@ impl Runtime {
         let pattern = Pattern { context, source: Some(peer), tag: Some(LEADER_TAG) };
         let id = self.engine().post_recv(pattern);
         let envelope = Outbound { context, tag: LEADER_TAG, source: me };
-        if let Err(error) =
-            self.engine().start_send_owned(&self.fabric, peer, envelope, send.to_vec())
-        {
+        if let Err(error) = self.engine().start_send_copied(&self.fabric, peer, envelope, send) {
             self.engine().cancel_recv(&self.fabric, id);
             return Err(error);
         }

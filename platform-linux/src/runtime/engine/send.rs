@@ -139,6 +139,26 @@ impl Engine {
         }
     }
 
+    /// Sends a copy of `data`, so that no caller buffer stays borrowed (collective
+    /// schedules, which reuse their regions at once). Over TCP the transport copies what the
+    /// kernel does not take at once; else the copy is made into a buffer of the engine's
+    /// pool, which comes back to it once delivered (no allocation for messages up to its
+    /// buffers' size, and no fresh pages).
+    pub(crate) fn start_send_copied(
+        &mut self,
+        fabric: &ShmTransport,
+        peer: Peer,
+        envelope: Outbound,
+        data: &[u8],
+    ) -> Result<(), P2pError> {
+        if let Peer::Tcp(index) = peer {
+            return self.send_tcp(index, envelope, data);
+        }
+        let mut owned = self.pool.take();
+        owned.extend_from_slice(data);
+        self.start_send_owned(fabric, peer, envelope, owned)
+    }
+
     /// Sends `data`, which the engine keeps until it is delivered: no caller buffer stays
     /// borrowed, so any number of such sends may be in flight (collective schedules).
     pub(crate) fn start_send_owned(
