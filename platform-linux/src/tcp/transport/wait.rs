@@ -55,16 +55,17 @@ impl TcpTransport {
     }
 
     /// Asks the kernel which sockets have something for us now, without waiting, and lists
-    /// the streams a pass services in `due`: those, and those with bytes to write or unread
-    /// bytes. Polling takes no socket's lock where a `recv` on an idle socket does: a
-    /// peer's packet that comes meanwhile then waits in the socket's backlog until our
-    /// next call. Whether connections wait at the listener.
+    /// the streams a pass services in `due`: those (readable, or writable with bytes queued
+    /// for them), and those with unread bytes. Polling takes no socket's lock where a
+    /// `recv` on an idle socket or a `sendmsg` on a full one does: a peer's packet that
+    /// comes meanwhile then waits in the socket's backlog until our next call. Whether
+    /// connections wait at the listener.
     pub(super) fn ready_now(&mut self) -> Result<bool, TcpError> {
         let accept = self.poll_sockets(0)?;
         self.due.clear();
         for (fd, &token) in self.fds[1..].iter().zip(&self.fd_tokens) {
-            let busy = self.streams.get(&token).is_some_and(|s| s.queued() > 0 || s.has_unread());
-            if fd.revents != 0 || busy {
+            let unread = self.streams.get(&token).is_some_and(Stream::has_unread);
+            if fd.revents != 0 || unread {
                 self.due.push(token);
             }
         }
