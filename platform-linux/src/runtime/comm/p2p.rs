@@ -66,13 +66,16 @@ impl Comm {
     ) -> Result<(), P2pError> {
         let dest = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
-        let start = runtime.engine().start_send(
-            &runtime.fabric,
-            dest,
-            self.outbound(context, tag),
-            buf,
-            true,
-        )?;
+        let envelope = self.outbound(context, tag);
+        let start = {
+            let mut engine = runtime.engine();
+            if let Peer::Shm(slot) = dest {
+                if engine.try_send_home(&runtime.fabric, slot, envelope, buf) {
+                    return Ok(());
+                }
+            }
+            engine.start_send(&runtime.fabric, dest, envelope, buf, true)?
+        };
         match start {
             SendStart::Done => Ok(()),
             SendStart::Rendezvous(id) => runtime.block(|engine, fabric| {

@@ -40,6 +40,42 @@ impl Engine {
         }
     }
 
+    /// A message of one cell to slot `dest` of this job, written into its ring at once when
+    /// nothing is queued to it and the ring has room: the hot path of a small send, with no
+    /// step through [`Engine::start_send`]. `false`, and nothing done, otherwise.
+    #[inline]
+    pub(crate) fn try_send_home(
+        &mut self,
+        fabric: &ShmTransport,
+        dest: usize,
+        envelope: Outbound,
+        buf: &[u8],
+    ) -> bool {
+        if dest >= fabric.size
+            || buf.len() > Ring::PAYLOAD_BYTES
+            || self.peers.get(dest).is_some_and(|c| !c.outbound.is_empty())
+        {
+            return false;
+        }
+        let Outbound { context, tag, source } = envelope;
+        let len = buf.len() as u32;
+        let cell = CellHeader {
+            kind: CellKind::Message,
+            context,
+            tag,
+            fragment_len: len,
+            total_len: len,
+            source,
+            address: 0,
+            id: 0,
+        };
+        let pushed = fabric.outbox(dest).try_push(&cell, buf);
+        if pushed {
+            fabric.notify(dest);
+        }
+        pushed
+    }
+
     /// [`Engine::start_send`] to shared-memory peer `dest`.
     #[inline]
     pub(crate) fn start_send_shm(
