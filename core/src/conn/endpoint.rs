@@ -50,6 +50,8 @@ pub struct Endpoint<const N: usize> {
     seed: u64,
     /// Attempts begun so far; an attempt's number is this count once it began.
     pub(super) attempts_begun: u64,
+    /// Slots made so far (for their salts).
+    slots_made: u64,
     pub(super) slots: Vec<Slot, N>,
     /// Where `poll_transmit` and `poll_event` start scanning, so no peer starves.
     cursor: usize,
@@ -74,6 +76,7 @@ impl<const N: usize> Endpoint<N> {
             config,
             seed,
             attempts_begun: 0,
+            slots_made: 0,
             slots: Vec::new(),
             cursor: 0,
             stats: Stats::default(),
@@ -132,7 +135,8 @@ impl<const N: usize> Endpoint<N> {
             Some(i) => i,
             None => {
                 let own = self.begin_attempt(addr);
-                let fresh = Slot::new(peer, addr, Phase::Connecting(own), deadline);
+                let salt = self.next_salt();
+                let fresh = Slot::new(peer, addr, Phase::Connecting(own), deadline, salt);
                 self.slots.push(fresh).map_err(|_| ConnError::TableFull { capacity: N })?;
                 return Ok(ConnectOutcome::Started);
             }
@@ -215,7 +219,7 @@ impl<const N: usize> Endpoint<N> {
                 (own.nonce, 0, own.number, self.addr, own.to)
             }
             (PacketKind::Accept, Phase::Accepting { initiator_nonce, .. }) => {
-                let nonce = responder_nonce(self.seed, slot.peer, initiator_nonce);
+                let nonce = responder_nonce(self.seed ^ slot.salt, slot.peer, initiator_nonce);
                 (initiator_nonce, nonce, count, self.addr, slot.reply_to)
             }
             (PacketKind::Confirm, Phase::Established { conn, .. }) => {
@@ -283,19 +287,27 @@ impl<const N: usize> Endpoint<N> {
         Some(i)
     }
 
-    /// The responder's nonce for a request of `peer`'s: a hash of the request keyed by the
-    /// seed (not cryptographic), so every request gets its own accept without state, and
-    /// only a confirm that saw that accept matches it.
-    pub(super) fn responder_nonce(&self, peer: Identity, initiator_nonce: u64) -> u64 {
-        responder_nonce(self.seed, peer, initiator_nonce)
+    /// The responder's nonce for a request of `peer`'s accepted in slot `i`: a hash of the
+    /// request keyed by the seed and the slot's salt (not cryptographic), so every request
+    /// gets its own accept without state, and only a confirm that saw that accept matches.
+    pub(super) fn responder_nonce(&self, i: usize, initiator_nonce: u64) -> u64 {
+        let slot = &self.slots[i];
+        responder_nonce(self.seed ^ slot.salt, slot.peer, initiator_nonce)
+    }
+
+    /// A salt for a new slot (see [`Slot::salt`]).
+    pub(super) fn next_salt(&mut self) -> u64 {
+        self.slots_made += 1;
+        mix(self.seed ^ self.slots_made.wrapping_mul(0xc2b2_ae3d_27d4_eb4f))
     }
 
     /// Slot `i` starts over with a new attempt of ours; a superseded connection not reported
     /// yet is still reported.
     fn restart_connecting(&mut self, i: usize, addr: Addr, deadline: u64) {
         let own = self.begin_attempt(addr);
+        let salt = self.next_salt();
         let old = self.slots[i];
-        self.slots[i] = Slot::new(old.peer, addr, Phase::Connecting(own), deadline);
+        self.slots[i] = Slot::new(old.peer, addr, Phase::Connecting(own), deadline, salt);
         self.slots[i].superseded = old.superseded;
     }
 

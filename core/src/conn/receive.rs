@@ -37,8 +37,9 @@ impl<const N: usize> Endpoint<N> {
             own,
         };
         let deadline = now.saturating_add(self.config.timeout);
+        let salt = self.next_salt();
         let Some(i) = self.slot(p.sender) else {
-            let fresh = Slot::new(p.sender, from, accepting(None), deadline);
+            let fresh = Slot::new(p.sender, from, accepting(None), deadline, salt);
             if self.slots.push(fresh).is_err() {
                 self.stats.table_full += 1;
             }
@@ -78,7 +79,7 @@ impl<const N: usize> Endpoint<N> {
                 // The platform knows of the connection it was last told of: this one, or an
                 // earlier one already superseded but not reported yet.
                 let told = slot.superseded.or((!unreported).then_some(conn.id));
-                *slot = Slot::new(p.sender, from, accepting(None), deadline);
+                *slot = Slot::new(p.sender, from, accepting(None), deadline, salt);
                 slot.superseded = told;
                 return;
             }
@@ -139,7 +140,7 @@ impl<const N: usize> Endpoint<N> {
             self.stats.unsolicited += 1;
             return;
         };
-        let ours = p.responder_nonce == self.responder_nonce(p.sender, p.initiator_nonce);
+        let ours = p.responder_nonce == self.responder_nonce(i, p.initiator_nonce);
         let slot = &mut self.slots[i];
         let id = ConnectionId {
             initiator: p.sender,

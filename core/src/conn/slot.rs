@@ -83,10 +83,14 @@ pub(super) struct Slot {
     /// `connect` was called while we accepted the peer's request: where our own attempt
     /// goes if that handshake fails.
     pub then_connect: Option<Addr>,
+    /// Drawn afresh for every slot and mixed into the responder's nonces: once a slot is
+    /// closed and made again, a late confirm of an accept the old slot sent matches no
+    /// accept of the new one.
+    pub salt: u64,
 }
 
 impl Slot {
-    pub fn new(peer: Identity, reply_to: Addr, phase: Phase, deadline: u64) -> Self {
+    pub fn new(peer: Identity, reply_to: Addr, phase: Phase, deadline: u64, salt: u64) -> Self {
         let mut slot = Slot {
             peer,
             reply_to,
@@ -97,6 +101,7 @@ impl Slot {
             deadline,
             superseded: None,
             then_connect: None,
+            salt,
         };
         slot.owe_round();
         slot

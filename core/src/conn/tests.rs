@@ -341,3 +341,26 @@ fn a_confirm_sent_before_the_peer_reconnected_does_not_revive_its_old_connection
         }
     }
 }
+
+#[test]
+fn a_stale_request_and_confirm_after_the_responder_closed_do_not_revive_the_old_connection() {
+    let (mut a, mut b) = (ep(1), ep(2));
+    a.connect(0, id(2), Addr::from_u64(2)).unwrap();
+    // The request and, later, the confirm are kept, as a network that duplicates would.
+    let old_request = drain(&mut a, 0).pop().unwrap();
+    b.handle_datagram(0, Addr::from_u64(1), old_request.payload());
+    deliver(&mut b, &mut a, 0, 1);
+    let old_confirm = drain(&mut a, 0).pop().unwrap();
+    b.handle_datagram(0, Addr::from_u64(1), old_confirm.payload());
+    let old = connected(&events(&mut a))[0].id;
+    assert_eq!(connected(&events(&mut b))[0].id, old);
+    // b closes its side; the copies of a's old request and confirm arrive after.
+    assert!(b.close(id(1)));
+    b.handle_datagram(1, Addr::from_u64(1), old_request.payload());
+    assert_eq!(b.peer_state(id(1)), Some(PeerState::Accepting));
+    let bad_nonce = b.stats().bad_nonce;
+    b.handle_datagram(1, Addr::from_u64(1), old_confirm.payload());
+    assert_eq!(b.connection(id(1)), None, "b took up {old:?} again, which a may have left");
+    assert_eq!(b.stats().bad_nonce, bad_nonce + 1);
+    assert!(events(&mut b).is_empty());
+}
