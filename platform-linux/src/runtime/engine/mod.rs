@@ -47,6 +47,7 @@ use pool::BufferPool;
 pub(crate) use tcp::{tcp_peer, TcpLink};
 
 use super::error::P2pError;
+use crate::shm::{CellHeader, CellKind};
 
 /// A process the engine talks to, as its transport names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -175,6 +176,22 @@ pub(crate) struct Outbound {
     pub(crate) tag: i32,
     /// The sender's rank in the communicator the receiver sees.
     pub(crate) source: u32,
+}
+
+impl Outbound {
+    /// A ring cell of this message: `fragment_len` of its `total_len` bytes.
+    pub(crate) fn cell(
+        self,
+        kind: CellKind,
+        fragment_len: usize,
+        total_len: u32,
+        address: u64,
+        id: u64,
+    ) -> CellHeader {
+        let Outbound { context, tag, source } = self;
+        let fragment_len = fragment_len as u32;
+        CellHeader { kind, context, tag, fragment_len, total_len, source, address, id }
+    }
 }
 
 /// How a send continues after [`Engine::start_send`].

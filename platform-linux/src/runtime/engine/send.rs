@@ -57,18 +57,7 @@ impl Engine {
         {
             return false;
         }
-        let Outbound { context, tag, source } = envelope;
-        let len = buf.len() as u32;
-        let cell = CellHeader {
-            kind: CellKind::Message,
-            context,
-            tag,
-            fragment_len: len,
-            total_len: len,
-            source,
-            address: 0,
-            id: 0,
-        };
+        let cell = envelope.cell(CellKind::Message, buf.len(), buf.len() as u32, 0, 0);
         let pushed = fabric.outbox(dest).try_push(&cell, buf);
         if pushed {
             fabric.notify(dest);
@@ -107,18 +96,10 @@ impl Engine {
         buf: &[u8],
         lend: bool,
     ) -> Result<SendStart, P2pError> {
-        let Outbound { context, tag, source } = envelope;
         // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
         let total_len = buf.len() as u32;
-        let header = |kind, fragment_len: usize, address: u64, id: u64| CellHeader {
-            kind,
-            context,
-            tag,
-            fragment_len: fragment_len as u32,
-            total_len,
-            source,
-            address,
-            id,
+        let header = |kind, fragment_len: usize, address: u64, id: u64| {
+            envelope.cell(kind, fragment_len, total_len, address, id)
         };
         let idle = self.peers.get(dest).map_or(true, |c| c.outbound.is_empty());
         if buf.len() <= Ring::PAYLOAD_BYTES {
