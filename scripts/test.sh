@@ -133,7 +133,14 @@ benches_run() {
     # Dynamic processes: spawn, merges, ping-pong, accept/connect; every job must succeed.
     ./target/release/commcore bench dpm --reps 2 --json | tail -n 1 |
         jq -e '.failures == [] and .hangs == 0' >/dev/null
+    # Verbs on the in-process fabric: handshakes under 0, 10 and 30 % datagram loss all
+    # connect, and on-demand jobs hold fewer queue pairs than eager ones from 8 ranks on.
+    ./target/release/commcore bench verbs --connections 2000 --json |
+        jq -e '([.handshake[].failed] == [0, 0, 0]) and
+            ([.resources[] | select(.ranks >= 8) | .qps_per_process] as $q |
+             [range(0; $q | length; 2) | $q[.] < $q[. + 1]] | all)' >/dev/null
     ./scripts/instructions.sh rankmap
+    CALLS=20000 ./scripts/instructions.sh verbs
     CALLS=200000 REPS=50 ./scripts/instructions.sh ffi
 }
 
