@@ -15,6 +15,12 @@ pub enum PeerFault {
     NeverReady,
     /// Its queue pair failed: it died, or its link is down.
     Gone(WorkError),
+    /// Its queue pair completed nothing of ours for this long: it died, or its link is
+    /// down (a device that never reports the retries exceeded ends here too).
+    Unresponsive {
+        /// How long nothing completed.
+        waited_ms: u64,
+    },
     /// It began a new connection while connected (it lost its side).
     Reconnected,
     /// It holds our messages unread past the send timeout.
@@ -78,6 +84,9 @@ impl fmt::Display for VerbsError {
                 f.write_str("is gone (its queue pair stopped answering: retries exceeded)")
             }
             PeerFault::Gone(e) => write!(f, "is gone (a work request failed: {e:?})"),
+            PeerFault::Unresponsive { waited_ms } => {
+                write!(f, "is gone (nothing sent to it completed in {waited_ms} ms)")
+            }
             PeerFault::Reconnected => f.write_str("lost its connection and connected again"),
             PeerFault::StoppedReading { queued, waited_ms } => {
                 write!(f, "stopped receiving: {queued} bytes wait for it after {waited_ms} ms")

@@ -84,6 +84,8 @@ struct Region {
 #[derive(Default)]
 struct Dev {
     alive: bool,
+    /// Gone without its peers' devices ever reporting it: their sends to it stay pending.
+    silent: bool,
     qps: HashMap<u32, QpKind>,
     regions: Vec<Region>,
     srq: VecDeque<(u64, Sge)>,
@@ -160,6 +162,17 @@ impl Fabric {
         let mut world = self.world();
         if let Some(dev) = world.devs.get_mut(index) {
             *dev = Dev::default();
+        }
+    }
+
+    /// The process of device `index` stops answering, and its peers' devices never report
+    /// it (their sends to it neither complete nor fail; soft-RoCE in Linux 6.1 was seen to
+    /// behave so): only the transport's own watch can tell.
+    pub fn silence(&self, index: usize) {
+        let mut world = self.world();
+        if let Some(dev) = world.devs.get_mut(index) {
+            dev.alive = false;
+            dev.silent = true;
         }
     }
 
@@ -334,6 +347,9 @@ impl World {
             let Some(p) = self.pending.pop_front() else { break };
             match self.try_rc_send(&p) {
                 Ok(()) => {}
+                Err(WorkError::RetryExceeded) if self.silenced_peer(&p) => {
+                    self.pending.push_back(p)
+                }
                 Err(error)
                     if error != WorkError::RetryExceeded || now >= p.since + RETRY_BUDGET_US =>
                 {
@@ -341,6 +357,13 @@ impl World {
                 }
                 Err(_) => self.pending.push_back(p),
             }
+        }
+    }
+
+    fn silenced_peer(&self, p: &PendingSend) -> bool {
+        match self.devs[p.dev].qps.get(&p.qpn.0) {
+            Some(QpKind::Rc { state: RcState::Connected { dev, .. } }) => self.devs[*dev].silent,
+            _ => false,
         }
     }
 

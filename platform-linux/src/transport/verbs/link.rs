@@ -48,6 +48,13 @@ pub struct Link {
     pub queued_bytes: usize,
     /// Handshake datagrams sent to this peer.
     pub datagrams: u64,
+    /// Sends and reads posted to the peer's queue pair and not completed yet.
+    pub unacked: u32,
+    /// Completions of those so far, and the count the last watch saw.
+    pub acks: u32,
+    pub acks_seen: u32,
+    /// Watches in a row that saw work outstanding and no completion.
+    pub stalled_watches: u32,
 }
 
 impl Link {
@@ -60,6 +67,10 @@ impl Link {
             queue: VecDeque::new(),
             queued_bytes: 0,
             datagrams: 0,
+            unacked: 0,
+            acks: 0,
+            acks_seen: 0,
+            stalled_watches: 0,
         }
     }
 
@@ -78,6 +89,23 @@ impl Link {
         let front = self.queue.front();
         self.state == LinkState::Up
             && front.is_some_and(|f| !f.kind.takes_credit() || self.credits > 0)
+    }
+
+    /// A send or read to the peer completed.
+    pub fn acked(&mut self) {
+        self.unacked = self.unacked.saturating_sub(1);
+        self.acks = self.acks.wrapping_add(1);
+    }
+
+    /// One watch: how many watches in a row saw work outstanding and no completion.
+    pub fn watch(&mut self) -> u32 {
+        if self.unacked > 0 && self.acks == self.acks_seen {
+            self.stalled_watches += 1;
+        } else {
+            self.stalled_watches = 0;
+        }
+        self.acks_seen = self.acks;
+        self.stalled_watches
     }
 
     /// Whether a data frame may go straight out: up, nothing queued, a credit left.

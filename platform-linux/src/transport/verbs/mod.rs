@@ -38,6 +38,8 @@ pub mod device;
 pub mod error;
 pub mod fabric;
 pub mod frame;
+#[cfg(feature = "verbs")]
+pub mod ibverbs;
 mod link;
 mod progress;
 pub mod reg_cache;

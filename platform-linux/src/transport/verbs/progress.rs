@@ -12,6 +12,10 @@ use super::transport::{
     wr, Held, VerbsTransport, WR_READ, WR_SEND, WR_SRQ, WR_UD_RECV, WR_UD_SEND,
 };
 
+/// How often the transport looks for connections that never came up or stopped
+/// completing work (microseconds).
+pub(super) const WATCH_US: u64 = 100_000;
+
 impl<D: Device> VerbsTransport<D> {
     /// One pass without waiting: completions, handshake timers, connections that never
     /// came up. Returns the first peer failure not reported yet.
@@ -33,24 +37,42 @@ impl<D: Device> VerbsTransport<D> {
             self.endpoint.handle_timeout(now);
         }
         self.drive();
-        for peer in 0..self.links.len() {
-            if let LinkState::AwaitReady { deadline } = self.links[peer].state {
-                if now >= deadline {
-                    self.fail(peer, PeerFault::NeverReady);
-                }
-            }
+        if now >= self.next_watch {
+            self.next_watch = now + WATCH_US;
+            self.watch(now);
         }
         self.faults.pop_front().map_or(Ok(()), Err)
+    }
+
+    /// Every [`WATCH_US`]: connections that never came up, and peers whose queue pair
+    /// completed none of the work outstanding to it for `ack_timeout`.
+    fn watch(&mut self, now: u64) {
+        let limit = (self.settings.ack_timeout.as_micros() as u64).div_ceil(WATCH_US).max(1);
+        for peer in 0..self.links.len() {
+            let link = &mut self.links[peer];
+            let stalled = u64::from(link.watch());
+            match link.state {
+                LinkState::AwaitReady { deadline } if now >= deadline => {
+                    self.fail(peer, PeerFault::NeverReady);
+                }
+                LinkState::Up | LinkState::AwaitReady { .. } if stalled >= limit => {
+                    let waited_ms = stalled * WATCH_US / 1000;
+                    self.fail(peer, PeerFault::Unresponsive { waited_ms });
+                }
+                _ => {}
+            }
+        }
     }
 
     /// The earliest time the transport has work of its own to do (timers), on the
     /// device's clock.
     pub fn next_timer(&self) -> Option<u64> {
-        let ready = self.links.iter().filter_map(|l| match l.state {
-            LinkState::AwaitReady { deadline } => Some(deadline),
-            _ => None,
-        });
-        ready.chain(self.endpoint.poll_timeout()).min()
+        let watched = self
+            .links
+            .iter()
+            .any(|l| l.unacked > 0 || matches!(l.state, LinkState::AwaitReady { .. }));
+        let watch = watched.then_some(self.next_watch);
+        watch.into_iter().chain(self.endpoint.poll_timeout()).min()
     }
 
     /// Begins the handshake with `peer` (a no-op when it runs or is done).
@@ -221,10 +243,14 @@ impl<D: Device> VerbsTransport<D> {
                 if let Err(e) = result {
                     self.fail_qp(c.qpn, e);
                 } else if let Some(&peer) = self.by_qpn.get(&c.qpn) {
+                    self.links[peer].acked();
                     self.flush(peer)?;
                 }
             }
             (WR_READ, result) => {
+                if let Some(&peer) = self.by_qpn.get(&c.qpn) {
+                    self.links[peer].acked();
+                }
                 if let Some(slot) = self.reads.get_mut(&(index as u64)) {
                     *slot = Some(result.is_ok());
                 }

@@ -258,3 +258,29 @@ fn a_device_error_names_itself_and_a_bad_rank_is_refused() {
     let refused = VerbsTransport::new(dead, 0, 0, VerbsSettings::new(TOKEN), 1).err();
     assert_eq!(refused, Some(VerbsError::Device(device::DeviceError::NoDevice)));
 }
+
+#[test]
+fn a_peer_whose_device_never_reports_the_failure_is_found_by_the_watch() {
+    let fabric = Fabric::new(9, Faults::default());
+    // Longer than the fabric's retry budget: a silenced peer never fails by the budget.
+    let settings =
+        VerbsSettings { ack_timeout: Duration::from_millis(700), ..VerbsSettings::new(TOKEN) };
+    let mut ts = job(&fabric, 2, settings);
+    ts[0].send(1, &header(0, 0, 8), &[0; 8]).unwrap();
+    collect(&mut ts, 1, 1);
+    fabric.silence(1);
+    let start = Instant::now();
+    let err = loop {
+        let sent = ts[0].send(1, &header(0, 1, 8), &[0; 8]).and_then(|()| ts[0].progress());
+        if let Err(e) = sent {
+            break e;
+        }
+        assert!(start.elapsed() < Duration::from_secs(2), "no error after 2 s");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert!(
+        matches!(err, VerbsError::Peer { rank: 1, fault: PeerFault::Unresponsive { .. } }),
+        "{err}"
+    );
+    assert!(start.elapsed() >= Duration::from_millis(700), "not before the ack timeout");
+}

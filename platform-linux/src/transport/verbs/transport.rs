@@ -49,6 +49,9 @@ pub struct VerbsSettings {
     pub handshake: Config,
     /// When connections are made.
     pub connect: ConnectMode,
+    /// How long a peer's queue pair may complete none of the work outstanding to it before
+    /// the peer counts as gone (the device's own retries normally say so first).
+    pub ack_timeout: Duration,
     /// Registrations the cache keeps, and their bytes.
     pub reg_cache_entries: usize,
     /// See `reg_cache_entries`.
@@ -70,6 +73,7 @@ impl VerbsSettings {
             send_timeout: Duration::from_secs(1),
             handshake,
             connect: ConnectMode::OnDemand,
+            ack_timeout: Duration::from_millis(1500),
             reg_cache_entries: 64,
             reg_cache_bytes: 256 << 20,
         }
@@ -152,6 +156,8 @@ pub struct VerbsTransport<D: Device> {
     pub(super) faults: VecDeque<VerbsError>,
     /// Handshake datagrams posted.
     pub(super) datagrams_sent: u64,
+    /// When the next watch over outstanding work runs (device clock).
+    pub(super) next_watch: u64,
 }
 
 impl<D: Device> VerbsTransport<D> {
@@ -203,6 +209,7 @@ impl<D: Device> VerbsTransport<D> {
             next_read: 1,
             faults: VecDeque::new(),
             datagrams_sent: 0,
+            next_watch: 0,
         };
         for i in 0..t.ud_recv.count() {
             t.repost_ud(i)?;
@@ -427,6 +434,9 @@ impl<D: Device> VerbsTransport<D> {
         self.reads.insert(read, None);
         let op = SendOp::Read { remote_addr: remote.addr, rkey: remote.rkey };
         let posted = self.device.post_send(qpn, wr(WR_READ, read as usize), sge, op);
+        if posted.is_ok() {
+            self.links[peer].unacked += 1;
+        }
         let outcome = match posted {
             Ok(()) => self.block_until(u64::MAX, |t| {
                 t.reads.get(&read).is_some_and(Option::is_some) || t.link_failed(peer)
@@ -538,6 +548,7 @@ impl<D: Device> VerbsTransport<D> {
             self.send_free.push(slot);
             return Err(e.into());
         }
+        self.links[peer].unacked += 1;
         Ok(())
     }
 
