@@ -43,6 +43,7 @@ pub mod ibverbs;
 mod link;
 mod progress;
 pub mod reg_cache;
+mod rendezvous;
 pub mod simulate;
 mod slab;
 mod transport;

@@ -115,9 +115,7 @@ impl<D: Device> VerbsTransport<D> {
             self.lent.iter().filter(|(_, (p, _))| *p == peer).map(|(&id, _)| id).collect();
         for id in ended {
             if let Some((_, used)) = self.lent.remove(&id) {
-                if let Some(keys) = self.cache.release(used) {
-                    let _ = self.device.deregister(keys);
-                }
+                self.release(used);
             }
         }
         self.faults.push_back(VerbsError::peer(peer, fault));
@@ -312,9 +310,7 @@ impl<D: Device> VerbsTransport<D> {
             FrameKind::Bye => link.state = LinkState::Finished,
             FrameKind::Done => {
                 if let Some((_, used)) = self.lent.remove(&id) {
-                    if let Some(keys) = self.cache.release(used) {
-                        let _ = self.device.deregister(keys);
-                    }
+                    self.release(used);
                     self.written.push(id);
                 }
             }

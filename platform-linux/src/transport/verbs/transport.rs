@@ -334,47 +334,6 @@ impl<D: Device> VerbsTransport<D> {
         self.enqueue(peer, Queued { kind: FrameKind::Data, bytes }, false)
     }
 
-    /// Sends a long message from the caller's memory: the receiver reads it with RDMA, and
-    /// [`VerbsTransport::take_written`] reports `id` once it has.
-    ///
-    /// # Safety
-    /// `payload` must stay valid and unchanged until `id` is reported written or the
-    /// transport reports `peer` failed (or is dropped).
-    pub unsafe fn send_lent(
-        &mut self,
-        peer: usize,
-        header: &Header,
-        payload: &[u8],
-        id: u64,
-    ) -> Result<(), VerbsError> {
-        self.check(peer)?;
-        let addr = payload.as_ptr() as u64;
-        let (used, keys) = match self.cache.acquire(addr, payload.len()) {
-            Some(hit) => hit,
-            None => {
-                // SAFETY: the caller keeps `payload` valid while its use is held; the cache
-                // deregisters it only when no use remains (see `RegCache`).
-                let keys =
-                    unsafe { self.device.register(payload.as_ptr().cast_mut(), payload.len())? };
-                let (used, dead) = self.cache.insert(addr, payload.len(), keys);
-                for k in dead {
-                    let _ = self.device.deregister(k);
-                }
-                (used, keys)
-            }
-        };
-        self.lent.insert(id, (peer, used));
-        let mut bytes = vec![0u8; PREFIX_LEN + HEADER_LEN + LONG_LEN];
-        let remote = RemoteBuffer { addr, rkey: keys.rkey, id };
-        frame::put_long(&mut bytes[PREFIX_LEN..], header, remote);
-        self.enqueue(peer, Queued { kind: FrameKind::Long, bytes }, false)
-    }
-
-    /// Long sends whose receivers have read them, by id, since the last call.
-    pub fn take_written(&mut self) -> Vec<u64> {
-        std::mem::take(&mut self.written)
-    }
-
     /// Offers the messages that arrived, oldest first, to `take`; each is consumed (its
     /// buffer goes back to the device and its credit to the sender). Returns how many.
     pub fn poll(&mut self, mut take: impl FnMut(Arrival<'_>)) -> Result<usize, VerbsError> {
@@ -400,63 +359,6 @@ impl<D: Device> VerbsTransport<D> {
             self.return_credit(held.from);
         }
         Ok(n)
-    }
-
-    /// Reads a long message's payload from `peer`'s memory into `dst` (RDMA read; the
-    /// device copies it), then tells the sender its buffer is free.
-    pub fn read_remote(
-        &mut self,
-        peer: usize,
-        remote: RemoteBuffer,
-        dst: &mut [u8],
-    ) -> Result<(), VerbsError> {
-        self.check(peer)?;
-        let Some((qpn, _)) = self.links[peer].qp else {
-            return Err(VerbsError::peer(peer, PeerFault::Corrupt));
-        };
-        let addr = dst.as_mut_ptr() as u64;
-        let (used, keys) = match self.cache.acquire(addr, dst.len()) {
-            Some(hit) => hit,
-            None => {
-                // SAFETY: `dst` is borrowed mutably until the read completes (waited for
-                // below), and its registration's use is released before returning.
-                let keys = unsafe { self.device.register(dst.as_mut_ptr(), dst.len())? };
-                let (used, dead) = self.cache.insert(addr, dst.len(), keys);
-                for k in dead {
-                    let _ = self.device.deregister(k);
-                }
-                (used, keys)
-            }
-        };
-        let sge = super::device::Sge { addr, len: dst.len() as u32, lkey: keys.lkey };
-        let read = self.next_read;
-        self.next_read += 1;
-        self.reads.insert(read, None);
-        let op = SendOp::Read { remote_addr: remote.addr, rkey: remote.rkey };
-        let posted = self.device.post_send(qpn, wr(WR_READ, read as usize), sge, op);
-        if posted.is_ok() {
-            self.links[peer].unacked += 1;
-        }
-        let outcome = match posted {
-            Ok(()) => self.block_until(u64::MAX, |t| {
-                t.reads.get(&read).is_some_and(Option::is_some) || t.link_failed(peer)
-            }),
-            Err(e) => Err(e.into()),
-        };
-        let done = self.reads.remove(&read).flatten();
-        if let Some(k) = self.cache.release(used) {
-            let _ = self.device.deregister(k);
-        }
-        outcome?;
-        if done != Some(true) {
-            return Err(self.check(peer).err().unwrap_or(VerbsError::peer(
-                peer,
-                PeerFault::Gone(super::device::WorkError::RemoteAccess),
-            )));
-        }
-        let mut bytes = vec![0u8; PREFIX_LEN + 8];
-        bytes[PREFIX_LEN..].copy_from_slice(&remote.id.to_le_bytes());
-        self.enqueue(peer, Queued { kind: FrameKind::Done, bytes }, false)
     }
 
     /// Says goodbye to every connected peer and waits (briefly) until it has left.
