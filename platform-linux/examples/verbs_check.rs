@@ -91,7 +91,7 @@ fn side(
     out.num("set_up_us", start.elapsed().as_micros() as f64);
     let other = 1 - rank;
     match body {
-        "pingpong" => {
+        "pingpong" | "latency" => {
             let first = Instant::now();
             let mut rtt = Duration::ZERO;
             for i in 0..ROUNDS {
@@ -114,6 +114,9 @@ fn side(
                 }
             }
             out.num("pingpong_8b_half_rtt_us", rtt.as_micros() as f64 / (2 * (ROUNDS - 1)) as f64);
+            if body == "latency" {
+                return Ok(out);
+            }
             // 1 MiB each way by RDMA read.
             let mine = pattern(LONG, rank as u8);
             for turn in 0..2 {
@@ -274,11 +277,44 @@ fn main() {
         };
         tests.push(entry);
     }
+    let comparison = if only.is_empty() { compare() } else { "null".into() };
     println!(
-        "VERBS-RESULT {{\"ok\": {all_ok}, \"device\": \"{name}\", \"emulated_times\": true, \"tests\": {{{}}}}}",
+        "VERBS-RESULT {{\"ok\": {all_ok}, \"device\": \"{name}\", \"emulated_times\": true, \"tests\": {{{}}}, \"on_demand_vs_eager\": {comparison}}}",
         tests.join(", ")
     );
     std::process::exit(if all_ok { 0 } else { 1 });
+}
+
+/// The paper's comparison, interleaved: pairs connected on demand (UD handshake at the
+/// first message) against pairs connected all-to-all at start-up, 5 of each in turn: the
+/// time until the first reply (set-up included) and the 8 B half round trip, medians, and
+/// their ratios. Emulated times: the ratio is the figure, not the microseconds.
+fn compare() -> String {
+    let mut first = [Vec::new(), Vec::new()];
+    let mut half_rtt = [Vec::new(), Vec::new()];
+    for _ in 0..5 {
+        for (i, mode) in [ConnectMode::OnDemand, ConnectMode::Eager].into_iter().enumerate() {
+            let obj = match pair(mode, "latency") {
+                Ok(obj) => obj,
+                Err(e) => return format!("{{\"error\": \"{}\"}}", e.replace('"', "'")),
+            };
+            let get = |key: &str| obj.get(key).unwrap_or(f64::NAN);
+            first[i].push(get("set_up_us") + get("first_message_us"));
+            half_rtt[i].push(get("pingpong_8b_half_rtt_us"));
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [mut fo, mut fe] = first;
+    let [mut ho, mut he] = half_rtt;
+    let (fo, fe, ho, he) = (median(&mut fo), median(&mut fe), median(&mut ho), median(&mut he));
+    format!(
+        "{{\"runs\": 5, \"first_reply_us\": {{\"on_demand\": {fo:.0}, \"eager\": {fe:.0}, \"ratio\": {:.2}}}, \"pingpong_8b_half_rtt_us\": {{\"on_demand\": {ho:.1}, \"eager\": {he:.1}, \"ratio\": {:.2}}}}}",
+        fo / fe,
+        ho / he
+    )
 }
 
 /// A tiny JSON object writer (the example has no serde).
@@ -295,6 +331,11 @@ mod serde_like {
         }
         pub fn text(&mut self, key: &str, v: &str) {
             self.0.push(format!("\"{key}\": \"{}\"", v.replace('"', "'")));
+        }
+        /// The number stored under `key`.
+        pub fn get(&self, key: &str) -> Option<f64> {
+            let prefix = format!("\"{key}\": ");
+            self.0.iter().find_map(|e| e.strip_prefix(&prefix)?.parse().ok())
         }
         pub fn body(&self) -> String {
             self.0.join(", ")
