@@ -30,8 +30,15 @@
 //! the tests and the handshake figures; the implementation on `libibverbs` lives behind the
 //! cargo feature `verbs`, so the default build needs no RDMA package.
 //!
-//! Not yet: the runtime's engine does not route messages over this transport (the issue's
-//! shared transport boundary comes first), so `COMMCORE_TRANSPORT=verbs` is refused.
+//! Why a cargo feature and not loading `libibverbs` at run time: the calls that move data
+//! (`ibv_post_send`, `ibv_poll_cq`, ...) are inline functions in `verbs.h` that call through
+//! the context's table, so a run-time loader would have to restate that table's layout by
+//! hand; `ibverbs-sys` generates it from rdma-core's headers. The default build does not
+//! need it; `scripts/test.sh` builds the feature and runs it on soft-RoCE in a guest.
+//!
+//! Not yet: the runtime's engine does not route messages over this transport (the engine's
+//! message path is TCP's alone today; verbs joins it behind one boundary next), so no
+//! address-vector entry selects verbs and `COMMCORE_TRANSPORT` does not take `verbs`.
 
 pub mod address;
 pub mod device;
