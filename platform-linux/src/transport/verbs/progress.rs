@@ -77,7 +77,7 @@ impl<D: Device> VerbsTransport<D> {
 
     /// Begins the handshake with `peer` (a no-op when it runs or is done).
     pub fn connect(&mut self, peer: usize) -> Result<(), VerbsError> {
-        self.check(peer)?;
+        self.report(peer)?;
         if self.links[peer].state != LinkState::Idle || peer == self.rank {
             return Ok(());
         }
@@ -88,12 +88,12 @@ impl<D: Device> VerbsTransport<D> {
             Ok(ConnectOutcome::Connected(_)) => {}
             Err(_) => {
                 self.fail(peer, PeerFault::TableFull);
-                return self.check(peer);
+                return self.report(peer);
             }
         }
         self.links[peer].state = LinkState::Connecting;
         self.drive();
-        self.check(peer)
+        self.report(peer)
     }
 
     /// Peer `peer` cannot be reached: its queue pair goes, its queued frames are dropped,

@@ -26,7 +26,7 @@ impl<D: Device> VerbsTransport<D> {
         payload: &[u8],
         id: u64,
     ) -> Result<(), VerbsError> {
-        self.check(peer)?;
+        self.report(peer)?;
         let addr = payload.as_ptr() as u64;
         // SAFETY: the caller keeps `payload` valid until its id is written or the peer
         // failed, and the use is released then (`on_frame`'s `Done`, or `fail`).
@@ -51,7 +51,7 @@ impl<D: Device> VerbsTransport<D> {
         remote: RemoteBuffer,
         dst: &mut [u8],
     ) -> Result<(), VerbsError> {
-        self.check(peer)?;
+        self.report(peer)?;
         let Some((qpn, _)) = self.links[peer].qp else {
             return Err(VerbsError::peer(peer, PeerFault::Corrupt));
         };

@@ -138,6 +138,7 @@ fn a_peer_that_stops_receiving_is_back_pressure_then_an_error_naming_it() {
     );
     assert!(sent <= 4 + 5, "credits and the queue bound what is held: {sent} sent");
     assert!(err.to_string().contains("rank 1 stopped receiving"), "{err}");
+    assert_eq!(ts[0].progress(), Ok(()), "reported once");
 }
 
 #[test]
@@ -173,6 +174,7 @@ fn a_dead_peer_is_an_error_naming_it_within_two_seconds() {
     assert_eq!(err, VerbsError::Peer { rank: 1, fault: PeerFault::Gone(WorkError::RetryExceeded) });
     assert!(err.to_string().contains("rank 1 is gone"));
     assert!(ts[0].send(1, &header(0, 2, 8), &[0; 8]).is_err(), "later sends fail too");
+    assert_eq!(ts[0].progress(), Ok(()), "a failure is reported once, not again by progress");
 }
 
 #[test]

@@ -309,9 +309,9 @@ impl<D: Device> VerbsTransport<D> {
             let deadline = u64::MAX;
             self.block_until(deadline, |t| t.written.contains(&id) || t.link_failed(peer))?;
             self.written.retain(|&w| w != id);
-            return self.check(peer);
+            return self.report(peer);
         }
-        self.check(peer)?;
+        self.report(peer)?;
         if peer == self.rank {
             self.loopback.push_back((*header, payload.to_vec()));
             return Ok(());
@@ -388,6 +388,16 @@ impl<D: Device> VerbsTransport<D> {
         }
     }
 
+    /// [`Self::check`] for a call that returns the error to its caller: the peer's failure
+    /// is then reported, and `progress` does not report it again.
+    pub(super) fn report(&mut self, peer: usize) -> Result<(), VerbsError> {
+        let outcome = self.check(peer);
+        if outcome.is_err() {
+            self.faults.retain(|f| !matches!(f, VerbsError::Peer { rank, .. } if *rank == peer));
+        }
+        outcome
+    }
+
     /// Queues a frame to `peer` (connecting first if need be) and posts what may go; waits
     /// for room while more than `queue_bytes` wait for it.
     pub(super) fn enqueue(
@@ -413,9 +423,8 @@ impl<D: Device> VerbsTransport<D> {
             let queued = self.links[peer].queued_bytes;
             let waited_ms = (self.device.now_micros() - start) / 1000;
             self.fail(peer, PeerFault::StoppedReading { queued, waited_ms });
-            self.faults.clear();
         }
-        self.check(peer)
+        self.report(peer)
     }
 
     /// Posts `peer`'s queued frames while the connection, credits and send buffers allow.
