@@ -64,6 +64,21 @@ fn bad_ranks_tags_and_counts_are_errors() {
 }
 
 #[test]
+fn a_rank_started_by_another_launcher_fails_instead_of_running_alone() {
+    for (variable, launcher) in [("OMPI_COMM_WORLD_SIZE", "Open MPI"), ("PMI_SIZE", "PMI")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_runtime_rank"))
+            .arg(Scenario::from(P2p::BadInput).name())
+            .env_remove("COMMCORE_SHM_FD")
+            .env(variable, "4")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{variable}=4 ran as a singleton");
+        assert!(stderr.contains(launcher) && stderr.contains("commcore run -n 4"), "{stderr}");
+    }
+}
+
+#[test]
 fn nonblocking_sends_and_receives_complete_with_test_and_wait() {
     run_ok(&job(4, P2p::Nonblocking));
     run_ok(&two_copy(job(2, P2p::Nonblocking)));

@@ -91,7 +91,12 @@ impl World {
         let bad = |m: String| InitError::Environment(m);
         let var = |name: &str| std::env::var(name).ok();
         let settings = settings::install(Settings::from_env().map_err(InitError::Setting)?);
-        let Some(fd_text) = var(env::SHM_FD) else { return Self::singleton(settings, threaded) };
+        let Some(fd_text) = var(env::SHM_FD) else {
+            if let Some(refusal) = super::foreign_launcher::refusal(var) {
+                return Err(bad(refusal));
+            }
+            return Self::singleton(settings, threaded);
+        };
         let number = |name: &str| -> Result<usize, InitError> {
             let text = var(name).ok_or_else(|| bad(format!("{name} is not set")))?;
             text.parse().map_err(|_| bad(format!("{name}={text:?} is not a number")))

@@ -31,6 +31,7 @@ mod comm;
 mod dpm;
 mod engine;
 mod error;
+mod foreign_launcher;
 mod init;
 mod layout_words;
 mod registry;
