@@ -87,6 +87,8 @@ fn handshake_row(loss: u32, connections: usize) -> Result<Value, String> {
     let mean = datagrams.iter().sum::<u64>() as f64 / datagrams.len() as f64;
     Ok(json!({
         "loss": format!("{loss}%"),
+        "duplicated": "5%",
+        "reordered": "10%",
         "connections": datagrams.len(),
         "failed": failed,
         "datagrams_mean": (mean * 100.0).round() / 100.0,
