@@ -155,6 +155,19 @@ fn credits_come_back_so_a_long_stream_keeps_flowing() {
     assert_eq!(got, 1000);
 }
 
+/// Sends to `peer` (moving traffic) until a call fails; the error. Fails the test after 2 s.
+fn send_until_error(t: &mut VerbsTransport<FabricDevice>, peer: usize) -> VerbsError {
+    let start = Instant::now();
+    loop {
+        let sent = t.send(peer, &header(0, 1, 8), &[0; 8]).and_then(|()| t.progress());
+        if let Err(e) = sent {
+            return e;
+        }
+        assert!(start.elapsed() < Duration::from_secs(2), "no error after 2 s");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn a_dead_peer_is_an_error_naming_it_within_two_seconds() {
     let fabric = Fabric::new(5, Faults::default());
@@ -162,15 +175,7 @@ fn a_dead_peer_is_an_error_naming_it_within_two_seconds() {
     ts[0].send(1, &header(0, 0, 8), &[0; 8]).unwrap();
     collect(&mut ts, 1, 1);
     fabric.kill(1);
-    let start = Instant::now();
-    let err = loop {
-        let sent = ts[0].send(1, &header(0, 1, 8), &[0; 8]).and_then(|()| ts[0].progress());
-        if let Err(e) = sent {
-            break e;
-        }
-        assert!(start.elapsed() < Duration::from_secs(2), "no error after 2 s");
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let err = send_until_error(&mut ts[0], 1);
     assert_eq!(err, VerbsError::Peer { rank: 1, fault: PeerFault::Gone(WorkError::RetryExceeded) });
     assert!(err.to_string().contains("rank 1 is gone"));
     assert!(ts[0].send(1, &header(0, 2, 8), &[0; 8]).is_err(), "later sends fail too");
@@ -272,14 +277,7 @@ fn a_peer_whose_device_never_reports_the_failure_is_found_by_the_watch() {
     collect(&mut ts, 1, 1);
     fabric.silence(1);
     let start = Instant::now();
-    let err = loop {
-        let sent = ts[0].send(1, &header(0, 1, 8), &[0; 8]).and_then(|()| ts[0].progress());
-        if let Err(e) = sent {
-            break e;
-        }
-        assert!(start.elapsed() < Duration::from_secs(2), "no error after 2 s");
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let err = send_until_error(&mut ts[0], 1);
     assert!(
         matches!(err, VerbsError::Peer { rank: 1, fault: PeerFault::Unresponsive { .. } }),
         "{err}"
