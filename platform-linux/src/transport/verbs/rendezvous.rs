@@ -32,6 +32,7 @@ impl<D: Device> VerbsTransport<D> {
         // failed, and the use is released then (`on_frame`'s `Done`, or `fail`).
         let (used, keys) = unsafe { self.registered(payload.as_ptr().cast_mut(), payload.len())? };
         self.lent.insert(id, (peer, used));
+        let header = &Header { length: payload.len() as u64, ..*header };
         let mut bytes = vec![0u8; PREFIX_LEN + HEADER_LEN + LONG_LEN];
         let remote = RemoteBuffer { addr, rkey: keys.rkey, id };
         frame::put_long(&mut bytes[PREFIX_LEN..], header, remote);

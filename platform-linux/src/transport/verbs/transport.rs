@@ -296,10 +296,11 @@ impl<D: Device> VerbsTransport<D> {
         &self.device
     }
 
-    /// Sends a message of `payload.len()` bytes (the header's length) to `peer`; connects
-    /// first if need be. A payload up to `eager_max` is copied and the call returns; a
-    /// longer one is announced and the call waits until the receiver has read it.
+    /// Sends a message of `payload.len()` bytes to `peer` (the header's length is set to
+    /// that); connects first if need be. A payload up to `eager_max` is copied and the call
+    /// returns; a longer one is announced and the call waits until the receiver has read it.
     pub fn send(&mut self, peer: usize, header: &Header, payload: &[u8]) -> Result<(), VerbsError> {
+        let header = &Header { length: payload.len() as u64, ..*header };
         if payload.len() > self.settings.eager_max && peer != self.rank {
             let id = u64::MAX - self.next_read;
             self.next_read += 1;
