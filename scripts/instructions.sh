@@ -9,6 +9,12 @@
 #                                      receive of an 8 B message already there, on the verbs
 #                                      transport over the in-process fabric, the fabric's own
 #                                      instructions excluded (collection is off inside it)
+#   scripts/instructions.sh peers      {"commcore": {...}, "open_mpi": {...}, "mpich": {...}}, each
+#                                      {"send", "recv", "window_send", "window_recv"}: the
+#                                      library's instructions per 8 B message, two ranks on one
+#                                      node (scripts/peers/msgpath.c, examples/msgpath.rs):
+#                                      a send, a receive of a message already there, and
+#                                      per message of a 64-message isend or irecv window
 #   scripts/instructions.sh ffi        the C ABI's hot calls against the Rust calls doing the
 #                                      same work, exports and library size (see
 #                                      ffi/bench/instructions.sh)
@@ -20,10 +26,10 @@ what=${1:-}
 calls=${CALLS:-1000000}
 
 case "$what" in
-rankmap | verbs) ;;
+rankmap | verbs | peers) ;;
 ffi) exec ffi/bench/instructions.sh ;;
 *)
-    echo "usage: scripts/instructions.sh rankmap|verbs|ffi" >&2
+    echo "usage: scripts/instructions.sh rankmap|verbs|peers|ffi" >&2
     exit 2
     ;;
 esac
@@ -53,6 +59,41 @@ count() { # model probe-symbol-pattern [via]
     }
     awk -v t="$total" -v c="$calls" 'BEGIN { printf "%.2f", t / c }'
 }
+
+if [ "$what" = peers ]; then
+    cargo build --release --locked -q -p commcore-linux --example msgpath
+    mpicc.openmpi -O2 -Wall -o "$out/msgpath-ompi" scripts/peers/msgpath.c
+    mpicc.mpich -O2 -Wall -o "$out/msgpath-mpich" scripts/peers/msgpath.c
+    grind() { # name rank-variable launcher...: runs both modes, prints the JSON object
+        local name=$1 rank_var=$2
+        shift 2
+        for mode in single window; do
+            timeout 300 "$@" valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
+                --callgrind-out-file="$out/$name-$mode.%q{$rank_var}" \
+                "$(msgpath_of "$name")" "$mode" >/dev/null 2>"$out/$name.log" || {
+                cat "$out/$name.log" >&2
+                exit 1
+            }
+        done
+        per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$name-$1"; }
+        printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s}' \
+            "$(per single.0 2000)" "$(per single.1 2000)" \
+            "$(per window.0 12800)" "$(per window.1 12800)"
+    }
+    msgpath_of() {
+        case $1 in
+        commcore) echo target/release/examples/msgpath ;;
+        open_mpi) echo "$out/msgpath-ompi" ;;
+        mpich) echo "$out/msgpath-mpich" ;;
+        esac
+    }
+    ours=$(grind commcore COMMCORE_RANK "$bin" run -n 2 --timeout 250 --)
+    ompi=$(OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp grind open_mpi OMPI_COMM_WORLD_RANK \
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n 2)
+    mpich=$(grind mpich PMI_RANK mpiexec.mpich -n 2)
+    echo "{\"commcore\": $ours, \"open_mpi\": $ompi, \"mpich\": $mpich}"
+    exit 0
+fi
 
 if [ "$what" = verbs ]; then
     vcalls=${CALLS:-100000}
