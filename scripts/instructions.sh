@@ -5,10 +5,12 @@
 #                                      {"direct": n, ...}}: one translation plus the load of
 #                                      the entry's address, per model, through
 #                                      RankMap::entry (top level) and RankMap::address_word
-#   scripts/instructions.sh verbs      {"verbs_send": n, "verbs_recv": n}: one 8 B send, and one
-#                                      receive of an 8 B message already there, on the verbs
-#                                      transport over the in-process fabric, the fabric's own
-#                                      instructions excluded (collection is off inside it)
+#   scripts/instructions.sh verbs      {"verbs_send": n, "verbs_recv": n, "shm_send": n,
+#                                      "shm_recv": n}: one 8 B send, and one receive of an 8 B
+#                                      message already there, on the verbs transport over the
+#                                      in-process fabric (the fabric's own instructions
+#                                      excluded), and the same through the runtime over shared
+#                                      memory (as `peers` counts commcore)
 #   scripts/instructions.sh peers      {"commcore": {...}, "open_mpi": {...}, "mpich": {...}}, each
 #                                      {"send", "recv", "window_send", "window_recv"}: the
 #                                      library's instructions per 8 B message, two ranks on one
@@ -60,33 +62,35 @@ count() { # model probe-symbol-pattern [via]
     awk -v t="$total" -v c="$calls" 'BEGIN { printf "%.2f", t / c }'
 }
 
+# The per-message probes of msgpath (peers, and the shared-memory side of verbs).
+grind() { # name rank-variable launcher...: runs both modes, prints the JSON object
+    local name=$1 rank_var=$2
+    shift 2
+    for mode in single window; do
+        timeout 300 "$@" valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
+            --callgrind-out-file="$out/$name-$mode.%q{$rank_var}" \
+            "$(msgpath_of "$name")" "$mode" >/dev/null 2>"$out/$name.log" || {
+            cat "$out/$name.log" >&2
+            exit 1
+        }
+    done
+    per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$name-$1"; }
+    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s}' \
+        "$(per single.0 2000)" "$(per single.1 2000)" \
+        "$(per window.0 12800)" "$(per window.1 12800)"
+}
+msgpath_of() {
+    case $1 in
+    commcore) echo target/release/examples/msgpath ;;
+    open_mpi) echo "$out/msgpath-ompi" ;;
+    mpich) echo "$out/msgpath-mpich" ;;
+    esac
+}
+
 if [ "$what" = peers ]; then
     cargo build --release --locked -q -p commcore-linux --example msgpath
     mpicc.openmpi -O2 -Wall -o "$out/msgpath-ompi" scripts/peers/msgpath.c
     mpicc.mpich -O2 -Wall -o "$out/msgpath-mpich" scripts/peers/msgpath.c
-    grind() { # name rank-variable launcher...: runs both modes, prints the JSON object
-        local name=$1 rank_var=$2
-        shift 2
-        for mode in single window; do
-            timeout 300 "$@" valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
-                --callgrind-out-file="$out/$name-$mode.%q{$rank_var}" \
-                "$(msgpath_of "$name")" "$mode" >/dev/null 2>"$out/$name.log" || {
-                cat "$out/$name.log" >&2
-                exit 1
-            }
-        done
-        per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$name-$1"; }
-        printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s}' \
-            "$(per single.0 2000)" "$(per single.1 2000)" \
-            "$(per window.0 12800)" "$(per window.1 12800)"
-    }
-    msgpath_of() {
-        case $1 in
-        commcore) echo target/release/examples/msgpath ;;
-        open_mpi) echo "$out/msgpath-ompi" ;;
-        mpich) echo "$out/msgpath-mpich" ;;
-        esac
-    }
     ours=$(grind commcore COMMCORE_RANK "$bin" run -n 2 --timeout 250 --)
     ompi=$(OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp grind open_mpi OMPI_COMM_WORLD_RANK \
         mpirun.openmpi --allow-run-as-root --oversubscribe -n 2)
@@ -136,7 +140,11 @@ PY
         )
         awk -v t="$total" -v f="$fabric" -v c="$vcalls" 'BEGIN { printf "%.1f", (t - f) / c }'
     }
-    echo "{\"verbs_send\": $(verbs_count send), \"verbs_recv\": $(verbs_count recv)}"
+    cargo build --release --locked -q -p commcore-linux --example msgpath
+    shm=$(grind commcore COMMCORE_RANK "$bin" run -n 2 --timeout 250 --)
+    shm_send=$(printf '%s' "$shm" | jq .send)
+    shm_recv=$(printf '%s' "$shm" | jq .recv)
+    echo "{\"verbs_send\": $(verbs_count send), \"verbs_recv\": $(verbs_count recv), \"shm_send\": $shm_send, \"shm_recv\": $shm_recv}"
     exit 0
 fi
 
