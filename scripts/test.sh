@@ -88,6 +88,9 @@ pmpi() {
     cargo build --release --locked -p commcore-ffi
     ffi/pmpi/build.sh target/release/libcommcore.a target/pmpi
     ffi/pmpi/tests/run.sh target/pmpi
+    step "PMI-1 wire protocol against MPICH's launcher (hydra): put, fence, get across 3 ranks"
+    cargo build --release --locked -p commcore-linux --example pmi_check
+    timeout 60 mpiexec.mpich -n 3 target/release/examples/pmi_check
 }
 
 miri() {

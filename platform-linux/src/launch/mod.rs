@@ -41,6 +41,7 @@ pub mod kv;
 mod kv_dpm;
 mod output;
 mod placement;
+pub mod pmi1;
 mod serve;
 mod signals;
 pub mod spawn;
