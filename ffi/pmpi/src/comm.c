@@ -1,41 +1,50 @@
-/* Communicator constructors: each builds commcore's state for the new communicator right
- * after the host made it (collective over its members, as the constructor is). Freeing goes
+/* Communicator constructors. The six a program makes in numbers (dup, split, create,
+ * create_group, intercomm create and merge) only mark the new communicator with its kind:
+ * its state is built at its first blocking collective (state.c's note says why). The
+ * constructors of communicators with a topology or hints build it at once. Freeing goes
  * through the attribute's delete callback (state.c). Communicators from constructors not
  * wrapped (MPI_Comm_idup, dynamic processes) get theirs at their first blocking collective;
- * their nonblocking collectives before that go to the host. */
+ * nonblocking collectives on a communicator without state go to the host. */
 #include "pmpi.h"
+
+/* The host's result, after marking the communicator it made with its kind. */
+static int marked(int rc, MPI_Comm *out, int kind) {
+    if (rc == MPI_SUCCESS)
+        cc_comm_mark(*out, kind);
+    return rc;
+}
 
 /* The host's result, after attaching state to the communicator it made. */
 static int attached(int rc, MPI_Comm *out) {
     if (rc == MPI_SUCCESS)
-        cc_comm_attach(*out);
+        cc_comm_attach(*out, CC_MADE_OTHER);
     return rc;
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *out) {
-    return attached(PMPI_Comm_dup(comm, out), out);
+    return marked(PMPI_Comm_dup(comm, out), out, CC_MADE_DUP);
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *out) {
-    return attached(PMPI_Comm_split(comm, color, key, out), out);
+    return marked(PMPI_Comm_split(comm, color, key, out), out, CC_MADE_SPLIT);
 }
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *out) {
-    return attached(PMPI_Comm_create(comm, group, out), out);
+    return marked(PMPI_Comm_create(comm, group, out), out, CC_MADE_CREATE);
 }
 
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *out) {
-    return attached(PMPI_Comm_create_group(comm, group, tag, out), out);
+    return marked(PMPI_Comm_create_group(comm, group, tag, out), out, CC_MADE_CREATE_GROUP);
 }
 
 int MPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int remote_leader,
                          int tag, MPI_Comm *out) {
-    return attached(PMPI_Intercomm_create(local, local_leader, peer, remote_leader, tag, out),
-                    out);
+    return marked(PMPI_Intercomm_create(local, local_leader, peer, remote_leader, tag, out),
+                  out, CC_MADE_INTERCOMM_CREATE);
 }
 
 int MPI_Intercomm_merge(MPI_Comm inter, int high, MPI_Comm *out) {
-    return attached(PMPI_Intercomm_merge(inter, high, out), out);
+    return marked(PMPI_Intercomm_merge(inter, high, out), out, CC_MADE_INTERCOMM_MERGE);
 }
 
 /* Constructors of communicators with a topology or hints: built here too, so that their

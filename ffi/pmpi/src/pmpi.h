@@ -48,8 +48,17 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create);
 /* A nonblocking job keeps the state alive past MPI_Comm_free until it ends. */
 void cc_comm_ref(cc_comm *cs);
 void cc_comm_unref(cc_comm *cs);
-/* Builds the state of a communicator just made (collective over its members). */
-void cc_comm_attach(MPI_Comm comm);
+/* The kinds of communicator creation the report counts. */
+enum cc_made {
+    CC_MADE_DUP, CC_MADE_SPLIT, CC_MADE_CREATE, CC_MADE_CREATE_GROUP, CC_MADE_INTERCOMM_CREATE,
+    CC_MADE_INTERCOMM_MERGE, CC_MADE_OTHER, CC_MADE_KINDS
+};
+/* Builds the state of a communicator just made (collective over its members); `kind` is
+ * counted when not negative. */
+void cc_comm_attach(MPI_Comm comm, int kind);
+/* Marks a communicator just made by a constructor of `kind`: its state is built at its first
+ * blocking collective (local, no communication). */
+void cc_comm_mark(MPI_Comm comm, int kind);
 int cc_state_init(void);
 void cc_state_finalize(void);
 
@@ -227,6 +236,9 @@ void cc_count_host(int slot);
 void cc_count_replayed(int slot);
 /* A replayed call prepared as an earlier one with the same arguments was (memo.c). */
 void cc_count_remembered(int slot);
+/* Communicators made by kind, and of those whose state was built, served or not. */
+void cc_count_made(int kind);
+void cc_count_made_state(int kind, int served);
 void cc_report(void);
 const char *cc_slot_name(int slot);
 

@@ -1,6 +1,8 @@
 /* The report (COMMCORE_PMPI_REPORT=1): per operation, the calls commcore served by module and
- * algorithm, and the calls handed to the host MPI. Rank 0 prints its own breakdown and the
- * totals over every rank of MPI_COMM_WORLD. */
+ * algorithm, and the calls handed to the host MPI; per kind of communicator creation, the
+ * communicators made, those commcore served (state built at their first blocking
+ * collective), those handed to the host (state refused) and those that never needed state.
+ * Rank 0 prints its own breakdown and the totals over every rank of MPI_COMM_WORLD. */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +20,37 @@ static unsigned long served_other[CC_SLOTS]; /* beyond CC_KINDS pairs */
 static unsigned long host[CC_SLOTS];
 static unsigned long replayed[CC_OP_COUNT]; /* blocking calls run from a recording */
 static unsigned long remembered[CC_OP_COUNT]; /* of those, prepared as an earlier call was */
+
+/* Per creation kind: made, state built and served, state refused (host). Counted with
+ * atomics: constructors may run on several threads at once. */
+static unsigned long made[CC_MADE_KINDS][3];
+static const char *const made_names[CC_MADE_KINDS] = {
+    "dup", "split", "create", "create_group", "intercomm_create", "intercomm_merge", "other"};
+
+void cc_count_made(int kind) {
+    __atomic_fetch_add(&made[kind][0], 1, __ATOMIC_RELAXED);
+}
+
+void cc_count_made_state(int kind, int served) {
+    __atomic_fetch_add(&made[kind][served ? 1 : 2], 1, __ATOMIC_RELAXED);
+}
+
+/* One line per kind of creation seen, with a prefix of its own (the collective lines are
+ * counted by test suites). */
+static void report_made(int rank) {
+    unsigned long all[CC_MADE_KINDS][3];
+    PMPI_Reduce(made, all, 3 * CC_MADE_KINDS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    for (int k = 0; rank == 0 && k < CC_MADE_KINDS; k++) {
+        const unsigned long *m = made[k], *a = all[k];
+        if (a[0] == 0 && a[1] == 0 && a[2] == 0)
+            continue;
+        /* "other": constructors not wrapped are seen only when their state is built. */
+        unsigned long idle = m[0] > m[1] + m[2] ? m[0] - m[1] - m[2] : 0;
+        printf("commcore_pmpi_comm: %s made=%lu commcore=%lu host=%lu no_collective=%lu "
+               "all_ranks_made=%lu all_ranks_commcore=%lu all_ranks_host=%lu\n",
+               made_names[k], m[0], m[1], m[2], idle, a[0], a[1], a[2]);
+    }
+}
 
 static const char *const names[CC_OP_COUNT] = {
     "barrier", "bcast",   "reduce",  "allreduce", "allgather",      "allgatherv",
@@ -76,6 +109,7 @@ void cc_report(void) {
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Reduce(mine, all, 2 * CC_SLOTS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    report_made(rank);
     if (rank != 0)
         return;
     for (int s = 0; s < CC_SLOTS; s++) {

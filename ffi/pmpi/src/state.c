@@ -1,7 +1,23 @@
 /* Per-communicator state: a shadow communicator for our traffic, commcore's selection over
  * the members' node ids, and a context id agreed through PMPI_Allreduce and kept in
  * commcore's CID store. Cached on the user's communicator as an attribute whose copy
- * callback does not copy (a duplicate gets state of its own) and whose delete callback frees. */
+ * callback does not copy (a duplicate gets state of its own) and whose delete callback frees.
+ *
+ * Made at the communicator's first blocking collective, not by its constructor: libraries
+ * that duplicate a communicator per object and never run a collective on most of them pay
+ * the host's creation and one local attribute, nothing more (made eagerly, the state cost a
+ * host PMPI_Comm_dup and two allreduces on every creation: 2-4x the host's own). The
+ * wrapped constructors only mark the new communicator with its kind, for the report.
+ * - Every member makes the state at the same call: members run one communicator's
+ *   collectives in one order, so the first blocking one is the same call everywhere.
+ * - A nonblocking first call goes to the host (making the state blocks, and a nonblocking
+ *   call may not wait for its peers); the next blocking call makes it. Constructors of
+ *   communicators with a topology or hints, seldom made in loops, still make it at once,
+ *   so that their first calls may be nonblocking.
+ * - An inter-communicator's shadow is its merged pair, made at its first collective too.
+ * - One agreement when the state is made: the context id's allreduce carries one more
+ *   word, whether this member can serve the communicator, so that all members serve it or
+ *   none does (before: a second allreduce). */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <sched.h>
 #include <stdlib.h>
@@ -12,14 +28,25 @@
 static int keyval = MPI_KEYVAL_INVALID;
 /* The attribute of a communicator commcore does not serve (creation failed). */
 static char unserved;
+/* The attribute a wrapped constructor leaves: the communicator's kind, no state yet. */
+static char pending[CC_MADE_KINDS];
 /* Node id of every rank of MPI_COMM_WORLD: the world rank of its node's first process. */
 static uint32_t *world_nodes;
 static int world_size;
-/* The last communicator looked up: programs call collectives on one communicator over
- * and over, and an attribute lookup costs more than the rest of a small call's set-up.
- * Forgotten when any communicator's state goes (a freed handle may name a new one). */
-static MPI_Comm last_comm = MPI_COMM_NULL;
-static cc_comm *last_state;
+/* The last communicator looked up, per thread: programs call collectives on one
+ * communicator over and over, and an attribute lookup costs more than the rest of a small
+ * call's set-up. Any thread's freeing of state bumps `states_gone`, which makes every
+ * thread's entry stale (a freed handle may name a new communicator). */
+static unsigned states_gone;
+
+/* The kind a pending attribute names, or -1 for any other value. */
+static int pending_kind(const void *value) {
+    uintptr_t at = (uintptr_t)value, first = (uintptr_t)pending;
+    return at >= first && at < first + CC_MADE_KINDS ? (int)(at - first) : -1;
+}
+static _Thread_local MPI_Comm last_comm = MPI_COMM_NULL;
+static _Thread_local cc_comm *last_state;
+static _Thread_local unsigned last_gone;
 
 void cc_comm_ref(cc_comm *cs) {
     cs->refs++;
@@ -38,9 +65,8 @@ void cc_comm_unref(cc_comm *cs) {
 
 static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     (void)comm, (void)key, (void)extra;
-    last_comm = MPI_COMM_NULL;
-    last_state = NULL;
-    if (value == &unserved)
+    __atomic_fetch_add(&states_gone, 1, __ATOMIC_RELEASE);
+    if (value == &unserved || pending_kind(value) >= 0)
         return MPI_SUCCESS;
     cc_comm *cs = cc_cid_lookup((int64_t)(intptr_t)value - 1);
     if (cs)
@@ -48,12 +74,28 @@ static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     return MPI_SUCCESS;
 }
 
+/* The agreement's allreduces, each with one word more: whether every member can serve the
+ * communicator so far, in the reduction's own terms (AND: all ones; MAX: 0; MIN: 1). */
+#define CC_AGREE_WORDS 256
+typedef struct agreement {
+    MPI_Comm shadow;
+    int ok; /* in: this member's; out: every member's */
+} agreement;
+
 static int shadow_allreduce(uint32_t *words, size_t n, int op, void *ctx) {
+    agreement *a = ctx;
+    uint32_t all[CC_AGREE_WORDS + 1];
+    if (n > CC_AGREE_WORDS)
+        return -1;
     MPI_Op mop = op == 0 ? MPI_BAND : op == 1 ? MPI_MAX : MPI_MIN;
-    return PMPI_Allreduce(MPI_IN_PLACE, words, (int)n, MPI_UINT32_T, mop, *(MPI_Comm *)ctx) ==
-                   MPI_SUCCESS
-               ? 0
-               : -1;
+    memcpy(all, words, n * sizeof *words);
+    all[n] = op == 0 ? (a->ok ? ~0u : 0) : op == 1 ? (a->ok ? 0 : 1) : (a->ok ? 1 : 0);
+    if (PMPI_Allreduce(MPI_IN_PLACE, all, (int)n + 1, MPI_UINT32_T, mop, a->shadow) !=
+        MPI_SUCCESS)
+        return -1;
+    memcpy(words, all, n * sizeof *words);
+    a->ok = op == 0 ? all[n] == ~0u : op == 1 ? all[n] == 0 : all[n] == 1;
+    return 0;
 }
 
 /* Node ids of the members of `group`, from the world's table; members outside the world
@@ -122,12 +164,11 @@ static cc_comm *create(MPI_Comm comm) {
                                (uint32_t)cs->remote_size, nodes, remote_nodes, thread_level);
     free(nodes);
     free(remote_nodes);
-    /* Every member reaches the agreement, whether its selection succeeded or not. */
-    cs->cid = cc_cid_agree(shadow_allreduce, &cs->shadow);
-    int ok = cs->coll && cs->cid >= 0 && cc_cid_store(cs->cid, cs) == 0;
-    /* All members serve the communicator or none does, so every call takes one path. */
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, cs->shadow);
-    if (!ok)
+    /* Every member reaches the agreement, whether its selection succeeded or not; the CID
+     * store takes any CID of our space, so a member that can serve before it still can. */
+    agreement a = {.shadow = cs->shadow, .ok = cs->coll != NULL};
+    cs->cid = cc_cid_agree(shadow_allreduce, &a);
+    if (cs->cid < 0 || !a.ok || cc_cid_store(cs->cid, cs) != 0)
         goto fail;
     return cs;
 fail:
@@ -141,13 +182,29 @@ fail:
     return NULL;
 }
 
-void cc_comm_attach(MPI_Comm comm) {
+/* Makes the state of `comm` (collective over its members) and records it in the attribute:
+ * the context id plus one (never NULL), the state being the CID store's value for it. */
+static cc_comm *attach(MPI_Comm comm, int kind) {
+    cc_comm *cs = create(comm);
+    PMPI_Comm_set_attr(comm, keyval, cs ? (void *)(intptr_t)(cs->cid + 1) : (void *)&unserved);
+    if (kind >= 0)
+        cc_count_made_state(kind, cs != NULL);
+    return cs;
+}
+
+void cc_comm_attach(MPI_Comm comm, int kind) {
     if (!cc_enabled || comm == MPI_COMM_NULL)
         return;
-    cc_comm *cs = create(comm);
-    /* The attribute holds the context id (plus one, so never NULL); the state is the CID
-     * store's value for it. */
-    PMPI_Comm_set_attr(comm, keyval, cs ? (void *)(intptr_t)(cs->cid + 1) : (void *)&unserved);
+    if (kind >= 0)
+        cc_count_made(kind);
+    attach(comm, kind);
+}
+
+void cc_comm_mark(MPI_Comm comm, int kind) {
+    if (!cc_enabled || comm == MPI_COMM_NULL)
+        return;
+    cc_count_made(kind);
+    PMPI_Comm_set_attr(comm, keyval, &pending[kind]);
 }
 
 cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
@@ -155,20 +212,26 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
     int flag = 0;
     if (comm == MPI_COMM_NULL)
         return NULL;
-    if (comm == last_comm)
+    unsigned gone = __atomic_load_n(&states_gone, __ATOMIC_ACQUIRE);
+    if (comm == last_comm && gone == last_gone)
         return last_state;
     PMPI_Comm_get_attr(comm, keyval, &value, &flag);
-    if (!flag) {
+    cc_comm *cs;
+    int kind = flag ? pending_kind(value) : -1;
+    if (!flag || kind >= 0) {
+        /* No state yet: a communicator from a constructor we do not wrap (no attribute)
+         * or one a wrapped constructor marked. Not remembered until it has state. */
         if (!may_create)
             return NULL;
-        cc_comm_attach(comm);
-        PMPI_Comm_get_attr(comm, keyval, &value, &flag);
+        if (!flag)
+            cc_count_made(kind = CC_MADE_OTHER);
+        cs = attach(comm, kind);
+    } else {
+        cs = value != &unserved ? cc_cid_lookup((int64_t)(intptr_t)value - 1) : NULL;
     }
-    cc_comm *cs = flag && value != &unserved ? cc_cid_lookup((int64_t)(intptr_t)value - 1) : NULL;
-    if (flag) { /* a communicator without an attribute yet is not remembered */
-        last_comm = comm;
-        last_state = cs;
-    }
+    last_comm = comm;
+    last_state = cs;
+    last_gone = gone;
     return cs;
 }
 
@@ -222,8 +285,8 @@ int cc_state_init(void) {
     int k = fake ? atoi(fake) : 0;
     for (int i = 0; k > 0 && i < world_size; i++)
         world_nodes[i] = (uint32_t)((long)i * k / world_size);
-    cc_comm_attach(MPI_COMM_WORLD);
-    cc_comm_attach(MPI_COMM_SELF);
+    cc_comm_attach(MPI_COMM_WORLD, -1);
+    cc_comm_attach(MPI_COMM_SELF, -1);
     return 0;
 }
 

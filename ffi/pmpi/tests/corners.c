@@ -346,22 +346,24 @@ static void wait_family(int rank, int size) {
 #undef CHECK
 }
 
-/* A communicator from MPI_Comm_idup (not wrapped: its state comes with its first blocking
- * call, so a nonblocking call before that goes to the host) and one from MPI_Cart_create
- * (wrapped: served from its first call on, nonblocking or not). */
+/* Communicators from MPI_Comm_idup (not wrapped) and MPI_Comm_dup (state made at the first
+ * blocking call, so a nonblocking call before that goes to the host), and one from
+ * MPI_Cart_create (state made at once: served from its first call on, nonblocking or not). */
 static void first_call_nonblocking(int rank, int size) {
-    MPI_Comm idup, cart;
+    MPI_Comm idup, dup, cart;
     MPI_Request rq;
     int x = rank, sum = -1, dims[1] = {size}, periods[1] = {0};
     MPI_Comm_idup(MPI_COMM_WORLD, &idup, &rq);
     MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
-    MPI_Comm comms[2] = {idup, cart};
-    for (int c = 0; c < 2; c++) {
-        snprintf(where, sizeof where, "first calls on %s", c ? "cart_create" : "comm_idup");
+    MPI_Comm comms[3] = {idup, dup, cart};
+    const char *names[3] = {"comm_idup", "comm_dup", "cart_create"};
+    for (int c = 0; c < 3; c++) {
+        snprintf(where, sizeof where, "first calls on %s", names[c]);
         MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, comms[c], &rq);
         MPI_Wait(&rq, MPI_STATUS_IGNORE);
-        host_expected += c == 0;
+        host_expected += c < 2;
         if (sum != size * (size - 1) / 2)
             FAIL("iallreduce got %d", sum);
         sum = -1;
@@ -370,6 +372,7 @@ static void first_call_nonblocking(int rank, int size) {
             FAIL("allreduce got %d", sum);
     }
     MPI_Comm_free(&idup);
+    MPI_Comm_free(&dup);
     MPI_Comm_free(&cart);
     /* Nonblocking collectives started between MPI_Comm_idup calls of one parent: a start
      * that ran the host's progress engine left one of Open MPI 4.1's idups never done. */
