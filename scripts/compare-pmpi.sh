@@ -2,13 +2,17 @@
 # Compares MPI collectives native and with libcommcore_pmpi in front (LD_PRELOAD), under
 # Debian's Open MPI and MPICH, at 2, 4 and 8 processes:
 #   scripts/compare-pmpi.sh [--json] [--runs N]
-# One benchmark of ours (ffi/pmpi/bench/pmpi_bench.c: barrier; bcast, allreduce, alltoall at
-# 8 B and 64 KiB; allgather at 8 B). Runs alternate native / commcore / COMMCORE_PMPI=off,
-# N times each (default 5); each row is the median over the runs. Prints one row per
-# figure {figure, procs, mpi, native_us, commcore_us, ratio}, then per MPI the geometric mean
-# of the ratios, the largest ratio, and the same for the COMMCORE_PMPI=off runs (the
-# library loaded but passing everything through) against native. Timing figures: the
-# machine may be shared; they are not asserted.
+# Two benchmarks of ours: ffi/pmpi/bench/pmpi_bench.c (collectives: barrier; bcast,
+# allreduce, alltoall at 8 B and 64 KiB; allgather at 8 B; v-collectives: alltoallv and
+# allgatherv at 8 B and 64 KiB per peer; creation: dup + free, split + free, intercomm
+# create + merge + free) and, at 2 processes, pmpi_bench_threads.c (MPI_THREAD_MULTIPLE:
+# 4 threads dup, allreduce 8 B and free at once). Runs alternate native / commcore /
+# COMMCORE_PMPI=off, N times each (default 5); each row is the median over the runs. Prints
+# one row per figure {figure, group, procs, mpi, native_us, commcore_us, ratio}, then per
+# MPI and group (collective, v, creation, threads) the geometric mean of the ratios, the
+# largest ratio, and the same for the COMMCORE_PMPI=off runs (the library loaded but passing
+# everything through) against native. Timing figures: the machine may be shared; they are
+# not asserted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=0 runs=5
@@ -27,24 +31,27 @@ export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-run() { # mpi procs mode(native|commcore|off) -> "figure us" lines
-    local mpi=$1 np=$2 mode=$3 lib="$PWD/$build/$1/libcommcore_pmpi.so" pre=""
+run() { # mpi procs mode(native|commcore|off) [program] -> "figure us" lines
+    local mpi=$1 np=$2 mode=$3 prog=${4:-bench} lib="$PWD/$build/$1/libcommcore_pmpi.so" pre=""
     [ "$mode" != native ] && pre=$lib
     local off=on; [ "$mode" = off ] && off=off
     if [ "$mpi" = openmpi ]; then
         LD_PRELOAD=$pre COMMCORE_PMPI=$off timeout 300 mpirun.openmpi --allow-run-as-root \
-            --oversubscribe -np "$np" -x LD_PRELOAD -x COMMCORE_PMPI "$tmp/bench.$mpi"
+            --oversubscribe -np "$np" -x LD_PRELOAD -x COMMCORE_PMPI "$tmp/$prog.$mpi"
     else
-        LD_PRELOAD=$pre COMMCORE_PMPI=$off timeout 300 mpiexec.mpich -np "$np" "$tmp/bench.$mpi"
+        LD_PRELOAD=$pre COMMCORE_PMPI=$off timeout 300 mpiexec.mpich -np "$np" "$tmp/$prog.$mpi"
     fi
 }
 
 for mpi in openmpi mpich; do
     "mpicc.$mpi" -O2 -o "$tmp/bench.$mpi" ffi/pmpi/bench/pmpi_bench.c
+    "mpicc.$mpi" -O2 -pthread -o "$tmp/threads.$mpi" ffi/pmpi/bench/pmpi_bench_threads.c
     for np in 2 4 8; do
         for ((i = 0; i < runs; i++)); do
             for mode in native commcore off; do
                 run "$mpi" "$np" "$mode" | sed "s/^/$mpi $np $mode /" >>"$tmp/raw"
+                [ "$np" = 2 ] || continue
+                run "$mpi" "$np" "$mode" threads | sed "s/^/$mpi $np $mode /" >>"$tmp/raw"
             done
         done
     done
@@ -57,15 +64,22 @@ times = {}
 for line in open(raw):
     mpi, np, mode, figure, us = line.split()
     times.setdefault((mpi, int(np), figure), {}).setdefault(mode, []).append(float(us))
+def group(figure):
+    if figure.startswith("threads"):
+        return "threads"
+    if figure in ("dup_free", "split_free", "intercomm_merge_free"):
+        return "creation"
+    return "v" if "v_" in figure else "collective"
 rows, summary = [], {}
 for (mpi, np, figure), by in times.items():
     med = {m: statistics.median(v) for m, v in by.items()}
     ratio = med["commcore"] / med["native"] if med["native"] > 0 else float("inf")
     off = med["off"] / med["native"] if med["native"] > 0 else float("inf")
-    rows.append({"figure": figure, "procs": np, "mpi": mpi, "native_us": round(med["native"], 3),
+    rows.append({"figure": figure, "group": group(figure), "procs": np, "mpi": mpi,
+                 "native_us": round(med["native"], 3),
                  "commcore_us": round(med["commcore"], 3), "ratio": round(ratio, 3),
                  "off_us": round(med["off"], 3), "off_ratio": round(off, 3)})
-    s = summary.setdefault(mpi, {"ratios": [], "off": []})
+    s = summary.setdefault(mpi + " " + group(figure), {"ratios": [], "off": []})
     s["ratios"].append(ratio)
     s["off"].append(off)
 def gmean(v):
@@ -78,7 +92,7 @@ if as_json:
     print(json.dumps(out, indent=1))
 else:
     for r in rows:
-        print("{mpi:8} {procs} {figure:16} native {native_us:10.2f} us  commcore {commcore_us:10.2f} us  ratio {ratio:6.2f}  off {off_ratio:5.2f}".format(**r))
+        print("{mpi:8} {procs} {figure:26} native {native_us:10.2f} us  commcore {commcore_us:10.2f} us  ratio {ratio:6.2f}  off {off_ratio:5.2f}".format(**r))
     for mpi, s in out["summary"].items():
         print(mpi, s)
 PY

@@ -1,5 +1,7 @@
 /* cc_abi.h over commcore's C ABI (ffi/include/commcore.h): framework instances, schedules,
  * reductions, CID agreement and the CID store. The only file that includes commcore.h. */
+#include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,14 +12,17 @@
 #include "cc_abi.h"
 
 /* Live communicators per process: the CID space's and store's width. */
-#define CC_CID_WIDTH 4096
+#define CC_CID_WIDTH CC_CID_LIMIT
 #define CC_CID_EAGER 64
 /* Schedule objects kept for reuse (commcore_schedule objects are reusable call after call). */
 #define CC_SPARE_SCHEDULES 8
 /* Built schedules kept per communicator, by call: a program calls a few collectives with
  * the same arguments over and over, and a rewind costs a few instructions where a build
- * costs about 1,100. Calls with block lists (the v operations) are built each time. */
+ * costs about 1,100. A call with block lists (the v operations) is kept with a copy of its
+ * lists and found again only when they are equal: programs repeat those too (an alltoallv
+ * at 2 ranks spent half its time building). */
 #define CC_CACHED 8 /* a power of two: lookups wrap with a mask */
+#define CC_KEPT_BLOCKS 1024 /* longer block lists are built each time (compared, they cost) */
 _Static_assert((CC_CACHED & (CC_CACHED - 1)) == 0, "CC_CACHED is a power of two");
 /* A kept schedule's steps are recorded the first time it runs to its end, then replayed:
  * the same arguments give the same steps, and a replayed step costs a few instructions
@@ -39,12 +44,59 @@ typedef struct {
     cc_sched sched;
     size_t scratch;
     const char *module, *algorithm;
-    int busy;     /* a call in flight runs it */
+    int busy;     /* a call in flight runs it (freed on any thread: atomic) */
     int recorded; /* steps[0..nsteps) hold every step, END last */
     int nsteps;   /* while recording: steps so far; CC_RECORDED + 1: too many */
     cc_step *steps; /* room for `room` steps, kept across the entry's calls */
     int room;
+    /* The call's block lists, which `key` points into the caller's memory for: send counts
+     * and displacements, then receive counts and displacements, those the call has. */
+    size_t *blocks;
+    size_t nblock_words, block_room;
 } kept;
+
+/* Words of `call`'s block lists (nblocks per list present). */
+static size_t block_words(const cc_call *call) {
+    return (size_t)call->nblocks * (2 * (call->send_counts != NULL) + 2 * (call->recv_counts != NULL));
+}
+
+static int same_blocks(const kept *k, const cc_call *call) {
+    size_t n = call->nblocks, at = 0;
+    if (k->nblock_words != block_words(call) || (k->key.send_counts != NULL) !=
+                                                    (call->send_counts != NULL))
+        return 0;
+    const size_t *lists[4] = {call->send_counts, call->send_displs, call->recv_counts,
+                              call->recv_displs};
+    for (int l = 0; l < 4; l++) {
+        if (!lists[l])
+            continue;
+        if (memcmp(k->blocks + at, lists[l], n * sizeof *k->blocks))
+            return 0;
+        at += n;
+    }
+    return 1;
+}
+
+/* Copies `call`'s block lists into `k`; -1 when there is no room for them. */
+static int keep_blocks(kept *k, const cc_call *call) {
+    size_t n = call->nblocks, words = block_words(call), at = 0;
+    if (words > k->block_room) {
+        size_t *grown = realloc(k->blocks, words * sizeof *grown);
+        if (!grown)
+            return -1;
+        k->blocks = grown, k->block_room = words;
+    }
+    const size_t *lists[4] = {call->send_counts, call->send_displs, call->recv_counts,
+                              call->recv_displs};
+    for (int l = 0; l < 4; l++) {
+        if (!lists[l])
+            continue;
+        memcpy(k->blocks + at, lists[l], n * sizeof *k->blocks);
+        at += n;
+    }
+    k->nblock_words = words;
+    return 0;
+}
 
 /* Records step `s` into `k`; a recording that cannot grow is abandoned (the schedule then
  * runs through commcore each time). */
@@ -90,6 +142,30 @@ static commcore_cid_algorithm cid_algorithm = COMMCORE_CID_MASK;
 static commcore_user_op *ordered_op, *commuting_op; /* stand-ins: this library reduces */
 static cc_sched *spare[CC_SPARE_SCHEDULES];
 static int nspare;
+static int threaded;
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A spare schedule object, or NULL. */
+static cc_sched *take_spare(void) {
+    if (threaded)
+        pthread_mutex_lock(&spare_lock);
+    cc_sched *s = nspare ? spare[--nspare] : NULL;
+    if (threaded)
+        pthread_mutex_unlock(&spare_lock);
+    return s;
+}
+
+/* Keeps `s` as a spare; 0, or -1 when there is no room. */
+static int put_spare(cc_sched *s) {
+    if (threaded)
+        pthread_mutex_lock(&spare_lock);
+    int kept = nspare < CC_SPARE_SCHEDULES;
+    if (kept)
+        spare[nspare++] = s;
+    if (threaded)
+        pthread_mutex_unlock(&spare_lock);
+    return kept ? 0 : -1;
+}
 int cc_abi_names; /* ask commcore which module and algorithm serve each call */
 
 /* Never called: REDUCE steps of a call with a callback reduction are applied by the
@@ -104,8 +180,9 @@ static int fail(char *why, size_t len, const char *what, commcore_result rc) {
     return -1;
 }
 
-int cc_abi_init(const char *text, char *why, size_t why_len) {
+int cc_abi_init(const char *text, int threads, char *why, size_t why_len) {
     commcore_result rc;
+    threaded = threads;
     const char *alg = getenv("COMMCORE_CID");
     if (alg && !strcmp(alg, "lowest"))
         cid_algorithm = COMMCORE_CID_LOWEST;
@@ -122,7 +199,7 @@ int cc_abi_init(const char *text, char *why, size_t why_len) {
     if ((rc = commcore_coll_create(&config, &probe)) != COMMCORE_OK)
         return fail(why, why_len, "COMMCORE_COLL refused", rc);
     commcore_coll_free(probe);
-    if ((rc = commcore_cid_space_create(CC_CID_WIDTH, CC_CID_EAGER, 0, &space)) ||
+    if ((rc = commcore_cid_space_create(CC_CID_WIDTH, CC_CID_EAGER, threads, &space)) ||
         (rc = commcore_cid_store_create(CC_CID_WIDTH, &store)) ||
         (rc = commcore_user_op_create(unused_user_fn, NULL, 0, &ordered_op)) ||
         (rc = commcore_user_op_create(unused_user_fn, NULL, 1, &commuting_op)))
@@ -208,6 +285,7 @@ void cc_coll_free(cc_coll *coll) {
         for (int i = 0; i < CC_CACHED; i++) {
             commcore_schedule_free(coll->cache[i].sched.schedule);
             free(coll->cache[i].steps);
+            free(coll->cache[i].blocks);
         }
         commcore_coll_free(coll->coll);
         commcore_coll_free(coll->whole);
@@ -219,7 +297,7 @@ void cc_coll_free(cc_coll *coll) {
 static int same_call(const cc_call *a, const cc_call *b) {
     return a->op == b->op && a->count == b->count && a->dtype == b->dtype && a->rop == b->rop &&
            a->commutative == b->commutative && a->root_kind == b->root_kind &&
-           a->root == b->root && a->whole == b->whole;
+           a->root == b->root && a->whole == b->whole && a->nblocks == b->nblocks;
 }
 
 /* The kept schedule of `call`, rewound, or NULL. */
@@ -228,9 +306,11 @@ static cc_sched *kept_schedule(cc_coll *coll, const cc_call *call, size_t *scrat
     for (unsigned i = 0; i < CC_CACHED; i++) {
         unsigned at = (coll->hit + i) & (CC_CACHED - 1);
         kept *k = &coll->cache[at];
-        if (k->sched.schedule && !k->busy && same_call(&k->key, call) &&
+        if (k->sched.schedule && !__atomic_load_n(&k->busy, __ATOMIC_ACQUIRE) &&
+            same_call(&k->key, call) &&
+            (k->nblock_words == 0 ? block_words(call) == 0 : same_blocks(k, call)) &&
             (k->recorded || commcore_schedule_rewind(k->sched.schedule) == COMMCORE_OK)) {
-            k->busy = 1;
+            __atomic_store_n(&k->busy, 1, __ATOMIC_RELAXED);
             coll->hit = at;
             k->sched.replay = k->recorded, k->sched.at = 0;
             if (!k->recorded && k->nsteps <= CC_RECORDED)
@@ -248,13 +328,16 @@ static cc_sched *keep(cc_coll *coll, const cc_call *call, cc_sched *s, size_t sc
                       const char *module, const char *algorithm) {
     for (int tries = 0; tries < CC_CACHED; tries++) {
         kept *k = &coll->cache[coll->next++ % CC_CACHED];
-        if (k->busy)
+        if (__atomic_load_n(&k->busy, __ATOMIC_ACQUIRE))
             continue;
+        if (keep_blocks(k, call) != 0)
+            return s; /* not kept: built again next time */
         commcore_schedule *old = k->sched.schedule;
         k->key = *call;
         k->sched = (cc_sched){s->schedule, 1, 0, 0};
         k->scratch = scratch, k->module = module, k->algorithm = algorithm;
-        k->busy = 1, k->recorded = 0, k->nsteps = 0;
+        __atomic_store_n(&k->busy, 1, __ATOMIC_RELAXED);
+        k->recorded = 0, k->nsteps = 0;
         s->schedule = old; /* the replaced object goes back to the spares */
         cc_sched_free(s);
         return &k->sched;
@@ -277,7 +360,7 @@ static cc_sched *build(cc_coll *coll, const cc_call *call, int keepable, size_t 
 
 cc_sched *cc_schedule(cc_coll *coll, const cc_call *call, size_t *scratch_bytes,
                       const char **module, const char **algorithm) {
-    int keepable = !call->send_counts && !call->recv_counts;
+    int keepable = call->nblocks <= CC_KEPT_BLOCKS || (!call->send_counts && !call->recv_counts);
     cc_sched *found = keepable ? kept_schedule(coll, call, scratch_bytes, module, algorithm)
                                : NULL;
     return found ? found : build(coll, call, keepable, scratch_bytes, module, algorithm);
@@ -319,7 +402,8 @@ __attribute__((noinline)) static cc_sched *build(cc_coll *coll, const cc_call *c
     }
     cc_sched *s = NULL;
     if (ok) {
-        s = nspare ? spare[--nspare] : calloc(1, sizeof *s);
+        if (!(s = take_spare()))
+            s = calloc(1, sizeof *s);
         if (s && !s->schedule && commcore_schedule_create(&s->schedule) != COMMCORE_OK) {
             free(s);
             s = NULL;
@@ -396,13 +480,11 @@ void cc_sched_free(cc_sched *sched) {
     if (!sched)
         return;
     if (sched->cached) {
-        kept_of(sched)->busy = 0;
+        __atomic_store_n(&kept_of(sched)->busy, 0, __ATOMIC_RELEASE);
         return;
     }
-    if (nspare < CC_SPARE_SCHEDULES && sched->schedule) {
-        spare[nspare++] = sched;
+    if (sched->schedule && put_spare(sched) == 0)
         return;
-    }
     commcore_schedule_free(sched->schedule);
     free(sched);
 }
@@ -415,20 +497,24 @@ int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, 
                : -1;
 }
 
-int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx) {
+int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint32_t tag) {
     commcore_cid_request *req = NULL;
     commcore_cid_step step;
     int64_t cid = -1;
-    uint32_t words[CC_CID_WIDTH / 32];
-    if (commcore_cid_request_create(space, cid_algorithm, 0, 0, &req) != COMMCORE_OK)
+    uint32_t words[CC_CID_WIDTH / 32 + 1];
+    if (commcore_cid_request_create(space, cid_algorithm, parent, tag, &req) != COMMCORE_OK)
         return -1;
     while (commcore_cid_request_poll(req, &step) == COMMCORE_OK) {
         if (step.kind == COMMCORE_CID_DONE) {
             cid = step.cid;
             break;
         }
+        if (step.kind == COMMCORE_CID_WAIT) {
+            sched_yield(); /* another request of this process goes first */
+            continue;
+        }
         if (step.kind != COMMCORE_CID_ALLREDUCE)
-            continue; /* WAIT: another request of this process goes first */
+            break;
         if (step.nwords > sizeof words / sizeof *words)
             break;
         memcpy(words, step.words, step.nwords * sizeof *words);

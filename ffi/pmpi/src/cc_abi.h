@@ -67,8 +67,10 @@ typedef struct cc_coll cc_coll;    /* a communicator's selection (opaque) */
 typedef struct cc_sched cc_sched;  /* one call's schedule (opaque) */
 
 /* Sets the library up with control string `control` (COMMCORE_COLL; NULL for none) and the
- * CID algorithm COMMCORE_CID names; 0 on success, else fills `why`. */
-int cc_abi_init(const char *control, char *why, size_t why_len);
+ * CID algorithm COMMCORE_CID names; `threaded`: threads may call in at once (the CID space
+ * runs the multithreaded agreement, the spare schedules take a lock). 0 on success, else
+ * fills `why`. */
+int cc_abi_init(const char *control, int threaded, char *why, size_t why_len);
 /* The control string used when COMMCORE_COLL gave none (0, or -1 if commcore refuses it);
  * before any cc_coll_new. */
 int cc_abi_default_control(const char *text);
@@ -101,9 +103,12 @@ int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, 
               int src_left);
 
 /* Context ids. The agreement runs `allreduce(words, n, op)` in place (op: 0 = band,
- * 1 = max, 2 = min) among the new communicator's members; returns the id or -1. */
+ * 1 = max, 2 = min) among the new communicator's members; returns the id or -1. Under
+ * threads, concurrent agreements of the process take the mask in ⟨parent, tag⟩ order
+ * (every member must pass the same pair; no two agreements of a process at once may). */
+#define CC_CID_LIMIT 4096 /* context ids are below it: live communicators per process */
 typedef int (*cc_allreduce_fn)(uint32_t *words, size_t n, int op, void *ctx);
-int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx);
+int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint32_t tag);
 int cc_cid_store(int64_t cid, void *state);
 void *cc_cid_lookup(int64_t cid);
 void cc_cid_release(int64_t cid);

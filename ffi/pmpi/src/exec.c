@@ -93,6 +93,8 @@ char *cc_job_resolve(cc_job *job, cc_region r) {
 
 int cc_shadow_rank(const cc_job *job, const cc_step *s) {
     const cc_comm *cs = job->cs;
+    if (cs->shadow_ranks)
+        return cs->shadow_ranks[s->peer];
     return (int)s->peer + (s->remote ? cs->remote_offset : cs->local_offset);
 }
 

@@ -8,14 +8,12 @@
 #include "pmpi.h"
 
 int cc_enabled;
+int cc_threaded;
 
-/* `quiet`: a choice, not a fault, said only when the report is asked for (test suites
- * read a program's output). */
-static void stay_with_host(const char *why, int quiet) {
+static void stay_with_host(const char *why) {
     int rank = 0;
-    const char *report = getenv("COMMCORE_PMPI_REPORT");
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0 && (!quiet || (report && strcmp(report, "0") != 0)))
+    if (rank == 0)
         fprintf(stderr, "commcore_pmpi: collectives stay with the host MPI: %s\n", why);
 }
 
@@ -23,17 +21,15 @@ static void set_up(void) {
     const char *mode = getenv("COMMCORE_PMPI");
     if (mode && (!strcmp(mode, "off") || !strcmp(mode, "0")))
         return;
-    /* The library's own state (progress list, schedule cache, counters) is not shared
-     * between threads: under MPI_THREAD_MULTIPLE every call stays with the host. */
+    /* The level the host provides, not the one asked for: under MPI_THREAD_MULTIPLE the
+     * shared state (the progress list, spare schedules, counters, user ops) takes locks and
+     * context ids are agreed by the multithreaded algorithm. */
     int level = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&level);
-    if (level == MPI_THREAD_MULTIPLE) {
-        stay_with_host("MPI_THREAD_MULTIPLE is not supported yet", 1);
-        return;
-    }
+    cc_threaded = level == MPI_THREAD_MULTIPLE;
     char why[256] = "";
-    if (cc_abi_init(getenv("COMMCORE_COLL"), why, sizeof why) != 0) {
-        stay_with_host(why, 0);
+    if (cc_abi_init(getenv("COMMCORE_COLL"), cc_threaded, why, sizeof why) != 0) {
+        stay_with_host(why);
         return;
     }
     const char *report = getenv("COMMCORE_PMPI_REPORT");

@@ -11,8 +11,8 @@
 
 /* One answer kept: programs call one collective with one type over and over. Only
  * predefined types are kept (a derived type's handle may come back as another type). */
-static MPI_Datatype cached = MPI_DATATYPE_NULL;
-static cc_layout cached_layout;
+static _Thread_local MPI_Datatype cached = MPI_DATATYPE_NULL; /* per thread: no lock */
+static _Thread_local cc_layout cached_layout;
 
 /* Whether `type` (of `size` bytes, extent `extent` from lower bound `lb`) lays its bytes
  * out in order without holes. */

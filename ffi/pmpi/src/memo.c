@@ -144,7 +144,7 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
         return;
     }
     m->key = *key;
-    m->freed = cc_handles_freed;
+    m->freed = cc_freed_so_far();
     m->scratch = job->scratch_len ? cs->scratch : NULL;
     m->module = job->module, m->algorithm = job->algorithm;
     m->rop = reducing ? job->red.rop : CC_SUM;
@@ -153,7 +153,7 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
 
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user) {
     memo *m = find(cs->memos, key);
-    if (!m || m->freed != cc_handles_freed || cc_jobs_in_flight() ||
+    if (!m || m->freed != cc_freed_so_far() || cc_jobs_in_flight() ||
         (m->scratch && (cs->scratch != m->scratch || cs->scratch_busy)))
         return CC_MEMO_MISS;
     int slot = (int)key->w[0] - 1, tag = cc_next_tag(cs), rc = MPI_SUCCESS;

@@ -4,6 +4,7 @@
 #define COMMCORE_PMPI_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,6 +18,18 @@
 
 /* Process-wide settings. */
 extern int cc_enabled; /* 0: every wrapper passes through (COMMCORE_PMPI=off or set-up failed) */
+extern int cc_threaded; /* the host provides MPI_THREAD_MULTIPLE: shared state takes locks */
+
+/* Locks of shared state, taken only when threads may call in at once (an uncontended lock
+ * still costs a call on every collective of a single-threaded program). */
+static inline void cc_lock(pthread_mutex_t *m) {
+    if (cc_threaded)
+        pthread_mutex_lock(m);
+}
+static inline void cc_unlock(pthread_mutex_t *m) {
+    if (cc_threaded)
+        pthread_mutex_unlock(m);
+}
 
 /* Per-communicator state, cached on the user's communicator as an attribute. */
 typedef struct cc_comm {
@@ -24,6 +37,9 @@ typedef struct cc_comm {
     int inter;
     int rank, size, remote_size;
     int local_offset, remote_offset; /* where the groups sit in `shadow` (inter) */
+    int shared;             /* `shadow` is the world's, shared: not ours to free */
+    int *shadow_ranks;      /* shared: each rank's rank in `shadow` (its world rank) */
+    int tag_base;           /* the first tag of this communicator's lane in `shadow` */
     cc_coll *coll;
     int64_t cid;
     unsigned seq;           /* collectives started, for tags */
@@ -38,7 +54,7 @@ typedef struct cc_comm {
  * in flight together never matches across calls (every rank starts them in the same order). */
 #define CC_TAG_SPAN 32768
 static inline int cc_next_tag(cc_comm *cs) {
-    return (int)(cs->seq++ % CC_TAG_SPAN);
+    return cs->tag_base + (int)(cs->seq++ % CC_TAG_SPAN);
 }
 
 /* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
@@ -53,12 +69,13 @@ enum cc_made {
     CC_MADE_DUP, CC_MADE_SPLIT, CC_MADE_CREATE, CC_MADE_CREATE_GROUP, CC_MADE_INTERCOMM_CREATE,
     CC_MADE_INTERCOMM_MERGE, CC_MADE_OTHER, CC_MADE_KINDS
 };
-/* Builds the state of a communicator just made (collective over its members); `kind` is
- * counted when not negative. */
-void cc_comm_attach(MPI_Comm comm, int kind);
-/* Marks a communicator just made by a constructor of `kind`: its state is built at its first
- * blocking collective (local, no communication). */
-void cc_comm_mark(MPI_Comm comm, int kind);
+/* After a constructor of `kind` ran on `parent` (`tag`: the user's, for create_group and
+ * intercomm create), on every member of the parent: marks `made` (MPI_COMM_NULL when this
+ * process got none) with its kind and its place among the parent's children; its state is
+ * built at its first blocking collective. Local, no communication. */
+void cc_comm_mark(MPI_Comm parent, MPI_Comm made, int kind, int tag);
+/* The same, building the state at once (collective over the new communicator's members). */
+void cc_comm_attach(MPI_Comm parent, MPI_Comm made);
 int cc_state_init(void);
 void cc_state_finalize(void);
 
@@ -220,9 +237,12 @@ int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user);
  * arguments; `job` ran to its end and is not released yet. */
 void cc_memo_note(const cc_key *key, cc_job *job);
 void cc_memo_free(cc_comm *cs);
-/* Datatypes and ops freed so far (counted by types.c's wrappers): a remembered call names
- * no handle freed since. */
+/* Datatypes and ops freed so far (counted by types.c's wrappers, atomically): a remembered
+ * call names no handle freed since, and a cached type or op mapping is good until one is. */
 extern uint64_t cc_handles_freed;
+static inline uint64_t cc_freed_so_far(void) {
+    return __atomic_load_n(&cc_handles_freed, __ATOMIC_ACQUIRE);
+}
 
 /* Nonblocking jobs: progressed inside the Wait/Test family. */
 int cc_progress_all(void);

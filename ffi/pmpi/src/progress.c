@@ -9,9 +9,12 @@
 #include "serve.h"
 
 /* Jobs from their start until the host frees their request, in start order; `inflight` of
- * them are not done yet. */
+ * them are not done yet. Under MPI_THREAD_MULTIPLE any thread's wait progresses every
+ * thread's jobs: the list and the jobs on it are touched under `jobs_lock` only (a thread
+ * that finds it taken leaves the progress to the thread holding it). */
 static cc_job *jobs;
 static int inflight;
+static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int query(void *extra, MPI_Status *status) {
     cc_job *job = extra;
@@ -25,12 +28,14 @@ static int query(void *extra, MPI_Status *status) {
 
 static int release(void *extra) {
     cc_job *job = extra;
+    cc_lock(&jobs_lock);
     for (cc_job **p = &jobs; *p; p = &(*p)->next) {
         if (*p == job) {
-            *p = job->next;
+            __atomic_store_n(p, job->next, __ATOMIC_RELEASE); /* p may be &jobs */
             break;
         }
     }
+    cc_unlock(&jobs_lock);
     cc_job_release(job);
     free(job);
     return MPI_SUCCESS;
@@ -42,23 +47,25 @@ static int cancel(void *extra, int complete) {
 }
 
 static int ours(const MPI_Request *request) {
-    for (cc_job *job = jobs; job && request; job = job->next)
-        if (job->greq == *request)
-            return 1;
-    return 0;
+    int found = 0;
+    cc_lock(&jobs_lock);
+    for (cc_job *job = jobs; job && request && !found; job = job->next)
+        found = job->greq == *request;
+    cc_unlock(&jobs_lock);
+    return found;
 }
 
 /* Freeing or cancelling the request of a nonblocking collective is erroneous in MPI; both
  * hosts raise MPI_ERR_REQUEST (on MPI_COMM_WORLD, as errors of no communicator are) and
  * leave the request as it was, and so does this library. */
 int MPI_Request_free(MPI_Request *request) {
-    if (jobs && ours(request))
+    if (__atomic_load_n(&jobs, __ATOMIC_ACQUIRE) && ours(request)) /* done jobs too */
         return cc_error(MPI_COMM_WORLD, MPI_ERR_REQUEST);
     return PMPI_Request_free(request);
 }
 
 int MPI_Cancel(MPI_Request *request) {
-    if (jobs && ours(request))
+    if (__atomic_load_n(&jobs, __ATOMIC_ACQUIRE) && ours(request)) /* done jobs too */
         return cc_error(MPI_COMM_WORLD, MPI_ERR_REQUEST);
     return PMPI_Cancel(request);
 }
@@ -71,17 +78,19 @@ int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
         return cc_error(user, MPI_ERR_INTERN);
     }
     job->greq = *request;
+    cc_lock(&jobs_lock);
     cc_job **tail = &jobs;
     while (*tail)
         tail = &(*tail)->next;
-    *tail = job;
-    inflight++;
+    __atomic_store_n(tail, job, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&inflight, 1, __ATOMIC_RELEASE);
     if (cc_job_advance(job, CC_ADVANCE_START) != 0) { /* done or failed without transfers */
         job->done = 1;
-        inflight--;
+        __atomic_fetch_sub(&inflight, 1, __ATOMIC_RELEASE);
         cc_job_quiesce(job);
         PMPI_Grequest_complete(job->greq);
     }
+    cc_unlock(&jobs_lock);
     return MPI_SUCCESS;
 }
 
@@ -125,6 +134,8 @@ static int test_together(void) {
 }
 
 int cc_progress_all(void) {
+    if (cc_threaded && pthread_mutex_trylock(&jobs_lock) != 0)
+        return 0; /* another thread is progressing every job */
     int progressed = 0, together = test_together();
     for (cc_job *job = jobs, *next; job && inflight; job = next) {
         next = job->next; /* completing may free the job (through release) */
@@ -135,19 +146,20 @@ int cc_progress_all(void) {
             continue;
         /* Done or failed: the user's wait reports it. */
         job->done = 1;
-        inflight--;
+        __atomic_fetch_sub(&inflight, 1, __ATOMIC_RELEASE);
         progressed = 1;
         cc_job_quiesce(job);
         PMPI_Grequest_complete(job->greq);
     }
+    cc_unlock(&jobs_lock);
     return progressed;
 }
 
 int cc_jobs_in_flight(void) {
-    return inflight != 0;
+    return __atomic_load_n(&inflight, __ATOMIC_ACQUIRE) != 0;
 }
 
 void cc_nonblocking_finalize(void) {
-    while (inflight)
+    while (cc_jobs_in_flight())
         cc_progress_all();
 }

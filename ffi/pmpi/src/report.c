@@ -37,10 +37,8 @@ void cc_count_made_state(int kind, int served) {
 
 /* One line per kind of creation seen, with a prefix of its own (the collective lines are
  * counted by test suites). */
-static void report_made(int rank) {
-    unsigned long all[CC_MADE_KINDS][3];
-    PMPI_Reduce(made, all, 3 * CC_MADE_KINDS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    for (int k = 0; rank == 0 && k < CC_MADE_KINDS; k++) {
+static void report_made(unsigned long all[CC_MADE_KINDS][3]) {
+    for (int k = 0; k < CC_MADE_KINDS; k++) {
         const unsigned long *m = made[k], *a = all[k];
         if (a[0] == 0 && a[1] == 0 && a[2] == 0)
             continue;
@@ -61,14 +59,20 @@ const char *cc_slot_name(int slot) {
     return names[slot % CC_OP_COUNT];
 }
 
+/* Counters may be bumped by several threads at once (MPI_THREAD_MULTIPLE): relaxed atomic
+ * adds (a lock add, no fence), and a lock for adding a row. */
+#define CC_BUMP(counter) __atomic_fetch_add(&(counter), 1, __ATOMIC_RELAXED)
+static pthread_mutex_t rows_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void cc_count_served(int slot, const char *module, const char *algorithm) {
     /* A program repeats its calls: their row is found at once. */
-    static served_row *last;
-    static int last_slot = -1;
+    static _Thread_local served_row *last;
+    static _Thread_local int last_slot = -1;
     if (slot == last_slot && last->module == module && last->algorithm == algorithm) {
-        last->calls++;
+        CC_BUMP(last->calls);
         return;
     }
+    cc_lock(&rows_lock);
     for (int i = 0; i < CC_KINDS; i++) {
         served_row *r = &served[slot][i];
         if (!r->module) {
@@ -77,24 +81,26 @@ void cc_count_served(int slot, const char *module, const char *algorithm) {
         }
         /* Names are static strings from the ABI: equal pointers for equal names. */
         if (r->module == module && r->algorithm == algorithm) {
-            r->calls++;
+            CC_BUMP(r->calls);
             last = r, last_slot = slot;
+            cc_unlock(&rows_lock);
             return;
         }
     }
-    served_other[slot]++;
+    CC_BUMP(served_other[slot]);
+    cc_unlock(&rows_lock);
 }
 
 void cc_count_host(int slot) {
-    host[slot]++;
+    CC_BUMP(host[slot]);
 }
 
 void cc_count_replayed(int slot) {
-    replayed[slot]++;
+    CC_BUMP(replayed[slot]);
 }
 
 void cc_count_remembered(int slot) {
-    remembered[slot]++;
+    CC_BUMP(remembered[slot]);
 }
 
 void cc_report(void) {
@@ -108,8 +114,10 @@ void cc_report(void) {
     }
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    unsigned long all_made[CC_MADE_KINDS][3];
     PMPI_Reduce(mine, all, 2 * CC_SLOTS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    report_made(rank);
+    PMPI_Reduce(made, all_made, 3 * CC_MADE_KINDS, MPI_UNSIGNED_LONG, MPI_SUM, 0,
+                MPI_COMM_WORLD);
     if (rank != 0)
         return;
     for (int s = 0; s < CC_SLOTS; s++) {
@@ -130,5 +138,6 @@ void cc_report(void) {
                s >= CC_OP_COUNT ? "i" : "", cc_slot_name(s), mine[2 * s], detail,
                mine[2 * s + 1], replays, all[2 * s], all[2 * s + 1]);
     }
+    report_made(all_made);
     fflush(stdout);
 }

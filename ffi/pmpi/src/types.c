@@ -10,12 +10,14 @@
 /* The last answers of cc_type_bytes and cc_reduction_of: programs call one collective with
  * one type over and over. A predefined type is never freed, and a derived type's handle,
  * when reused, names a derived type again, so a cached size stays true; the reduction cache
- * is dropped when an op is freed (its handle may come back as another op). */
-static MPI_Datatype cached_type = MPI_DATATYPE_NULL;
-static size_t cached_bytes;
-static MPI_Op cached_op = MPI_OP_NULL;
-static MPI_Datatype cached_op_type = MPI_DATATYPE_NULL;
-static cc_reduction cached_reduction;
+ * is dropped when any op or type is freed (its handle may come back as another op). Per
+ * thread: threads call with types and ops of their own. */
+static _Thread_local MPI_Datatype cached_type = MPI_DATATYPE_NULL;
+static _Thread_local size_t cached_bytes;
+static _Thread_local MPI_Op cached_op = MPI_OP_NULL;
+static _Thread_local MPI_Datatype cached_op_type = MPI_DATATYPE_NULL;
+static _Thread_local cc_reduction cached_reduction;
+static _Thread_local uint64_t cached_op_freed; /* cc_handles_freed when it was cached */
 
 static size_t type_bytes(MPI_Datatype type);
 
@@ -178,6 +180,7 @@ typedef struct user_op {
 } user_op;
 
 static user_op *user_ops;
+static pthread_mutex_t user_ops_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void user_apply(const cc_reduction *r, const void *src, void *dst, size_t n,
                        int src_left) {
@@ -204,20 +207,22 @@ int MPI_Op_create(MPI_User_function *fn, int commute, MPI_Op *op) {
         return rc;
     user_op *u = malloc(sizeof *u);
     if (u) { /* without it the op is unknown and its calls go to the host */
+        cc_lock(&user_ops_lock);
         *u = (user_op){*op, fn, commute, user_ops};
         user_ops = u;
+        cc_unlock(&user_ops_lock);
     }
     return rc;
 }
 
 int MPI_Type_free(MPI_Datatype *type) {
-    cc_handles_freed++;
+    __atomic_fetch_add(&cc_handles_freed, 1, __ATOMIC_RELEASE);
     return PMPI_Type_free(type);
 }
 
 int MPI_Op_free(MPI_Op *op) {
-    cc_handles_freed++;
-    cached_op = MPI_OP_NULL;
+    __atomic_fetch_add(&cc_handles_freed, 1, __ATOMIC_RELEASE);
+    cc_lock(&user_ops_lock);
     for (user_op **p = &user_ops; *p; p = &(*p)->next) {
         if ((*p)->op == *op) {
             user_op *dead = *p;
@@ -226,6 +231,7 @@ int MPI_Op_free(MPI_Op *op) {
             break;
         }
     }
+    cc_unlock(&user_ops_lock);
     return PMPI_Op_free(op);
 }
 
@@ -296,7 +302,9 @@ static int complex_sum(MPI_Datatype t, cc_reduction *out) {
 static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out);
 
 int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
-    if (op == cached_op && type == cached_op_type && op != MPI_OP_NULL) {
+    uint64_t freed = cc_freed_so_far();
+    if (op == cached_op && type == cached_op_type && op != MPI_OP_NULL &&
+        freed == cached_op_freed) {
         *out = cached_reduction;
         return 0;
     }
@@ -307,6 +315,7 @@ int cc_reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
     cached_op = op;
     cached_op_type = type;
     cached_reduction = *out;
+    cached_op_freed = freed;
     return 0;
 }
 
@@ -322,11 +331,17 @@ static int whole_elements(cc_reduction *out, size_t bytes) {
     return 0;
 }
 
-static user_op *user_op_of(MPI_Op op) {
+/* A copy of `op`'s entry (taken under the lock: another thread may create or free ops);
+ * NULL when the op is not one of the user's. */
+static user_op *user_op_of(MPI_Op op, user_op *copy) {
+    cc_lock(&user_ops_lock);
     user_op *u = user_ops;
     while (u && u->op != op)
         u = u->next;
-    return u;
+    if (u)
+        *copy = *u;
+    cc_unlock(&user_ops_lock);
+    return u ? copy : NULL;
 }
 
 /* A derived type whose memory is a run of one predefined type: a predefined op reduces the
@@ -342,7 +357,7 @@ static int derived_reduction(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
         out->per_item *= mult;
         return 0;
     }
-    user_op *u = user_op_of(op);
+    user_op copy, *u = user_op_of(op, &copy);
     if (!u)
         return -1;
     memset(out, 0, sizeof *out);
@@ -380,7 +395,7 @@ static int reduction_of(MPI_Op op, MPI_Datatype type, cc_reduction *out) {
         if (extra_reduction(rop, type, out) < 0)
             return -1;
     } else {
-        user_op *u = user_op_of(op);
+        user_op copy, *u = user_op_of(op, &copy);
         if (!u)
             return -1;
         out->apply = user_apply;
