@@ -151,6 +151,7 @@ typedef struct cc_job {
     /* Nonblocking: */
     MPI_Request greq;
     int done;                   /* greq is complete; the host frees it */
+    int released;               /* the host freed greq; the list holder frees the job */
     struct cc_job *next;
     MPI_Comm user;              /* the caller's communicator, for its error handler */
     /* Written before read: */

@@ -26,18 +26,38 @@ static int query(void *extra, MPI_Status *status) {
     return status->MPI_ERROR;
 }
 
-static int release(void *extra) {
-    cc_job *job = extra;
-    cc_lock(&jobs_lock);
+/* Takes `job` off the list and frees it; the caller holds the list. */
+static void forget(cc_job *job) {
     for (cc_job **p = &jobs; *p; p = &(*p)->next) {
         if (*p == job) {
             __atomic_store_n(p, job->next, __ATOMIC_RELEASE); /* p may be &jobs */
             break;
         }
     }
-    cc_unlock(&jobs_lock);
     cc_job_release(job);
     free(job);
+}
+
+/* Frees the jobs whose requests the host freed while another thread held the list. */
+static void forget_released(void) {
+    for (cc_job *job = jobs, *next; job; job = next) {
+        next = job->next;
+        if (__atomic_load_n(&job->released, __ATOMIC_ACQUIRE))
+            forget(job);
+    }
+}
+
+/* The host frees the request. Under threads it calls this holding its own lock, while a
+ * thread progressing jobs holds the list and calls the host: so only a list that is free
+ * is taken here, else the job is left for that thread to forget. */
+static int release(void *extra) {
+    cc_job *job = extra;
+    if (cc_threaded && pthread_mutex_trylock(&jobs_lock) != 0) {
+        __atomic_store_n(&job->released, 1, __ATOMIC_RELEASE);
+        return MPI_SUCCESS;
+    }
+    forget(job);
+    cc_unlock(&jobs_lock);
     return MPI_SUCCESS;
 }
 
@@ -50,7 +70,7 @@ static int ours(const MPI_Request *request) {
     int found = 0;
     cc_lock(&jobs_lock);
     for (cc_job *job = jobs; job && request && !found; job = job->next)
-        found = job->greq == *request;
+        found = job->greq == *request && !__atomic_load_n(&job->released, __ATOMIC_ACQUIRE);
     cc_unlock(&jobs_lock);
     return found;
 }
@@ -79,6 +99,7 @@ int cc_nonblocking_start(cc_job *job, MPI_Request *request) {
     }
     job->greq = *request;
     cc_lock(&jobs_lock);
+    forget_released();
     cc_job **tail = &jobs;
     while (*tail)
         tail = &(*tail)->next;
@@ -136,6 +157,7 @@ static int test_together(void) {
 int cc_progress_all(void) {
     if (cc_threaded && pthread_mutex_trylock(&jobs_lock) != 0)
         return 0; /* another thread is progressing every job */
+    forget_released();
     int progressed = 0, together = test_together();
     for (cc_job *job = jobs, *next; job && inflight; job = next) {
         next = job->next; /* completing may free the job (through release) */
@@ -162,4 +184,7 @@ int cc_jobs_in_flight(void) {
 void cc_nonblocking_finalize(void) {
     while (cc_jobs_in_flight())
         cc_progress_all();
+    cc_lock(&jobs_lock);
+    forget_released();
+    cc_unlock(&jobs_lock);
 }
