@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares MPI collectives native and with libcommcore_pmpi in front (LD_PRELOAD), under
 # Debian's Open MPI and MPICH, at 2, 4 and 8 processes:
-#   scripts/compare-pmpi.sh [--json] [--runs N]
+#   scripts/compare-pmpi.sh [--json] [--runs N] [--procs "2 4 8"] [--modes "native commcore off"]
 # Two benchmarks of ours: ffi/pmpi/bench/pmpi_bench.c (collectives: barrier; bcast,
 # allreduce, alltoall at 8 B and 64 KiB; allgather at 8 B; v-collectives: alltoallv and
 # allgatherv at 8 B and 64 KiB per peer; creation: dup + free, split + free, intercomm
@@ -15,12 +15,15 @@
 # not asserted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-json=0 runs=5
+json=0 runs=5 procs="2 4 8" modes="native commcore off"
+usage="usage: scripts/compare-pmpi.sh [--json] [--runs N] [--procs LIST] [--modes LIST]"
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
     --runs) runs=${2:?--runs needs a number}; shift ;;
-    *) echo "usage: scripts/compare-pmpi.sh [--json] [--runs N]" >&2; exit 2 ;;
+    --procs) procs=${2:?--procs needs a list}; shift ;;
+    --modes) modes=${2:?--modes needs a list}; shift ;; # native and commcore at least
+    *) echo "$usage" >&2; exit 2 ;;
     esac
     shift
 done
@@ -46,12 +49,15 @@ run() { # mpi procs mode(native|commcore|off) [program] -> "figure us" lines
 for mpi in openmpi mpich; do
     "mpicc.$mpi" -O2 -o "$tmp/bench.$mpi" ffi/pmpi/bench/pmpi_bench.c
     "mpicc.$mpi" -O2 -pthread -o "$tmp/threads.$mpi" ffi/pmpi/bench/pmpi_bench_threads.c
-    for np in 2 4 8; do
+    for np in $procs; do
         for ((i = 0; i < runs; i++)); do
-            for mode in native commcore off; do
-                run "$mpi" "$np" "$mode" | sed "s/^/$mpi $np $mode /" >>"$tmp/raw"
+            for mode in $modes; do
+                # A run that fails or times out leaves its figures out (said on stderr).
+                run "$mpi" "$np" "$mode" | sed "s/^/$mpi $np $mode /" >>"$tmp/raw" ||
+                    echo "compare-pmpi: $mpi $np $mode: a run failed" >&2
                 [ "$np" = 2 ] || continue
-                run "$mpi" "$np" "$mode" threads | sed "s/^/$mpi $np $mode /" >>"$tmp/raw"
+                run "$mpi" "$np" "$mode" threads | sed "s/^/$mpi $np $mode /" >>"$tmp/raw" ||
+                    echo "compare-pmpi: $mpi $np $mode threads: a run failed" >&2
             done
         done
     done
@@ -72,8 +78,11 @@ def group(figure):
     return "v" if "v_" in figure else "collective"
 rows, summary = [], {}
 for (mpi, np, figure), by in times.items():
+    if "native" not in by or "commcore" not in by:
+        continue
     med = {m: statistics.median(v) for m, v in by.items()}
     ratio = med["commcore"] / med["native"] if med["native"] > 0 else float("inf")
+    med.setdefault("off", float("nan"))
     off = med["off"] / med["native"] if med["native"] > 0 else float("inf")
     rows.append({"figure": figure, "group": group(figure), "procs": np, "mpi": mpi,
                  "native_us": round(med["native"], 3),
@@ -83,10 +92,12 @@ for (mpi, np, figure), by in times.items():
     s["ratios"].append(ratio)
     s["off"].append(off)
 def gmean(v):
-    return math.exp(sum(math.log(x) for x in v) / len(v))
+    v = [x for x in v if x == x]  # no "off" runs: nan
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
 out = {"rows": rows, "summary": {mpi: {
     "geomean_ratio": round(gmean(s["ratios"]), 3), "max_ratio": round(max(s["ratios"]), 3),
-    "off_geomean_ratio": round(gmean(s["off"]), 3), "off_max_ratio": round(max(s["off"]), 3),
+    "off_geomean_ratio": round(gmean(s["off"]), 3),
+    "off_max_ratio": round(max([x for x in s["off"] if x == x] or [float("nan")]), 3),
     "rows": len(s["ratios"])} for mpi, s in summary.items()}}
 if as_json:
     print(json.dumps(out, indent=1))

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #define THREADS 4
-#define TARGET 0.5
+#define TARGET 0.2
 
 static MPI_Comm parents[THREADS];
 static int iterations, host;
@@ -55,7 +55,7 @@ int main(int argc, char **argv) {
         MPI_Comm_dup(MPI_COMM_WORLD, &parents[i]);
     double probe = timed(3, 1);
     int n = probe > 0 ? (int)(TARGET / probe) : 100;
-    n = n < 5 ? 5 : n > 2000 ? 2000 : n;
+    n = n < 5 ? 5 : n > 500 ? 500 : n;
     double t = timed(n, 0);
     if (rank == 0)
         printf("threads_dup_allreduce_free %.3f\n", t * 1e6);
