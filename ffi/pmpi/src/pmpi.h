@@ -33,7 +33,8 @@ static inline void cc_unlock(pthread_mutex_t *m) {
 
 /* Per-communicator state, cached on the user's communicator as an attribute. */
 typedef struct cc_comm {
-    MPI_Comm shadow;        /* our traffic: a duplicate (intra) or the merged pair (inter) */
+    MPI_Comm shadow;        /* our traffic: the world's shared one (intra, within the world),
+                             * else a duplicate (intra) or the merged pair (inter) */
     int inter;
     int rank, size, remote_size;
     int local_offset, remote_offset; /* where the groups sit in `shadow` (inter) */
@@ -57,9 +58,9 @@ static inline int cc_next_tag(cc_comm *cs) {
     return cs->tag_base + (int)(cs->seq++ % CC_TAG_SPAN);
 }
 
-/* The state of `comm`, built on first use when a constructor we do not wrap made it; NULL
- * when commcore does not serve it (then the caller falls back). May communicate only when
- * `may_create`. */
+/* The state of `comm`, built at its first blocking collective (`may_create`: one allreduce
+ * on `comm`); NULL when commcore does not serve it or, without `may_create`, has no state
+ * for it yet (then the caller falls back). */
 cc_comm *cc_comm_get(MPI_Comm comm, int may_create);
 /* A nonblocking job keeps the state alive past MPI_Comm_free until it ends. */
 void cc_comm_ref(cc_comm *cs);
