@@ -2,8 +2,9 @@
  * own (a duplicate of the world), repeatedly duplicate and split it, run collectives on what
  * they made (values checked) and free it; every few iterations a nonblocking allreduce is
  * waited for, so threads progress each other's calls. Then the deadlock case of the
- * multithreaded context id paper (Dinan et al., figure 1): at process p, thread p first
- * makes a duplicate of MPI_COMM_SELF, then every thread duplicates its thread communicator;
+ * multithreaded context id paper (cid-multithreaded.txt, figure 1): at process p, thread p
+ * first makes a duplicate of MPI_COMM_SELF, then every thread duplicates its thread
+ * communicator;
  * a barrier on each makes the library agree its context id there (its state is made at a
  * communicator's first blocking collective). Prints one line; exits non-zero on a failed
  * check. run.sh runs it under `timeout` and checks the report shows commcore served it.
@@ -28,8 +29,7 @@ static long failures[THREADS];
         fputc('\n', stderr);                                                               \
     } while (0)
 
-/* Sum of `base + rank` over the members of `comm`, given its ranks' world ranks are known
- * only to the members: each contributes its own and the check uses the size. */
+/* Allreduces `base + rank in comm` over `comm` (blocking or not) and checks the sum. */
 static void check_allreduce(int t, MPI_Comm comm, int base, int nonblocking, const char *what) {
     int me, n, mine, sum = -1;
     MPI_Comm_rank(comm, &me);
