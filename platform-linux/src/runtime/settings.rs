@@ -142,7 +142,7 @@ pub const SETTINGS: &[SettingDoc] = &[
     },
     SettingDoc {
         name: ENV_TRANSPORT,
-        accepted: "auto (default) or tcp",
+        accepted: "auto (default) or tcp (verbs: not routed by the runtime yet)",
         meaning: "auto: shared memory within a host, TCP between hosts; tcp: TCP between ranks",
     },
     SettingDoc {
