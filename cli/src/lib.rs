@@ -12,6 +12,7 @@ pub mod bench;
 pub mod demo;
 mod help;
 pub mod nameserver;
+pub mod report;
 pub mod run;
 
 use std::process::ExitCode;
