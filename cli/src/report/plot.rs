@@ -123,19 +123,27 @@ where
         .x_label_formatter(&x_format)
         .x_labels(x_labels)
         .y_label_formatter(&|v: &f64| short(*v))
-        .light_line_style(RGBColor(235, 235, 235))
+        .x_max_light_lines(0)
+        .y_max_light_lines(0)
+        .y_labels(8)
         .draw()
         .map_err(draw_error)?;
     let joined = matches!(figure.x, XAxis::Numeric { .. });
+    let count = figure.series.len();
     for (i, series) in figure.series.iter().enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
+        // Series side by side within a category, so that equal values do not hide each other.
+        let shift =
+            if joined { 0.0 } else { (i as f64 - (count as f64 - 1.0) / 2.0) * 0.6 / count as f64 };
         if joined && series.points.len() > 1 {
             chart
                 .draw_series(LineSeries::new(series.points.iter().copied(), colour.stroke_width(2)))
                 .map_err(draw_error)?;
         }
         chart
-            .draw_series(series.points.iter().map(|&p| Circle::new(p, 4, colour.filled())))
+            .draw_series(
+                series.points.iter().map(|&(x, y)| Circle::new((x + shift, y), 4, colour.filled())),
+            )
             .map_err(draw_error)?;
     }
     Ok(())
