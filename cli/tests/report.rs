@@ -247,3 +247,22 @@ fn distinct_colours(path: &Path) -> usize {
     }
     seen.len()
 }
+
+#[test]
+fn a_bad_compare_directory_is_a_clear_error_before_any_experiment() {
+    let out = std::env::temp_dir().join(format!("commcore-report-test-{}", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_commcore"))
+        .args(["report", "--tiny", "--compare", "/nonexistent/old-report", "--out"])
+        .arg(&out)
+        .output()
+        .expect("start commcore report");
+    let _ = std::fs::remove_dir_all(&out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--compare: cannot read /nonexistent/old-report/results.json"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("report [ 1]"), "it ran experiments first: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

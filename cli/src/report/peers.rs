@@ -57,9 +57,10 @@ impl Peers {
         if let Some(root) = script.parent().and_then(Path::parent) {
             command.current_dir(root);
         }
-        match runner
-            .run(&format!("peers: compare-peers.sh --only {}", groups.join(",")), &mut command)
-        {
+        match runner.run_showing(
+            &format!("peers: compare-peers.sh --only {}", groups.join(",")),
+            &mut command,
+        ) {
             Ok(output) => {
                 // The script prints the TCP list first, then the main list, one per line.
                 for line in output.lines().filter(|l| l.starts_with('[')) {
@@ -141,4 +142,31 @@ fn version(tool: &str) -> Option<String> {
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
     text.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn peer_values_go_to_their_figure_and_missing_ones_stay_out() {
+        let peers = Peers {
+            rows: vec![
+                json!({"figure": "barrier", "procs": 4, "commcore": 1.0, "openmpi": 2.0, "mpich": null}),
+                json!({"figure": "barrier", "procs": 8, "commcore": 1.0, "openmpi": 5.0, "mpich": 3.0}),
+            ],
+            requested: true,
+            ..Peers::default()
+        };
+        let mut figure = Figure::numeric("b", "barrier", "processes", false, "us");
+        peers.add(&mut figure, "barrier", 4, 4.0);
+        peers.add(&mut figure, "barrier", 8, 8.0);
+        peers.add(&mut figure, "barrier", 2, 2.0);
+        assert_eq!(figure.value("Open MPI", 4.0), Some(2.0));
+        assert_eq!(figure.value("MPICH", 4.0), None);
+        assert_eq!(figure.point_count(), 3);
+        assert_eq!(peers.best_lower("barrier", 8), Some(3.0));
+        assert!(peers.values("barrier", 0).len() == 1, "any process count finds the first row");
+    }
 }

@@ -40,18 +40,33 @@ impl Runner {
 
     /// Runs `command`, its standard output captured and returned, with progress lines.
     pub fn run(&mut self, what: &str, command: &mut Command) -> Result<String, String> {
+        self.run_with(what, command, false)
+    }
+
+    /// Like [`Runner::run`], but the command's own progress lines go to standard error as
+    /// it runs (for long runs such as the peers').
+    pub fn run_showing(&mut self, what: &str, command: &mut Command) -> Result<String, String> {
+        self.run_with(what, command, true)
+    }
+
+    fn run_with(
+        &mut self,
+        what: &str,
+        command: &mut Command,
+        show: bool,
+    ) -> Result<String, String> {
         self.step += 1;
         let began = Instant::now();
         eprintln!("report [{:>2}] {what} (at {:.0} s)", self.step, self.elapsed_secs());
         let output = command
             .stdin(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(if show { Stdio::inherit() } else { Stdio::piped() })
             .output()
             .map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
         let secs = began.elapsed().as_secs_f64();
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
-            let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("see above");
             eprintln!("report [{:>2}] failed after {secs:.1} s: {last}", self.step);
             return Err(format!("{what} failed ({}): {last}", output.status));
         }
