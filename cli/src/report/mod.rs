@@ -75,8 +75,9 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
             });
         }
         let env = [
-            ("SPLIT_ITERATIONS", scale.split_iterations.to_string()),
+            ("SPLIT_ITERATIONS", scale.peer_split_iterations.to_string()),
             ("DPM_REPS", scale.dpm_reps.to_string()),
+            ("DPM_TIMEOUT", scale.peer_job_timeout_secs.to_string()),
         ];
         Peers::run(&mut runner, &groups, scale.peer_runs, &env)
     } else {

@@ -107,17 +107,35 @@ impl Peers {
         self.values(figure, procs).iter().map(|p| p.1).reduce(f64::min)
     }
 
-    /// Adds the peers' points of `figure` at `procs` to `plot` at `x`; records the gaps.
+    /// Adds the peers' points of `figure` at `procs` to `plot` at `x`; a peer that ran but
+    /// has no value there is a gap.
     pub fn add(&self, plot: &mut Figure, figure: &str, procs: u32, x: f64) {
-        for (name, value) in self.values(figure, procs) {
-            plot.add(name, x, Some(value));
+        let values = self.values(figure, procs);
+        for (name, value) in &values {
+            plot.add(name, x, Some(*value));
         }
+        self.note_missing(plot, &values, &plot.x_text(x));
     }
 
     /// Like [`Peers::add`] at a category.
     pub fn add_at(&self, plot: &mut Figure, figure: &str, procs: u32, category: &str) {
-        for (name, value) in self.values(figure, procs) {
-            plot.add_at(name, category, Some(value));
+        let values = self.values(figure, procs);
+        for (name, value) in &values {
+            plot.add_at(name, category, Some(*value));
+        }
+        self.note_missing(plot, &values, category);
+    }
+
+    fn note_missing(&self, plot: &mut Figure, values: &[(&str, f64)], at: &str) {
+        if self.rows.is_empty() {
+            return; // the peers did not run at all: one gap for the figure says so
+        }
+        for (_, name) in PEERS {
+            if !values.iter().any(|v| v.0 == name) {
+                let reason =
+                    "compare-peers.sh gave no value (the job hung, failed or has no such figure)";
+                plot.gaps.push(Gap::new(format!("{name} at {at}"), reason));
+            }
         }
     }
 
@@ -136,12 +154,19 @@ fn find_script() -> Option<PathBuf> {
     here.ancestors().map(|d| d.join("scripts/compare-peers.sh")).find(|p| p.is_file())
 }
 
-/// The first line of `tool --version`, when it runs.
+/// What `tool --version` says of its version: MPICH's Hydra prints build details first and
+/// the version on a `Version:` line, Open MPI prints it on its first line.
 fn version(tool: &str) -> Option<String> {
     let output = Command::new(tool).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout).into_owned()
         + &String::from_utf8_lossy(&output.stderr);
-    text.lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string())
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next()?.to_string();
+    Some(
+        lines
+            .find(|l| l.starts_with("Version:"))
+            .map_or(first, |l| format!("MPICH {}", l["Version:".len()..].trim())),
+    )
 }
 
 #[cfg(test)]

@@ -40,6 +40,11 @@ pub struct Scale {
     pub dpm_reps: u32,
     /// Interleaved runs of the peer comparison.
     pub peer_runs: u32,
+    /// Splits per peer split job (MPICH busy-polls when oversubscribed: its splits are slow).
+    pub peer_split_iterations: u32,
+    /// Seconds before a peer's dynamic-process job counts as hung (Open MPI's spawns hang
+    /// now and then, and each hang costs this much).
+    pub peer_job_timeout_secs: u32,
 }
 
 impl Scale {
@@ -64,6 +69,8 @@ impl Scale {
             pt2pt_batches: 10,
             dpm_reps: 20,
             peer_runs: 5,
+            peer_split_iterations: 200,
+            peer_job_timeout_secs: 30,
         }
     }
 
@@ -88,6 +95,8 @@ impl Scale {
             pt2pt_batches: 5,
             dpm_reps: 5,
             peer_runs: 1,
+            peer_split_iterations: 20,
+            peer_job_timeout_secs: 15,
         }
     }
 
@@ -112,6 +121,8 @@ impl Scale {
             pt2pt_batches: 1,
             dpm_reps: 1,
             peer_runs: 1,
+            peer_split_iterations: 5,
+            peer_job_timeout_secs: 15,
         }
     }
 }
