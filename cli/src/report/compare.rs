@@ -87,7 +87,10 @@ pub fn compare(old_dir: &str, old: &Value, sections: &[Section]) -> Comparison {
                         format!("{:.3}", new / y),
                     ]);
                 }
-                earlier.points.push((x, y));
+                // A log axis has no place for zero or less; such an old point stays in the table.
+                if y.is_finite() && (y > 0.0 || !both.y_log) {
+                    earlier.points.push((x, y));
+                }
             }
             if !earlier.points.is_empty() {
                 both.series.push(earlier);

@@ -149,6 +149,18 @@ impl Figure {
         }
     }
 
+    /// Puts the vertical axis on a log scale when the values span more than `SPAN` (peers
+    /// oversubscribed on 2 vCPUs can be 100x slower), so that the smallest stay readable.
+    pub fn choose_y_scale(&mut self) {
+        const SPAN: f64 = 50.0;
+        let ys = self.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+        let (lo, hi) =
+            ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
+        if lo > 0.0 && hi / lo > SPAN {
+            self.y_log = true;
+        }
+    }
+
     /// The label of the horizontal axis.
     pub fn x_label(&self) -> &str {
         match &self.x {
@@ -278,6 +290,18 @@ mod tests {
         assert_eq!(f.series.len(), 1);
         assert_eq!(f.gaps.len(), 3);
         assert_eq!(f.rows(), vec![["a".to_string(), "10".into(), "5".into()]]);
+    }
+
+    #[test]
+    fn a_wide_span_of_values_gets_a_log_axis() {
+        let mut f = Figure::numeric("f", "t", "procs", false, "us");
+        f.add("a", 2.0, Some(1.0));
+        f.add("b", 2.0, Some(20.0));
+        f.choose_y_scale();
+        assert!(!f.y_log);
+        f.add("b", 4.0, Some(100.0));
+        f.choose_y_scale();
+        assert!(f.y_log);
     }
 
     #[test]

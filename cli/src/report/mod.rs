@@ -91,6 +91,9 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     sections.push(coll::section(&mut runner, &scale, &peers));
     sections.push(dpm::section(&mut runner, &scale, &peers));
     sections.push(pt2pt::section(&mut runner, &scale, &peers));
+    for figure in sections.iter_mut().flat_map(|s| s.figures.iter_mut()) {
+        figure.choose_y_scale();
+    }
     let comparison = match (&old, &args.compare) {
         (Some(old), Some(dir)) => {
             Some(compare::compare(&dir.display().to_string(), old, &sections))
