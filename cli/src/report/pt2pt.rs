@@ -9,12 +9,8 @@ use super::peers::Peers;
 use super::runner::{args, is, num, rows, Runner};
 use super::scale::Scale;
 
-/// Ping-pong figures by size, as bench pt2pt and compare-peers.sh name them.
-const SIZES: [(f64, &str); 3] = [
-    (8.0, "pingpong_latency_8B"),
-    (65536.0, "pingpong_latency_64KiB"),
-    (1048576.0, "pingpong_latency_1MiB"),
-];
+/// The sizes the peers' ping-pong program measures.
+const STANDARD_SIZES: [f64; 3] = [8.0, 65536.0, 1048576.0];
 const PATHS: [&str; 3] = ["shared memory", "shared memory, two-copy", "TCP"];
 
 /// The section.
@@ -28,6 +24,7 @@ pub fn section(runner: &mut Runner, scale: &Scale, peers: &Peers) -> Section {
                 ("--rounds", scale.pt2pt_rounds.to_string()),
                 ("--batches", scale.pt2pt_batches.to_string()),
                 ("--transport", transport.to_string()),
+                ("--sizes", scale.pt2pt_sizes.to_string()),
             ]),
         );
         result.unwrap_or_else(|message| {
@@ -51,11 +48,31 @@ pub fn section(runner: &mut Runner, scale: &Scale, peers: &Peers) -> Section {
         "one-way latency (us)",
     )
     .log_y();
-    for (bytes, figure) in SIZES {
-        latency.add("commcore, shared memory", bytes, value(&shm, figure, "single_copy"));
-        latency.add("commcore, two-copy", bytes, value(&shm, figure, "two_copy"));
-        latency.add("commcore, TCP", bytes, value(&tcp, figure, "tcp"));
-        peers.add(&mut latency, figure, 2, bytes);
+    // Every latency row names its size; the peers' rows share the figure names.
+    let latency_rows = |report: &Value, column: &'static str| -> Vec<(f64, String, Option<f64>)> {
+        rows(report, "figures")
+            .iter()
+            .filter_map(|r| {
+                let bytes = num(r, "bytes")?;
+                let name = r.get("figure")?.as_str()?.to_string();
+                Some((bytes, name, num(r, column)))
+            })
+            .collect()
+    };
+    for (bytes, _, us) in latency_rows(&shm, "single_copy") {
+        latency.add("commcore, shared memory", bytes, us);
+    }
+    for (bytes, _, us) in latency_rows(&shm, "two_copy") {
+        latency.add("commcore, two-copy", bytes, us);
+    }
+    for (bytes, _, us) in latency_rows(&tcp, "tcp") {
+        latency.add("commcore, TCP", bytes, us);
+    }
+    for (bytes, figure, _) in latency_rows(&shm, "single_copy") {
+        let peers_here = !peers.values(&figure, 2).is_empty();
+        if peers_here || STANDARD_SIZES.contains(&bytes) {
+            peers.add(&mut latency, &figure, 2, bytes);
+        }
         for (name, v) in peers.values(&format!("tcp_{figure}"), 2) {
             latency.add(&format!("{name}, TCP"), bytes, Some(v));
         }

@@ -1,6 +1,9 @@
 //! How big each experiment of the report is: the full run, `--quick` (under ten minutes on
 //! a 2-vCPU machine) and the test-only tiny run (seconds, for checking the page itself).
 
+/// Ping-pong sizes from 8 B to 1 MiB, including the sizes the peers' program measures.
+const PINGPONG_SIZES: &str = "8,64,512,4096,32768,65536,262144,1048576";
+
 /// The sizes of every experiment.
 #[derive(Clone, Debug)]
 pub struct Scale {
@@ -36,6 +39,8 @@ pub struct Scale {
     pub pt2pt_rounds: u32,
     /// Batches per point-to-point figure.
     pub pt2pt_batches: u32,
+    /// Ping-pong sizes in bytes, comma-separated.
+    pub pt2pt_sizes: &'static str,
     /// Repetitions per dynamic-process figure.
     pub dpm_reps: u32,
     /// Interleaved runs of the peer comparison.
@@ -67,6 +72,7 @@ impl Scale {
             coll_batches: 5,
             pt2pt_rounds: 3,
             pt2pt_batches: 10,
+            pt2pt_sizes: PINGPONG_SIZES,
             dpm_reps: 20,
             peer_runs: 5,
             peer_split_iterations: 200,
@@ -93,6 +99,7 @@ impl Scale {
             coll_batches: 3,
             pt2pt_rounds: 1,
             pt2pt_batches: 5,
+            pt2pt_sizes: PINGPONG_SIZES,
             dpm_reps: 5,
             peer_runs: 1,
             peer_split_iterations: 20,
@@ -119,6 +126,7 @@ impl Scale {
             coll_batches: 1,
             pt2pt_rounds: 1,
             pt2pt_batches: 1,
+            pt2pt_sizes: "8,4096,65536,1048576",
             dpm_reps: 1,
             peer_runs: 1,
             peer_split_iterations: 5,
