@@ -26,6 +26,15 @@ pub fn header(
     rows
 }
 
+/// The 1-minute load average, which says how much else the machine ran (the figures of a
+/// 2-vCPU machine under a load of 8 are not those of an idle one).
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
 fn cpu_model() -> Option<String> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("model name"))?;

@@ -64,6 +64,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     let old = args.compare.as_deref().map(compare::load).transpose()?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    let load_before = machine::load_average();
     let mut runner = Runner::new()?;
     let peers = if args.peers {
         let mut groups = vec!["tcp", "pt2pt", "split", "dpm"];
@@ -103,6 +104,10 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     let command: Vec<String> = std::env::args().collect();
     let mut header = machine::header(&command.join(" "), scale.name, &peers.versions);
     header.push(("vCPU placement seen".into(), placement(&sections)));
+    header.push((
+        "load average (1 min)".into(),
+        format!("{load_before} at the start, {} at the end", machine::load_average()),
+    ));
     header.push(("run time".into(), format!("{:.0} s", runner.elapsed_secs())));
     let page = html::page(&header, &sections, comparison.as_ref())?;
     let results = json!({
