@@ -73,7 +73,8 @@ pub fn utc_now() -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// The calendar date of a day number counted from 1970-01-01 (H. Hinnant's algorithm).
+/// The calendar date of a day number counted from 1970-01-01 (proleptic Gregorian, in
+/// 400-year eras of 146,097 days).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
