@@ -32,6 +32,14 @@ install() {
     fi
     cbindgen --version 2>/dev/null | grep -qx "cbindgen 0.27.0" ||
         cargo install --locked --force cbindgen --version 0.27.0
+    # The verbs feature's build (ibverbs-sys runs cmake and bindgen over rdma-core's
+    # headers) and its guest: a Debian kernel with soft-RoCE under QEMU, busybox, cpio.
+    if ! dpkg -s libibverbs-dev ibverbs-providers cmake libclang-dev libnl-route-3-dev \
+        busybox-static cpio kmod iproute2 >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            libibverbs-dev ibverbs-providers cmake clang libclang-dev libnl-3-dev \
+            libnl-route-3-dev libudev-dev pkg-config busybox-static cpio kmod iproute2
+    fi
     # The PMPI library's checks: Debian's Open MPI and MPICH (and bc for the report sums).
     if ! command -v mpicc.openmpi >/dev/null || ! command -v mpicc.mpich >/dev/null ||
         ! command -v bc >/dev/null || ! command -v jq >/dev/null; then
@@ -129,6 +137,12 @@ tcp_hosts() {
         --batches 1 --json >/dev/null
 }
 
+verbs_guest() {
+    step "verbs: the feature's build and clippy, and the transport on soft-RoCE in a QEMU guest"
+    cargo clippy -p commcore-linux --features verbs --all-targets --locked -- -D warnings
+    timeout 900 ./scripts/verbs-guest.sh
+}
+
 benches_run() {
     step "benchmarks run and their invariants hold (figures are not asserted)"
     cargo build --release -p commcore-cli --bin commcore --locked
@@ -143,7 +157,14 @@ benches_run() {
     # Dynamic processes: spawn, merges, ping-pong, accept/connect; every job must succeed.
     ./target/release/commcore bench dpm --reps 2 --json | tail -n 1 |
         jq -e '.failures == [] and .hangs == 0' >/dev/null
+    # Verbs on the in-process fabric: handshakes under 0, 10 and 30 % datagram loss all
+    # connect, and on-demand jobs hold fewer queue pairs than eager ones from 8 ranks on.
+    ./target/release/commcore bench verbs --connections 2000 --json |
+        jq -e '([.handshake[].failed] == [0, 0, 0]) and
+            ([.resources[] | select(.ranks >= 8) | .qps_per_process] as $q |
+             [range(0; $q | length; 2) | $q[.] < $q[. + 1]] | all)' >/dev/null
     ./scripts/instructions.sh rankmap
+    CALLS=20000 ./scripts/instructions.sh verbs
     CALLS=200000 REPS=50 ./scripts/instructions.sh ffi
 }
 
@@ -162,6 +183,7 @@ pmpi
 miri
 fuzz_smoke
 tcp_hosts
+verbs_guest
 benches_run
 echo
 echo "all checks passed"

@@ -15,6 +15,7 @@ pub mod rankmap;
 pub mod report;
 pub mod split;
 pub mod stats;
+pub mod verbs;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
@@ -127,6 +128,17 @@ pub const BENCHES: &[Bench] = &[
             ("--reps", "N", "repetitions per figure"),
             ("--role", "ROLE", "(inside the benchmark's jobs) what a job does"),
             ("--file", "PATH", "(inside the benchmark's jobs) where the port name goes"),
+        ],
+    },
+    Bench {
+        name: "verbs",
+        about: "verbs transport on the in-process fabric: queue pairs and registered bytes, on demand against eager; handshake datagrams under loss",
+        run: verbs::run,
+        options: &[
+            ("--ranks", "LIST", "job sizes of the resource rows, comma-separated"),
+            ("--connections", "N", "connections per handshake row"),
+            ("--probe", "WHAT", "(for scripts/instructions.sh) send or recv, counted under callgrind"),
+            ("--calls", "N", "probe calls"),
         ],
     },
 ];

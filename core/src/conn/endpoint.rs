@@ -171,6 +171,35 @@ impl<const N: usize> Endpoint<N> {
         }
     }
 
+    /// From now on, announces `addr` to `peer` in requests and accepts instead of the
+    /// endpoint's own address, until the peer's handshake ends or starts over (a failure,
+    /// a new attempt, a superseded connection: [`unannounced`](Self::unannounced) then
+    /// names the peer again). For a platform that makes a resource per connection before
+    /// it is up, e.g. a reliable queue pair whose number the peer must know. Returns
+    /// whether any state is kept for `peer`.
+    pub fn announce(&mut self, peer: Identity, addr: Addr) -> bool {
+        match self.slot(peer) {
+            Some(i) => {
+                self.slots[i].announce = Some(addr);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A peer whose handshake is open (we connect or accept) with no address of its own
+    /// announced yet, with the address the peer announced to us (empty while we only
+    /// connect). A platform that uses [`announce`](Self::announce) asks this after every
+    /// input and announces before it polls datagrams; one that does not ignores it.
+    pub fn unannounced(&self) -> Option<(Identity, Addr)> {
+        self.slots.iter().find_map(|s| match s.phase {
+            _ if s.announce.is_some() => None,
+            Phase::Connecting(_) => Some((s.peer, Addr::EMPTY)),
+            Phase::Accepting { peer_addr, .. } => Some((s.peer, peer_addr)),
+            Phase::Established { .. } | Phase::Failed(_) => None,
+        })
+    }
+
     /// Runs the timers due at `now`: retransmissions and deadlines.
     pub fn handle_timeout(&mut self, now: u64) {
         for i in 0..self.slots.len() {
@@ -216,11 +245,12 @@ impl<const N: usize> Endpoint<N> {
         let (initiator_nonce, responder_nonce, count, addr, to) = match (kind, slot.phase) {
             (PacketKind::Request, Phase::Connecting(own))
             | (PacketKind::Request, Phase::Accepting { own: Some(own), .. }) => {
-                (own.nonce, 0, own.number, self.addr, own.to)
+                (own.nonce, 0, own.number, slot.announce.unwrap_or(self.addr), own.to)
             }
             (PacketKind::Accept, Phase::Accepting { initiator_nonce, .. }) => {
                 let nonce = responder_nonce(self.seed ^ slot.salt, slot.peer, initiator_nonce);
-                (initiator_nonce, nonce, count, self.addr, slot.reply_to)
+                let addr = slot.announce.unwrap_or(self.addr);
+                (initiator_nonce, nonce, count, addr, slot.reply_to)
             }
             (PacketKind::Confirm, Phase::Established { conn, .. }) => {
                 let id = conn.id;

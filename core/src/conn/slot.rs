@@ -87,6 +87,9 @@ pub(super) struct Slot {
     /// closed and made again, a late confirm of an accept the old slot sent matches no
     /// accept of the new one.
     pub salt: u64,
+    /// The address announced to this peer in requests and accepts, when the platform set
+    /// one of its own for it ([`super::Endpoint::announce`]); otherwise the endpoint's.
+    pub announce: Option<Addr>,
 }
 
 impl Slot {
@@ -102,6 +105,7 @@ impl Slot {
             superseded: None,
             then_connect: None,
             salt,
+            announce: None,
         };
         slot.owe_round();
         slot

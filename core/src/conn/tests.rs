@@ -364,3 +364,39 @@ fn a_stale_request_and_confirm_after_the_responder_closed_do_not_revive_the_old_
     assert_eq!(b.stats().bad_nonce, bad_nonce + 1);
     assert!(events(&mut b).is_empty());
 }
+
+#[test]
+fn per_peer_announced_addresses_reach_the_other_end_and_reset_with_the_handshake() {
+    let (mut a, mut b) = (ep(1), ep(2));
+    a.connect(0, id(2), Addr::from_u64(2)).unwrap();
+    assert_eq!(a.unannounced(), Some((id(2), Addr::EMPTY)));
+    assert!(a.announce(id(2), Addr::from_u64(0xa1)));
+    assert_eq!(a.unannounced(), None);
+    assert!(!a.announce(id(3), Addr::from_u64(0xa3)), "no state for 3");
+    deliver(&mut a, &mut b, 0, 1);
+    // b accepts: it is asked for its own address, and learns a's.
+    assert_eq!(b.unannounced(), Some((id(1), Addr::from_u64(0xa1))));
+    b.announce(id(1), Addr::from_u64(0xb1));
+    deliver(&mut b, &mut a, 0, 1);
+    deliver(&mut a, &mut b, 0, 1);
+    let at_a = a.connection(id(2)).unwrap();
+    let at_b = b.connection(id(1)).unwrap();
+    assert_eq!(at_a.peer_addr, Addr::from_u64(0xb1));
+    assert_eq!(at_b.peer_addr, Addr::from_u64(0xa1));
+    assert_eq!((a.unannounced(), b.unannounced()), (None, None), "connected: nothing asked");
+    // a closes and connects again: a fresh handshake asks for a fresh address on both ends.
+    a.close(id(2));
+    a.connect(1, id(2), Addr::from_u64(2)).unwrap();
+    assert_eq!(a.unannounced(), Some((id(2), Addr::EMPTY)));
+    a.announce(id(2), Addr::from_u64(0xa2));
+    deliver(&mut a, &mut b, 1, 1);
+    assert_eq!(b.unannounced(), Some((id(1), Addr::from_u64(0xa2))));
+}
+
+#[test]
+fn without_announcing_the_endpoint_address_is_sent() {
+    let (mut a, mut b) = (ep(1), ep(2));
+    connect_pair(&mut a, &mut b, 0);
+    assert_eq!(a.connection(id(2)).unwrap().peer_addr, Addr::from_u64(2));
+    assert_eq!(b.connection(id(1)).unwrap().peer_addr, Addr::from_u64(1));
+}

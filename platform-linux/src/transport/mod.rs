@@ -17,6 +17,7 @@
 //! (`transport-contract.md`) for transports built elsewhere.
 
 pub mod shm;
+pub mod verbs;
 
 use std::fmt;
 use std::time::Instant;

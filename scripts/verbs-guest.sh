@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The verbs transport on a real device: a Debian kernel booted under QEMU (software
+# emulation) loads soft-RoCE, makes rxe0 on its virtual NIC, and runs
+# target/release/examples/verbs_check (pairs of processes: on-demand and eager
+# connections, ping-pong, 1 MiB by RDMA read both ways, a peer killed, a peer that stops
+# receiving), counting the device's resources with `rdma res show` before and after.
+#   scripts/verbs-guest.sh [--json]   prints the check's results; exits non-zero when a
+#                                     check failed, the guest did not boot, or resources
+#                                     were left behind
+# Needs (scripts/test.sh installs them): qemu-system-x86, busybox-static, cpio, kmod,
+# libibverbs-dev, ibverbs-providers, iproute2, and the build tools of the verbs feature.
+# Times printed from inside the guest are emulation, never figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+json=${1:-}
+work=target/verbs-guest
+mkdir -p "$work"
+log() { [ "$json" = --json ] || echo "verbs-guest: $*" >&2; }
+
+for tool in qemu-system-x86_64 busybox cpio apt-get dpkg; do
+    command -v "$tool" >/dev/null || {
+        echo "verbs-guest.sh: $tool is missing (scripts/test.sh installs it)" >&2
+        exit 1
+    }
+done
+
+log "building verbs_check with the verbs feature"
+cargo build --release --locked -q -p commcore-linux --features verbs --example verbs_check
+check=target/release/examples/verbs_check
+
+# The kernel Debian's linux-image-amd64 points at, downloaded once.
+kernel_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+[ -n "$kernel_pkg" ] || {
+    echo "verbs-guest.sh: apt-cache knows no linux-image-amd64 (run apt-get update)" >&2
+    exit 1
+}
+if [ ! -d "$work/kernel/$kernel_pkg" ]; then
+    log "fetching $kernel_pkg"
+    rm -rf "$work/kernel" && mkdir -p "$work/kernel/$kernel_pkg"
+    (cd "$work/kernel" && apt-get download -q "$kernel_pkg" 2>/dev/null >/dev/null)
+    dpkg -x "$work"/kernel/"$kernel_pkg"_*.deb "$work/kernel/$kernel_pkg"
+    rm -f "$work"/kernel/*.deb
+fi
+kroot=$work/kernel/$kernel_pkg
+version=$(ls "$kroot/lib/modules")
+vmlinuz=$kroot/boot/vmlinuz-$version
+
+# The initramfs: busybox, the modules soft-RoCE needs (in load order), the verbs
+# libraries and rxe provider, rdma(8), our check, and an /init that runs it.
+root=$work/root
+rm -rf "$root"
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/libibverbs.d,modules,lib64}
+cp "$(command -v busybox)" "$root/bin/busybox"
+for applet in sh mount insmod ip sleep cat echo poweroff grep sed mkdir seq; do
+    ln -s busybox "$root/bin/$applet"
+done
+modules="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover
+    net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe"
+for m in $modules; do
+    file=$(find "$kroot/lib/modules/$version" -name "$m.ko" | head -n 1)
+    [ -n "$file" ] || { echo "verbs-guest.sh: module $m not in $kernel_pkg" >&2; exit 1; }
+    cp "$file" "$root/modules/"
+done
+provider_dir=/usr/lib/x86_64-linux-gnu/libibverbs
+copy_with_libs() { # file destination-in-root
+    mkdir -p "$root/$(dirname "$2")"
+    cp "$1" "$root/$2"
+    ldd "$1" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }' | while read -r lib; do
+        mkdir -p "$root/$(dirname "$lib")"
+        cp -L "$lib" "$root/$lib"
+    done
+}
+copy_with_libs "$check" /bin/verbs_check
+copy_with_libs "$(command -v rdma)" /bin/rdma
+copy_with_libs "$provider_dir/librxe-rdmav34.so" "$provider_dir/librxe-rdmav34.so"
+cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+cat >"$root/init" <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover \
+    net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
+    insmod /modules/$m.ko || echo "GUEST-ERROR insmod $m"
+done
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+rdma link add rxe0 type rxe netdev eth0 || echo "GUEST-ERROR rdma link add"
+for i in $(seq 1 50); do
+    grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
+    sleep 0.2
+done
+echo "GUEST-RES-BEFORE $(rdma res show | sed -n 1p)"
+/bin/verbs_check
+echo "GUEST-EXIT $?"
+echo "GUEST-RES-AFTER $(rdma res show | sed -n 1p)"
+poweroff -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+
+log "booting $version under QEMU (software emulation, about a minute)"
+out=$work/console.log
+timeout 600 qemu-system-x86_64 -m 1024 -smp 2 -nographic -no-reboot \
+    -kernel "$vmlinuz" -initrd "$work/initrd.gz" \
+    -append "console=ttyS0 quiet panic=-1" \
+    -netdev user,id=n0 -device virtio-net-pci,netdev=n0 </dev/null >"$out" 2>&1 || true
+tr -d '\r' <"$out" >"$out.txt"
+
+# (A line may start with the console's escape codes.)
+result=$(sed -n 's/.*VERBS-RESULT //p' "$out.txt" | tail -n 1)
+before=$(sed -n 's/.*GUEST-RES-BEFORE //p' "$out.txt")
+after=$(sed -n 's/.*GUEST-RES-AFTER //p' "$out.txt")
+if [ -z "$result" ]; then
+    echo "verbs-guest.sh: the guest printed no result; its console is in $out.txt:" >&2
+    tail -n 30 "$out.txt" >&2
+    exit 1
+fi
+# Nothing of ours may be left on the device: the counts after equal those before.
+clean=false
+[ -n "$before" ] && [ "$before" = "$after" ] && clean=true
+errors=$(grep -c 'GUEST-ERROR' "$out.txt" || true)
+summary=$(printf '%s' "$result" | jq -c --arg before "$before" --arg after "$after" \
+    --argjson clean "$clean" --argjson errors "$errors" \
+    '. + {resources_before: $before, resources_after: $after, resources_released: $clean,
+          guest_errors: $errors} | .ok = (.ok and $clean and $errors == 0)')
+if [ "$json" = --json ]; then
+    echo "$summary"
+else
+    printf '%s\n' "$summary" | jq .
+fi
+printf '%s' "$summary" | jq -e .ok >/dev/null
