@@ -139,6 +139,9 @@ pub fn section(runner: &mut Runner, scale: &Scale, peers: &Peers) -> Section {
             .push(format!("spawn of one child against Open MPI: {}", verdict(ours, peer, true))),
         _ => verdicts.push("spawn against Open MPI: no peer figures in this run".into()),
     }
+    let (verbs_figures, verbs_verdict, verbs_gaps) = super::verbs::figures(runner, scale);
+    verdicts.extend(verbs_verdict);
+    gaps.extend(verbs_gaps);
     if let Some(hangs) = num(&report, "hangs").filter(|h| *h > 0.0) {
         gaps.push(Gap::new(
             format!("{hangs} of commcore's dynamic-process jobs"),
@@ -148,7 +151,7 @@ pub fn section(runner: &mut Runner, scale: &Scale, peers: &Peers) -> Section {
     gaps.extend([
         Gap::new("MPICH's dynamic-process figures", "Debian's MPICH 4.0.2 (ch4:ucx) cannot spawn"),
         Gap::new("spawn latency on 512 cores, cyclic and block (the paper's Figure 4)", "this machine has 2 vCPUs"),
-        Gap::new("UD against RC connection set-up on InfiniBand", "this machine has no InfiniBand; connections here run over TCP and shared memory"),
+        Gap::new("UD against RC connection set-up times on InfiniBand", "this machine has no InfiniBand; the verbs figures above are counts on the in-process fabric, not times"),
         Gap::new("collectives among 63 spawned processes (Figures 9 to 12) and the POV-Ray run (Figure 13)", "too many processes for 2 vCPUs to say anything about the design"),
     ]);
     Section {
@@ -160,7 +163,7 @@ pub fn section(runner: &mut Runner, scale: &Scale, peers: &Peers) -> Section {
                 transports."
             .into(),
         verdict: verdicts.join("; "),
-        figures: vec![spawn, rate, merge, pingpong, intercomm],
+        figures: [vec![spawn, rate, merge, pingpong, intercomm], verbs_figures].concat(),
         gaps,
     }
 }

@@ -20,6 +20,7 @@ pub mod plot;
 mod pt2pt;
 mod runner;
 pub mod scale;
+mod verbs;
 
 use std::path::PathBuf;
 

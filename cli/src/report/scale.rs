@@ -43,6 +43,8 @@ pub struct Scale {
     pub pt2pt_sizes: &'static str,
     /// Repetitions per dynamic-process figure.
     pub dpm_reps: u32,
+    /// `bench verbs` options: job sizes and connections per handshake row (empty: its own).
+    pub verbs_args: &'static [(&'static str, &'static str)],
     /// Interleaved runs of the peer comparison.
     pub peer_runs: u32,
     /// Splits per peer split job (MPICH busy-polls when oversubscribed: its splits are slow).
@@ -74,6 +76,7 @@ impl Scale {
             pt2pt_batches: 10,
             pt2pt_sizes: PINGPONG_SIZES,
             dpm_reps: 20,
+            verbs_args: &[],
             peer_runs: 5,
             peer_split_iterations: 200,
             peer_job_timeout_secs: 30,
@@ -101,6 +104,7 @@ impl Scale {
             pt2pt_batches: 5,
             pt2pt_sizes: PINGPONG_SIZES,
             dpm_reps: 5,
+            verbs_args: &[],
             peer_runs: 1,
             peer_split_iterations: 20,
             peer_job_timeout_secs: 15,
@@ -128,6 +132,7 @@ impl Scale {
             pt2pt_batches: 1,
             pt2pt_sizes: "8,4096,65536,1048576",
             dpm_reps: 1,
+            verbs_args: &[("--ranks", "2,8"), ("--connections", "200")],
             peer_runs: 1,
             peer_split_iterations: 5,
             peer_job_timeout_secs: 15,
