@@ -3,13 +3,9 @@
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// What the header states, as `(name, value)` rows in order.
-pub fn header(
-    command: &str,
-    scale: &str,
-    peer_versions: &[(String, String)],
-) -> Vec<(String, String)> {
-    let mut rows = vec![
+/// What the header states before the run, as `(name, value)` rows in order.
+pub fn header(command: &str, scale: &str) -> Vec<(String, String)> {
+    vec![
         ("CPU".to_string(), cpu_model().unwrap_or_else(|| "unknown".into())),
         (
             "vCPUs".into(),
@@ -19,11 +15,7 @@ pub fn header(
         ("date (UTC)".into(), utc_now()),
         ("command".into(), command.to_string()),
         ("scale".into(), scale.to_string()),
-    ];
-    for (peer, version) in peer_versions {
-        rows.push((peer.clone(), version.clone()));
-    }
-    rows
+    ]
 }
 
 /// The 1-minute load average, which says how much else the machine ran (the figures of a

@@ -66,6 +66,9 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     let load_before = machine::load_average();
+    // The commit and date of the run as it starts: the tree may change while it runs.
+    let command: Vec<String> = std::env::args().collect();
+    let mut header = machine::header(&command.join(" "), scale.name);
     let mut runner = Runner::new()?;
     let peers = if args.peers {
         let mut groups = vec!["tcp", "pt2pt", "split", "dpm"];
@@ -102,8 +105,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
         }
         _ => None,
     };
-    let command: Vec<String> = std::env::args().collect();
-    let mut header = machine::header(&command.join(" "), scale.name, &peers.versions);
+    header.extend(peers.versions.iter().cloned());
     header.push(("vCPU placement seen".into(), placement(&sections)));
     header.push((
         "load average (1 min)".into(),
