@@ -108,12 +108,15 @@ where
         XAxis::Numeric { .. } => None,
     };
     let x_labels = names.as_ref().map_or(10, |n| n.len() + 1);
+    // Counts (processes, children) have no halves: leave such ticks unlabelled.
+    let whole_xs = figure.series.iter().flat_map(|s| &s.points).all(|p| p.0.fract() == 0.0);
     let x_format = move |v: &f64| match &names {
         // Only whole positions name a category; plotters may add ticks between them.
         Some(names) if (v - v.round()).abs() < 1e-6 && *v >= 0.0 => {
             names.get(v.round() as usize).cloned().unwrap_or_default()
         }
         Some(_) => String::new(),
+        None if whole_xs && v.fract() != 0.0 => String::new(),
         None => short(*v),
     };
     chart
