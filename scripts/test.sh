@@ -46,6 +46,10 @@ install() {
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
             openmpi-bin libopenmpi-dev mpich libmpich-dev bc jq
     fi
+    # The report page's browser test: Debian's Chromium, run headless.
+    if ! command -v chromium >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+    fi
 }
 
 checks() {
@@ -57,6 +61,12 @@ checks() {
     cargo clippy --workspace --all-targets --locked -- -D warnings
     step "cargo test --workspace"
     cargo test --workspace --locked
+}
+
+report_page() {
+    step "commcore report: the tiny report is whole and agrees with results.json; Chromium renders it"
+    # Writes target/report-tiny/{index.html,results.json,screenshot*.png}.
+    COMMCORE_REQUIRE_BROWSER=1 timeout 300 cargo test --locked -p commcore-cli --test report -- --ignored
 }
 
 no_std_build() {
@@ -167,6 +177,7 @@ if [ "$quick" = "--quick" ]; then
 fi
 install
 checks
+report_page
 no_std_build
 bare_kernel
 loom_models

@@ -29,6 +29,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Serve publish/lookup of port names to unrelated jobs (COMMCORE_NAMESERVER=ADDR).
     Nameserver(crate::nameserver::NameserverArgs),
+    /// Run the papers' experiments and write a page of plots (DIR/index.html) and every
+    /// number on it (DIR/results.json).
+    Report(crate::report::ReportArgs),
 }
 
 /// `commcore run`'s options.
@@ -180,6 +183,13 @@ pub fn dispatch(args: Vec<OsString>) -> i32 {
             Err(message) => {
                 eprintln!("commcore nameserver: {message}");
                 EXIT_LAUNCHER
+            }
+        },
+        Command::Report(args) => match crate::report::run(&args) {
+            Ok(()) => 0,
+            Err(message) => {
+                eprintln!("commcore report: {message}");
+                1
             }
         },
         Command::Demo(args) => match crate::demo::run(&args) {

@@ -99,6 +99,7 @@ pub const BENCHES: &[Bench] = &[
             ("--batches", "N", "batches per figure"),
             ("--transport", "shm|tcp", "tcp: over the TCP transport (default shm)"),
             ("--hosts", "H", "with tcp: ranks on H network namespaces (needs root)"),
+            ("--sizes", "LIST", "ping-pong sizes in bytes, comma-separated (default 8,65536,1048576)"),
         ],
     },
     Bench {

@@ -1,4 +1,4 @@
-//! `commcore bench pt2pt`: ping-pong latency (8 B, 64 KiB, 1 MiB), bandwidth and message rate
+//! `commcore bench pt2pt`: ping-pong latency (8 B, 64 KiB, 1 MiB, or `--sizes`), bandwidth and message rate
 //! between two real processes started by the launcher, once with single-copy transfers and
 //! once with the two-copy path, in `--rounds` (default 3) alternating pairs of jobs.
 //!
@@ -16,7 +16,9 @@ use super::stats::median;
 use commcore_linux::launch::{env, run_job, JobSpec};
 use commcore_linux::runtime::{Comm, P2pError, Request, World};
 
-pub(crate) const LATENCY_SIZES: [usize; 3] = [8, 64 * 1024, 1024 * 1024];
+const LATENCY_SIZES: [usize; 3] = [8, 64 * 1024, 1024 * 1024];
+/// The largest `--sizes` entry: 16 MiB, well past the single-copy threshold.
+const MAX_LATENCY_SIZE: usize = 16 << 20;
 const BANDWIDTH_BYTES: usize = 1024 * 1024;
 const BANDWIDTH_WINDOW: usize = 16;
 const RATE_WINDOW: usize = 64;
@@ -40,6 +42,7 @@ pub fn run(args: &[String]) -> Result<Value, String> {
     if rounds == 0 {
         return Err("--rounds must be at least 1".into());
     }
+    let sizes = latency_sizes(args)?;
     // Jobs alternate between the two paths, so that a change in the machine's load falls
     // on both alike; each figure is the median over the rounds.
     let (mut on_runs, mut off_runs) = (Vec::new(), Vec::new());
@@ -52,14 +55,16 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         json!(median(runs.iter().filter_map(|r| r.pointer(pointer)?.as_f64()).collect()))
     };
     let mut rows = Vec::new();
-    for size in LATENCY_SIZES {
+    for size in sizes {
         let pointer = format!("/latency_us/{size}");
-        rows.push(row(
+        let mut latency = row(
             &format!("pingpong_latency_{}", label(size)),
             "us",
             &figure(on, &pointer),
             &figure(off, &pointer),
-        ));
+        );
+        latency["bytes"] = json!(size);
+        rows.push(latency);
     }
     rows.push(row(
         "bandwidth_1MiB",
@@ -127,6 +132,17 @@ pub(crate) fn launch_self_on(
         .map_err(|e| format!("rank 0 printed no figures ({e}): {text:?}"))
 }
 
+/// The ping-pong sizes: `--sizes A,B,C` in bytes (1 to 16 MiB each), or 8 B, 64 KiB, 1 MiB.
+pub(crate) fn latency_sizes(args: &[String]) -> Result<Vec<usize>, String> {
+    let Some(list) = option::<String>(args, "--sizes")? else { return Ok(LATENCY_SIZES.to_vec()) };
+    list.split(',')
+        .map(|item| match item.trim().parse::<usize>() {
+            Ok(size) if (1..=MAX_LATENCY_SIZE).contains(&size) => Ok(size),
+            _ => Err(format!("--sizes: {item:?} is not a size from 1 to {MAX_LATENCY_SIZE} bytes")),
+        })
+        .collect()
+}
+
 pub(crate) fn label(size: usize) -> String {
     match size {
         s if s >= 1 << 20 => format!("{}MiB", s >> 20),
@@ -147,7 +163,7 @@ fn rank_main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
     let mut latency = serde_json::Map::new();
     let (mut bandwidth, mut rate) = (f64::NAN, f64::NAN);
     if comm.rank() < 2 {
-        for size in LATENCY_SIZES {
+        for size in latency_sizes(args)? {
             let iterations = match size {
                 s if s <= 1024 => 10_000,
                 s if s <= 65536 => 1_000,
