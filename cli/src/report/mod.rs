@@ -125,6 +125,7 @@ pub fn run(args: &ReportArgs) -> Result<(), String> {
     };
     write("index.html", page)?;
     write("results.json", format!("{results:#}\n"))?;
+    runner.finish();
     eprintln!(
         "report: {} sections, {} figures in {:.0} s: {}",
         sections.len(),

@@ -1,11 +1,14 @@
 //! Runs the experiments behind the report: each benchmark as a child `commcore bench NAME
 //! --json` (so a failing benchmark becomes a labelled gap, not the end of the report), and
-//! one progress line per experiment on standard error.
+//! one progress line per experiment on standard error, under a bar that shows the time
+//! gone and the experiment running when standard error is a terminal.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 
 /// Runs benchmarks and external programs, and says how far it got.
@@ -13,6 +16,21 @@ pub struct Runner {
     exe: PathBuf,
     started: Instant,
     step: usize,
+    /// The bar on a terminal; `None` writes plain lines.
+    bar: Option<ProgressBar>,
+}
+
+/// A spinner with the time gone and the running experiment, on a terminal only.
+fn terminal_bar() -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    Some(bar)
 }
 
 impl Runner {
@@ -20,7 +38,7 @@ impl Runner {
     pub fn new() -> Result<Runner, String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-        Ok(Runner { exe, started: Instant::now(), step: 0 })
+        Ok(Runner { exe, started: Instant::now(), step: 0, bar: terminal_bar() })
     }
 
     /// Seconds since the report started.
@@ -57,21 +75,47 @@ impl Runner {
     ) -> Result<String, String> {
         self.step += 1;
         let began = Instant::now();
-        eprintln!("report [{:>2}] {what} (at {:.0} s)", self.step, self.elapsed_secs());
+        self.say(format!("report [{:>2}] {what} (at {:.0} s)", self.step, self.elapsed_secs()));
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("[{}] {what}", self.step));
+            if show {
+                // The command writes its own lines meanwhile: no bar drawn between them.
+                bar.set_draw_target(ProgressDrawTarget::hidden());
+            }
+        }
         let output = command
             .stdin(Stdio::null())
             .stderr(if show { Stdio::inherit() } else { Stdio::piped() })
-            .output()
-            .map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
+            .output();
+        if let (Some(bar), true) = (&self.bar, show) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        let output =
+            output.map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
         let secs = began.elapsed().as_secs_f64();
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("see above");
-            eprintln!("report [{:>2}] failed after {secs:.1} s: {last}", self.step);
+            self.say(format!("report [{:>2}] failed after {secs:.1} s: {last}", self.step));
             return Err(format!("{what} failed ({}): {last}", output.status));
         }
-        eprintln!("report [{:>2}] done in {secs:.1} s", self.step);
+        self.say(format!("report [{:>2}] done in {secs:.1} s", self.step));
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// A progress line: above the bar on a terminal, plain otherwise.
+    fn say(&self, line: String) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// Ends the bar (the report is written).
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
     }
 
     /// The executable the benchmarks run from.
