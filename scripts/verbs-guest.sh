@@ -29,8 +29,15 @@ cargo build --release --locked -q -p commcore-linux --features verbs --example v
 check=target/release/examples/verbs_check
 
 # The kernel Debian's linux-image-amd64 points at, downloaded once.
-kernel_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-    awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+kernel_of() {
+    apt-cache depends linux-image-amd64 2>/dev/null |
+        awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+}
+kernel_pkg=$(kernel_of)
+if [ -z "$kernel_pkg" ]; then # package lists missing or stale (a fresh image)
+    apt-get update -qq
+    kernel_pkg=$(kernel_of)
+fi
 [ -n "$kernel_pkg" ] || {
     echo "verbs-guest.sh: apt-cache knows no linux-image-amd64 (run apt-get update)" >&2
     exit 1

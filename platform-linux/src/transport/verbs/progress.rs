@@ -160,7 +160,6 @@ impl<D: Device> VerbsTransport<D> {
             let op = SendOp::Datagram(to.ud.ud_dest());
             match self.device.post_send(self.ud_qp, wr(WR_UD_SEND, slot), sge, op) {
                 Ok(()) => {
-                    self.datagrams_sent += 1;
                     if let Some(link) = self
                         .peers
                         .iter()

@@ -154,8 +154,6 @@ pub struct VerbsTransport<D: Device> {
     pub(super) next_read: u64,
     /// Peer failures not reported yet.
     pub(super) faults: VecDeque<VerbsError>,
-    /// Handshake datagrams posted.
-    pub(super) datagrams_sent: u64,
     /// When the next watch over outstanding work runs (device clock).
     pub(super) next_watch: u64,
 }
@@ -208,7 +206,6 @@ impl<D: Device> VerbsTransport<D> {
             reads: HashMap::new(),
             next_read: 1,
             faults: VecDeque::new(),
-            datagrams_sent: 0,
             next_watch: 0,
         };
         for i in 0..t.ud_recv.count() {
@@ -276,11 +273,6 @@ impl<D: Device> VerbsTransport<D> {
         self.cache.stats()
     }
 
-    /// Handshake datagrams this process posted.
-    pub fn datagrams_sent(&self) -> u64 {
-        self.datagrams_sent
-    }
-
     /// Handshake datagrams this process posted to `peer`.
     pub fn datagrams_to(&self, peer: usize) -> u64 {
         self.links.get(peer).map_or(0, |l| l.datagrams)
@@ -289,11 +281,6 @@ impl<D: Device> VerbsTransport<D> {
     /// Whether the connection to `peer` is up both ways.
     pub fn is_connected(&self, peer: usize) -> bool {
         self.links.get(peer).is_some_and(|l| l.state == LinkState::Up)
-    }
-
-    /// The device (for its clock and counters).
-    pub fn device(&self) -> &D {
-        &self.device
     }
 
     /// Sends a message of `payload.len()` bytes to `peer` (the header's length is set to

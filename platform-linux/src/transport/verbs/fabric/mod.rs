@@ -172,11 +172,6 @@ impl FabricDevice {
     pub fn index(&self) -> usize {
         self.index
     }
-
-    /// The fabric.
-    pub fn fabric(&self) -> &Fabric {
-        &self.fabric
-    }
 }
 
 impl FabricDevice {
