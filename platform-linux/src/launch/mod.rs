@@ -35,6 +35,7 @@
 //! everything, as for a job without spawns.
 
 mod command;
+pub mod exchange;
 mod guardian;
 pub mod hosts;
 pub mod kv;

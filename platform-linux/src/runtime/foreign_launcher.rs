@@ -21,10 +21,11 @@ pub(super) fn refusal(var: impl Fn(&str) -> Option<String>) -> Option<String> {
         let size: usize = value.trim().parse().ok()?;
         (size > 1).then(|| {
             format!(
-                "this process was started by {launcher} as one of {size} ranks ({name}={value}), \
-                 and commcore's runtime joins only jobs started by `commcore run` so far: \
-                 start it with `commcore run -n {size} -- PROGRAM` (it would otherwise run \
-                 alone as a singleton)"
+                "this process was started by {launcher} as one of {size} ranks ({name}={value}) \
+                 without PMI-1 (PMI_FD) or PMIx (PMIX_NAMESPACE), through which commcore's \
+                 runtime joins a job: start it with `srun --mpi=pmix`, `mpiexec.mpich`, \
+                 `mpirun.openmpi` or `commcore run -n {size} -- PROGRAM` (it would otherwise \
+                 run alone as a singleton)"
             )
         })
     })

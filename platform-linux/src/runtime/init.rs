@@ -2,6 +2,7 @@
 //! the peers in the shared region, and probing whether single-copy reads work.
 
 use std::fmt;
+use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
@@ -11,11 +12,13 @@ use commcore::av::{Address, Ave, NodeId, Pgid};
 use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
+use super::bootstrap::{self, Foreign, Origin};
 use super::engine::{Engine, TcpLink};
 use super::error::InitError;
 use super::settings::{self, Settings, TransportSetting, WakeFenceSetting};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
+use crate::launch::exchange::Exchange;
 use crate::launch::kv::KvClient;
 use crate::shm::layout::{RANK_FINALIZED, RANK_JOINED};
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
@@ -71,6 +74,21 @@ pub struct World {
     /// The inter-communicator to the group that spawned this one (`MPI_Comm_get_parent`).
     parent: Option<Comm>,
     av: &'static [Ave],
+    /// The foreign launcher's client, finalized last (after the runtime said goodbye).
+    foreign: Option<Foreign>,
+}
+
+/// How this rank joins the region it met its node in.
+struct Join {
+    /// Ranks that share the region and meet in it.
+    members: usize,
+    /// Whether a launcher started the job (ours or another): the rank's slot is then marked
+    /// finalized when the runtime ends.
+    launched: bool,
+    /// The CPU to bind this rank to, if any.
+    bind: Option<usize>,
+    /// Another launcher's client.
+    foreign: Option<Foreign>,
 }
 
 impl World {
@@ -88,15 +106,21 @@ impl World {
     }
 
     fn init_thread(threaded: bool) -> Result<World, InitError> {
+        let settings = settings::install(Settings::from_env().map_err(InitError::Setting)?);
+        match bootstrap::origin(|name| std::env::var(name).ok())? {
+            Origin::Singleton => Self::singleton(settings, threaded),
+            Origin::Launcher => Self::launched(settings, threaded),
+            Origin::Foreign(foreign) => Self::foreign(foreign, settings, threaded),
+        }
+    }
+
+    /// Joins a job that `commcore run` started: its variables name the rank and the region.
+    fn launched(settings: &'static Settings, threaded: bool) -> Result<World, InitError> {
         let bad = |m: String| InitError::Environment(m);
         let var = |name: &str| std::env::var(name).ok();
-        let settings = settings::install(Settings::from_env().map_err(InitError::Setting)?);
-        let Some(fd_text) = var(env::SHM_FD) else {
-            if let Some(refusal) = super::foreign_launcher::refusal(var) {
-                return Err(bad(refusal));
-            }
-            return Self::singleton(settings, threaded);
-        };
+        let fd_text = var(env::SHM_FD).ok_or_else(|| {
+            bad(format!("{} is not set: start the program with `commcore run`", env::SHM_FD))
+        })?;
         let number = |name: &str| -> Result<usize, InitError> {
             let text = var(name).ok_or_else(|| bad(format!("{name} is not set")))?;
             text.parse().map_err(|_| bad(format!("{name}={text:?} is not a number")))
@@ -119,7 +143,35 @@ impl World {
                 return Err(e);
             }
         };
-        Self::enter(region, layout, rank, node_count, settings, true, threaded)
+        let bind = (size > 1 || settings.cpu_offset.is_some())
+            .then(|| settings.cpu_offset.unwrap_or(0) + rank);
+        let join = Join { members: size, launched: true, bind, foreign: None };
+        Self::enter(region, layout, rank, node_count, settings, join, threaded)
+            .inspect_err(|_| release_launched_world())
+    }
+
+    /// Joins a job that another launcher started: the ranks of each node meet over its
+    /// exchange and share a region of their own ([`bootstrap::node`]).
+    fn foreign(
+        mut foreign: Foreign,
+        settings: &'static Settings,
+        threaded: bool,
+    ) -> Result<World, InitError> {
+        let (rank, size) = (foreign.rank(), foreign.size());
+        if LAUNCHED_WORLD.swap(true, AcqRel) {
+            return Err(InitError::Environment("this process already joined the job".into()));
+        }
+        let met = match bootstrap::node::meet(&mut foreign, rank, size, settings) {
+            Ok(met) => met,
+            Err(e) => {
+                release_launched_world();
+                return Err(e);
+            }
+        };
+        // The launcher places ranks (or the user did, around it): bind only when asked.
+        let bind = settings.cpu_offset.map(|offset| offset + met.local_index);
+        let join = Join { members: met.members, launched: true, bind, foreign: Some(foreign) };
+        Self::enter(met.region, met.layout, rank, 1, settings, join, threaded)
             .inspect_err(|_| release_launched_world())
     }
 
@@ -129,7 +181,8 @@ impl World {
         region.atomic_u32(layout.job_size()).store(1, Relaxed);
         region.atomic_u32(layout.nodes()).store(1, Relaxed);
         region.atomic_u64(layout.magic()).store(Layout::MAGIC, Release);
-        Self::enter(region, layout, 0, 1, settings, false, threaded)
+        let join = Join { members: 1, launched: false, bind: None, foreign: None };
+        Self::enter(region, layout, 0, 1, settings, join, threaded)
     }
 
     fn enter(
@@ -138,10 +191,11 @@ impl World {
         rank: usize,
         node_count: usize,
         settings: &'static Settings,
-        launched: bool,
+        mut join: Join,
         threaded: bool,
     ) -> Result<World, InitError> {
         let size = layout.size();
+        let launched = join.launched;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let claimed = region.atomic_u32(layout.pid(rank)).compare_exchange(
             0,
@@ -157,7 +211,7 @@ impl World {
                 AcqRel,
                 Acquire,
             );
-            arrive_and_wait(region.atomic_u32(layout.arrived()), size);
+            arrive_and_wait(region.atomic_u32(layout.arrived()), join.members);
             return Err(InitError::DuplicateRank { rank });
         }
         region.atomic_u32(layout.state(rank)).store(RANK_JOINED, Release);
@@ -168,7 +222,7 @@ impl World {
         region
             .atomic_u32(layout.cpus(rank))
             .store(u32::try_from(cpus).unwrap_or(u32::MAX), Relaxed);
-        arrive_and_wait(region.atomic_u32(layout.arrived()), size);
+        arrive_and_wait(region.atomic_u32(layout.arrived()), join.members);
         // Every rank fails alike below, so each leaves the job as if it had finalized: a
         // program that handles the error and exits 0 has not left the others waiting.
         let finalized = || region.atomic_u32(layout.state(rank)).store(RANK_FINALIZED, Release);
@@ -199,7 +253,11 @@ impl World {
         }
 
         let wanted = settings.single_copy;
-        let peer = (rank + 1) % size;
+        // The next rank that shares this region (this rank itself when alone).
+        let peer = (1..=size)
+            .map(|k| (rank + k) % size)
+            .find(|&r| hosts[r] == hosts[rank])
+            .unwrap_or(rank);
         let mut probe = [0u8; 8];
         let address = region.atomic_u64(layout.probe_address(peer)).load(Relaxed);
         let works = cma::read(pids[peer], address, &mut probe).is_ok()
@@ -211,7 +269,7 @@ impl World {
         if !(fence_wanted && membarrier::register()) {
             region.atomic_u32(layout.barrier_failures()).fetch_add(1, AcqRel);
         }
-        arrive_and_wait(region.atomic_u32(layout.probed()), size);
+        arrive_and_wait(region.atomic_u32(layout.probed()), join.members);
         let failures = region.atomic_u32(layout.probe_failures()).load(Acquire);
         // One rank without the barrier makes the whole job fence on both sides.
         let wake = match region.atomic_u32(layout.barrier_failures()).load(Acquire) {
@@ -236,8 +294,8 @@ impl World {
             .unwrap_or(cpus)
             .max(1);
         let oversubscribed = size > cores;
-        if launched && (size > 1 || settings.cpu_offset.is_some()) {
-            super::affinity::bind(settings.cpu_offset.unwrap_or(0) + rank, settings.bind);
+        if let Some(cpu) = join.bind {
+            super::affinity::bind(cpu, settings.bind);
         }
         // With a core per rank, waiting polls 200 µs like the peers' busy polling (on a busy
         // machine a rank that yields loses its core to other work for a whole time slice);
@@ -257,10 +315,19 @@ impl World {
         // Whether rank `r` is reached over TCP; the same answer on every rank.
         let over_tcp = |r: usize| r != rank && (tcp_only || hosts[r] != hosts[rank]);
         // The launcher's exchange, kept for start-up and for spawn and names later.
-        let mut kv = if launched { KvClient::from_env(KV_TIMEOUT).ok() } else { None };
+        let from_launcher = launched && join.foreign.is_none();
+        let mut kv = if from_launcher { KvClient::from_env(KV_TIMEOUT).ok() } else { None };
         // Every rank answers alike: with two hosts, each rank has a peer on the other.
         let tcp = if size > 1 && (tcp_only || host_count > 1) {
-            match join_tcp(kv.as_mut(), settings) {
+            // `commcore run` names each host's address; another launcher's hosts listen on
+            // an interface of their own.
+            let away = join.foreign.is_some() && host_count > 1;
+            let exchange: Option<&mut dyn Exchange> = match (join.foreign.as_mut(), kv.as_mut()) {
+                (Some(foreign), _) => Some(foreign),
+                (None, Some(kv)) => Some(kv),
+                (None, None) => None,
+            };
+            match join_tcp(exchange, rank, size, away, settings) {
                 Ok(tcp) => Some(tcp),
                 Err(error) => {
                     finalized();
@@ -305,7 +372,7 @@ impl World {
         let comm = Comm::world(runtime.clone(), world_map).map_err(coll)?;
         let self_comm = Comm::own(runtime, self_map).map_err(coll)?;
         let parent = super::dpm::parent(&comm).map_err(InitError::Parent)?;
-        Ok(World { comm, self_comm, parent, av })
+        Ok(World { comm, self_comm, parent, av, foreign: join.foreign })
     }
 
     /// The inter-communicator to the group that spawned this process's group
@@ -386,6 +453,38 @@ impl World {
         self.comm.runtime().tcp_links()
     }
 
+    /// The launcher that started this job, in words: `commcore run`, another launcher's
+    /// bootstrap (PMI-1, PMIx), or none (a singleton).
+    pub fn launcher(&self) -> &'static str {
+        match &self.foreign {
+            Some(foreign) => foreign.name(),
+            None if self.comm.runtime().launched => "commcore run",
+            None => "none (a singleton)",
+        }
+    }
+
+    /// Bytes this rank published to and fetched from another launcher's exchange at
+    /// start-up (its node entry, and its TCP address when ranks are on several nodes);
+    /// `None` under `commcore run` (which hands the region down) or alone.
+    pub fn exchanged_bytes(&self) -> Option<(usize, usize)> {
+        self.foreign.as_ref().map(Foreign::exchanged_bytes)
+    }
+
+    /// Ends the whole job now with exit code `code` (`MPI_Abort` on the world): through
+    /// another launcher's own abort call when one started the job, so that it reports it
+    /// its way; under `commcore run` this rank exits and the launcher ends the others.
+    pub fn abort(&mut self, code: i32, message: &str) -> ! {
+        eprintln!("rank {} aborts the job (code {code}): {message}", self.rank());
+        match self.foreign.as_mut().map(|foreign| foreign.abort(code, message)) {
+            // The launcher kills the job, this rank with it; the exit below is for a
+            // launcher that only reports.
+            Some(Ok(())) => std::thread::sleep(Duration::from_secs(2)),
+            Some(Err(unsent)) => eprintln!("rank {}: {unsent}", self.rank()),
+            None => {}
+        }
+        std::process::exit(code)
+    }
+
     /// How long messages travel, as decided at start-up.
     pub fn single_copy(&self) -> SingleCopy {
         self.comm.runtime().single_copy
@@ -416,19 +515,37 @@ fn world_address_vector(
 }
 
 /// Starts this rank's TCP transport: listens, and learns every rank's address through the
-/// launcher's key-value exchange (collective over the job).
-fn join_tcp(kv: Option<&mut KvClient>, settings: &Settings) -> Result<TcpLink, InitError> {
-    let kv = kv.ok_or_else(|| {
-        InitError::Environment("TCP needs the launcher's exchange (COMMCORE_KV_FD)".into())
-    })?;
+/// launcher's exchange (collective over the job). `away`: peers are on other machines, so
+/// listen on an interface unless `COMMCORE_TCP_IP` names the address.
+fn join_tcp(
+    exchange: Option<&mut dyn Exchange>,
+    rank: usize,
+    size: usize,
+    away: bool,
+    settings: &Settings,
+) -> Result<TcpLink, InitError> {
+    let bad = |m: String| InitError::Environment(m);
+    let exchange =
+        exchange.ok_or_else(|| bad("TCP needs the launcher's exchange (COMMCORE_KV_FD)".into()))?;
     let mut tcp = TcpSettings::new(0);
     // The runtime polls before it sleeps; the transport's wait is its sleep.
     tcp.spin = Duration::ZERO;
     if let Some(ms) = settings.tcp_send_timeout_ms {
         tcp.send_timeout = Duration::from_millis(ms);
     }
+    let ip = match crate::tcp::listen_ip().map_err(|e| bad(e.to_string()))? {
+        Some(ip) => ip,
+        None if away => crate::tcp::interface_ip().ok_or_else(|| {
+            bad(format!(
+                "ranks run on several nodes and this one has no network interface up to \
+                 listen on; set {} to its address",
+                crate::tcp::ENV_LISTEN_IP
+            ))
+        })?,
+        None => Ipv4Addr::LOCALHOST.into(),
+    };
     let transport =
-        TcpTransport::join_with(kv, tcp).map_err(|e| InitError::Environment(e.to_string()))?;
+        TcpTransport::join_with(exchange, rank, size, ip, tcp).map_err(|e| bad(e.to_string()))?;
     Ok(TcpLink::new(transport))
 }
 

@@ -25,6 +25,7 @@
 //! that senders check for sleepers without a fence of their own (see `fabric.rs`).
 
 mod affinity;
+mod bootstrap;
 mod coll;
 mod coll_selection;
 mod comm;

@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::socket;
 use super::transport::{TcpSettings, TcpTransport};
 use crate::launch::env;
-use crate::launch::kv::{KvClient, KvError};
+use crate::launch::exchange::{Exchange, ExchangeError};
+use crate::launch::kv::KvClient;
 
 /// The variable naming the address a rank listens on (the launcher sets it per network
 /// namespace; loopback when unset).
@@ -22,7 +23,7 @@ pub enum StartError {
     /// A launcher variable is missing or malformed.
     Environment(String),
     /// The key-value exchange failed.
-    Exchange(KvError),
+    Exchange(ExchangeError),
     /// Listening failed.
     Listen(std::io::Error),
 }
@@ -39,6 +40,14 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
+/// The address `COMMCORE_TCP_IP` asks ranks to listen on, if it is set.
+pub fn listen_ip() -> Result<Option<IpAddr>, StartError> {
+    match std::env::var(ENV_LISTEN_IP) {
+        Ok(_) => variable(ENV_LISTEN_IP).map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
 fn variable<T: std::str::FromStr>(name: &str) -> Result<T, StartError> {
     let text = std::env::var(name).map_err(|_| {
         StartError::Environment(format!("{name} is unset: start with `commcore run`"))
@@ -51,22 +60,25 @@ impl TcpTransport {
     /// 127.0.0.1), publishes the address as key `tcp`, fences, and reads every rank's.
     /// Rank 0 also publishes the job's handshake token.
     pub fn join(settings: TcpSettings) -> Result<TcpTransport, StartError> {
-        let mut kv = KvClient::from_env(EXCHANGE_TIMEOUT).map_err(StartError::Exchange)?;
-        Self::join_with(&mut kv, settings)
-    }
-
-    /// [`TcpTransport::join`] over an exchange the caller holds (the runtime keeps its own
-    /// for the rest of the job).
-    pub fn join_with(
-        kv: &mut KvClient,
-        mut settings: TcpSettings,
-    ) -> Result<TcpTransport, StartError> {
+        let mut kv = KvClient::from_env(EXCHANGE_TIMEOUT).map_err(|e| {
+            StartError::Exchange(ExchangeError { launcher: "commcore run", message: e.to_string() })
+        })?;
         let rank: usize = variable(env::RANK)?;
         let size: usize = variable(env::SIZE)?;
-        let ip: IpAddr = match std::env::var(ENV_LISTEN_IP) {
-            Ok(_) => variable(ENV_LISTEN_IP)?,
-            Err(_) => Ipv4Addr::LOCALHOST.into(),
-        };
+        let ip = listen_ip()?.unwrap_or(Ipv4Addr::LOCALHOST.into());
+        Self::join_with(&mut kv, rank, size, ip, settings)
+    }
+
+    /// [`TcpTransport::join`] for `rank` of `size`, listening on `ip`, over an exchange the
+    /// caller holds (the runtime keeps its own for the rest of the job). Collective: every
+    /// rank puts, fences once and reads.
+    pub fn join_with(
+        kv: &mut dyn Exchange,
+        rank: usize,
+        size: usize,
+        ip: IpAddr,
+        mut settings: TcpSettings,
+    ) -> Result<TcpTransport, StartError> {
         let listener = socket::listen(ip).map_err(StartError::Listen)?;
         let local = listener.local_addr().map_err(StartError::Listen)?;
         kv.put("tcp", &local.to_string()).map_err(StartError::Exchange)?;
@@ -106,4 +118,38 @@ fn random() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     nanos ^ (u128::from(std::process::id()) << 64)
+}
+
+/// The first IPv4 address of an interface that is up and not loopback: what a rank listens
+/// on when its peers are on other machines (or in other network namespaces) and
+/// `COMMCORE_TCP_IP` does not say. `None` when there is none.
+pub fn interface_ip() -> Option<IpAddr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a list this function frees below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut entry = list;
+    while !entry.is_null() && found.is_none() {
+        // SAFETY: `entry` is a node of the list getifaddrs returned, not yet freed.
+        let interface = unsafe { &*entry };
+        let wanted = libc::IFF_UP as u32 | libc::IFF_RUNNING as u32;
+        let usable = interface.ifa_flags & wanted == wanted
+            && interface.ifa_flags & libc::IFF_LOOPBACK as u32 == 0;
+        // SAFETY: a non-null ifa_addr points at a sockaddr whose family says its type; an
+        // AF_INET one is a sockaddr_in.
+        let ipv4 = unsafe {
+            (!interface.ifa_addr.is_null()
+                && i32::from((*interface.ifa_addr).sa_family) == libc::AF_INET)
+                .then(|| &*interface.ifa_addr.cast::<libc::sockaddr_in>())
+        };
+        if let (true, Some(address)) = (usable, ipv4) {
+            found = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(address.sin_addr.s_addr))));
+        }
+        entry = interface.ifa_next;
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once; no reference outlives it.
+    unsafe { libc::freeifaddrs(list) };
+    found
 }

@@ -1,0 +1,260 @@
+//! Who started this process, and through whom it meets the rest of its job: the bootstrap
+//! boundary of [`super::World::init`].
+//!
+//! | origin | found by | identity | exchange | node |
+//! |---|---|---|---|---|
+//! | `commcore run` | `COMMCORE_SHM_FD` | `COMMCORE_RANK`/`SIZE` | its key-value exchange | one region for the job, handed down |
+//! | hydra (`mpiexec.mpich`) | `PMI_FD` | `PMI_RANK`/`PMI_SIZE` | PMI-1 put/barrier/get | met here ([`node`]) |
+//! | a PMIx server (`mpirun.openmpi`, `srun --mpi=pmix`) | `PMIX_NAMESPACE` | `PMIx_Init` | PMIx put/commit/fence/get | met here ([`node`]) |
+//! | none | nothing of the above | rank 0 of 1 | none | its own region |
+//!
+//! `COMMCORE_BOOTSTRAP=launcher|pmi|pmix` chooses instead of the environment. A process that
+//! some other launcher started as one of several ranks is refused rather than run alone
+//! ([`super::foreign_launcher`]). PMIx is a cargo feature (`pmix`, linking Debian's
+//! `libpmix2`), so the default build needs no PMIx library; a build without it names the
+//! feature when it meets a PMIx server.
+//!
+//! Under PMI and PMIx the launcher does not hand down a shared region: the ranks of each
+//! node meet over the exchange and share one ([`node`]); ranks on different nodes (another
+//! machine, or another network namespace of this one) talk over TCP.
+
+pub(super) mod node;
+
+use std::time::Duration;
+
+use super::error::InitError;
+use crate::launch::exchange::{Exchange, ExchangeError};
+use crate::launch::pmi1::Pmi1Client;
+#[cfg(feature = "pmix")]
+use crate::launch::pmix::PmixClient;
+
+/// The variable that chooses the bootstrap instead of the environment.
+pub const ENV_BOOTSTRAP: &str = "COMMCORE_BOOTSTRAP";
+/// How long one request to a foreign launcher may take (a fence waits for every rank).
+const FOREIGN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How this process joins its job.
+pub(super) enum Origin {
+    /// Alone: rank 0 of 1.
+    Singleton,
+    /// `commcore run` started it (its variables are read by the caller).
+    Launcher,
+    /// Another launcher, through its exchange.
+    Foreign(Foreign),
+}
+
+/// A foreign launcher's client: the exchange at start-up, abort, and finalize when the
+/// world ends.
+pub struct Foreign {
+    client: Client,
+    /// Bytes of keys and values this rank put, and of values it read.
+    published: usize,
+    fetched: usize,
+}
+
+enum Client {
+    Pmi(Pmi1Client),
+    #[cfg(feature = "pmix")]
+    Pmix(PmixClient),
+}
+
+impl Foreign {
+    fn new(client: Client) -> Foreign {
+        Foreign { client, published: 0, fetched: 0 }
+    }
+
+    /// This process's rank in the job.
+    pub fn rank(&self) -> usize {
+        match &self.client {
+            Client::Pmi(c) => c.rank(),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(c) => c.rank(),
+        }
+    }
+
+    /// The job's size.
+    pub fn size(&self) -> usize {
+        match &self.client {
+            Client::Pmi(c) => c.size(),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(c) => c.size(),
+        }
+    }
+
+    /// Bytes of keys and values this rank put through the exchange, and of values it read.
+    pub fn exchanged_bytes(&self) -> (usize, usize) {
+        (self.published, self.fetched)
+    }
+
+    /// The launcher, in words.
+    pub fn name(&self) -> &'static str {
+        match &self.client {
+            Client::Pmi(_) => "PMI-1 (MPICH's mpiexec)",
+            #[cfg(feature = "pmix")]
+            Client::Pmix(_) => "PMIx",
+        }
+    }
+
+    /// Asks the launcher to end the whole job with `code`, through its own call, so that it
+    /// reports the failure its way.
+    pub fn abort(&mut self, code: i32, message: &str) -> Result<(), ExchangeError> {
+        let launcher = self.name();
+        let failed = match &mut self.client {
+            Client::Pmi(c) => c.abort(code, message).err().map(|e| e.to_string()),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(c) => Some(c.abort(code, message).to_string()),
+        };
+        failed.map_or(Ok(()), |message| Err(ExchangeError { launcher, message }))
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        // The launcher then takes this rank's exit as the end of a finished rank. (PMIx's
+        // client finalizes when it is dropped.)
+        #[allow(irrefutable_let_patterns)]
+        if let Client::Pmi(c) = &mut self.client {
+            let _ = c.finalize();
+        }
+    }
+}
+
+impl Exchange for Foreign {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), ExchangeError> {
+        self.published += key.len() + value.len();
+        match &mut self.client {
+            Client::Pmi(c) => Exchange::put(c, key, value),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(c) => c.put(key, value).map_err(pmix_error),
+        }
+    }
+
+    fn fence(&mut self) -> Result<(), ExchangeError> {
+        match &mut self.client {
+            Client::Pmi(c) => Exchange::fence(c),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(c) => c.fence().map_err(pmix_error),
+        }
+    }
+
+    fn get(&mut self, rank: usize, key: &str) -> Result<String, ExchangeError> {
+        match &mut self.client {
+            Client::Pmi(c) => Exchange::get(c, rank, key),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(c) => c.get(rank, key).map_err(pmix_error)?.ok_or_else(|| ExchangeError {
+                launcher: "PMIx",
+                message: format!("rank {rank} has no {key}"),
+            }),
+        }
+    }
+}
+
+#[cfg(feature = "pmix")]
+fn pmix_error(e: crate::launch::pmix::PmixError) -> ExchangeError {
+    ExchangeError { launcher: "PMIx", message: e.to_string() }
+}
+
+/// Which bootstrap `COMMCORE_BOOTSTRAP` or the environment (read by `var`) asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wanted {
+    Launcher,
+    Pmi,
+    Pmix,
+    /// No launcher's variables: a singleton, unless a launcher we cannot join started it.
+    Nothing,
+}
+
+fn wanted(var: &impl Fn(&str) -> Option<String>) -> Result<Wanted, InitError> {
+    if let Some(choice) = var(ENV_BOOTSTRAP) {
+        return match choice.trim() {
+            "launcher" => Ok(Wanted::Launcher),
+            "pmi" => Ok(Wanted::Pmi),
+            "pmix" => Ok(Wanted::Pmix),
+            other => Err(InitError::Environment(format!(
+                "{ENV_BOOTSTRAP}={other:?}: choose launcher (commcore run), pmi (MPICH's \
+                 mpiexec) or pmix (Open MPI's mpirun, Slurm's srun --mpi=pmix)"
+            ))),
+        };
+    }
+    Ok(if var(crate::launch::env::SHM_FD).is_some() {
+        Wanted::Launcher
+    } else if var("PMIX_NAMESPACE").is_some() {
+        Wanted::Pmix
+    } else if var("PMI_FD").is_some() {
+        Wanted::Pmi
+    } else {
+        Wanted::Nothing
+    })
+}
+
+/// Finds this process's origin from the environment (read by `var`), connecting to a
+/// foreign launcher when one started it.
+pub(super) fn origin(var: impl Fn(&str) -> Option<String>) -> Result<Origin, InitError> {
+    let bad = InitError::Environment;
+    match wanted(&var)? {
+        Wanted::Launcher => Ok(Origin::Launcher),
+        Wanted::Nothing => match super::foreign_launcher::refusal(&var) {
+            Some(refusal) => Err(bad(refusal)),
+            None => Ok(Origin::Singleton),
+        },
+        Wanted::Pmi => match Pmi1Client::from_env(FOREIGN_TIMEOUT) {
+            Ok(Some(client)) => Ok(Origin::Foreign(Foreign::new(Client::Pmi(client)))),
+            Ok(None) => Err(bad(format!("{ENV_BOOTSTRAP}=pmi, but PMI_FD is not set"))),
+            Err(e) => Err(bad(e.to_string())),
+        },
+        Wanted::Pmix => pmix_origin(),
+    }
+}
+
+#[cfg(feature = "pmix")]
+fn pmix_origin() -> Result<Origin, InitError> {
+    match PmixClient::from_env() {
+        Ok(Some(client)) => Ok(Origin::Foreign(Foreign::new(Client::Pmix(client)))),
+        Ok(None) => Err(InitError::Environment(
+            "asked for PMIx, but no PMIx server started this process (PMIX_NAMESPACE is unset)"
+                .into(),
+        )),
+        Err(e) => Err(InitError::Environment(e.to_string())),
+    }
+}
+
+#[cfg(not(feature = "pmix"))]
+fn pmix_origin() -> Result<Origin, InitError> {
+    Err(InitError::Environment(
+        "a PMIx server (Open MPI's mpirun, or srun --mpi=pmix) started this process, and this \
+         build has no PMIx client: build with `--features commcore-linux/pmix` (needs \
+         libpmix-dev), or start it with `mpiexec.mpich` or `commcore run`"
+            .into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn the_environment_names_the_launcher_and_the_setting_overrides_it() {
+        let choose = |pairs: &[(&str, &str)]| wanted(&env(pairs)).ok();
+        assert_eq!(choose(&[("COMMCORE_SHM_FD", "3"), ("PMI_FD", "4")]), Some(Wanted::Launcher));
+        assert_eq!(choose(&[("PMIX_NAMESPACE", "j"), ("PMI_FD", "4")]), Some(Wanted::Pmix));
+        assert_eq!(choose(&[("PMI_FD", "4")]), Some(Wanted::Pmi));
+        assert_eq!(choose(&[]), Some(Wanted::Nothing));
+        assert_eq!(choose(&[("PMIX_NAMESPACE", "j"), (ENV_BOOTSTRAP, "pmi")]), Some(Wanted::Pmi));
+        let typo = wanted(&env(&[(ENV_BOOTSTRAP, "slurm")])).expect_err("refused");
+        assert!(typo.to_string().contains("launcher") && typo.to_string().contains("pmix"));
+    }
+
+    #[test]
+    fn an_asked_for_launcher_that_is_not_there_is_an_error_not_a_singleton() {
+        // PMI_FD is not set in the test's own environment.
+        assert!(std::env::var_os("PMI_FD").is_none());
+        let Err(refused) = origin(env(&[(ENV_BOOTSTRAP, "pmi")])) else { panic!("joined") };
+        assert!(refused.to_string().contains("PMI_FD"), "{refused}");
+        let Err(foreign) = origin(env(&[("OMPI_COMM_WORLD_SIZE", "4")])) else { panic!("joined") };
+        assert!(foreign.to_string().contains("one of 4 ranks"), "{foreign}");
+    }
+}
