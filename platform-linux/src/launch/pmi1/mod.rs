@@ -119,6 +119,11 @@ impl Pmi1Client {
         Ok(client)
     }
 
+    /// The socket's descriptor (for a last `abort` line from an exit handler).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.socket)
+    }
+
     /// This rank.
     pub fn rank(&self) -> usize {
         self.rank

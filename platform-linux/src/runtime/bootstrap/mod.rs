@@ -20,6 +20,9 @@
 
 pub(super) mod node;
 
+use std::sync::atomic::Ordering::{AcqRel, Relaxed, Release};
+use std::sync::atomic::{AtomicI32, AtomicUsize};
+use std::sync::Once;
 use std::time::Duration;
 
 use super::error::InitError;
@@ -108,8 +111,49 @@ impl Foreign {
     }
 }
 
+/// The PMI socket of a rank that joined and has not finalized, for [`left_early`]; -1 when
+/// there is none.
+static UNFINALIZED_PMI_FD: AtomicI32 = AtomicI32::new(-1);
+/// That rank's number, for the message.
+static UNFINALIZED_RANK: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs when the process exits normally (`exit`, or the end of `main`). A rank that exits
+/// while it is still in the job left it early, whatever its exit code; hydra would take a
+/// code 0 as a finished rank and could report the job's success, so the rank asks hydra to
+/// abort the job instead (as `commcore run` reports such a rank).
+extern "C" fn left_early() {
+    let fd = UNFINALIZED_PMI_FD.swap(-1, AcqRel);
+    if fd < 0 {
+        return;
+    }
+    let rank = UNFINALIZED_RANK.load(Relaxed);
+    let says = format!(
+        "rank {rank} exited without finalizing (it left the job early): asking the launcher \
+         to end the job\n"
+    );
+    let line = format!("cmd=abort exitcode=1 error_msg=rank_{rank}_left_the_job_early\n");
+    // SAFETY: fd is the PMI socket of the client still alive in this exiting process (the
+    // client clears the word before it closes it); both buffers are valid for their length.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, says.as_ptr().cast(), says.len());
+        libc::write(fd, line.as_ptr().cast(), line.len());
+    }
+}
+
+/// Arms [`left_early`] for `rank`'s PMI socket `fd`.
+fn watch_exit(fd: i32, rank: usize) {
+    UNFINALIZED_RANK.store(rank, Relaxed);
+    static REGISTER: Once = Once::new();
+    // SAFETY: left_early is an extern "C" fn without arguments that never unwinds.
+    REGISTER.call_once(|| unsafe {
+        libc::atexit(left_early);
+    });
+    UNFINALIZED_PMI_FD.store(fd, Release);
+}
+
 impl Drop for Foreign {
     fn drop(&mut self) {
+        UNFINALIZED_PMI_FD.store(-1, Release);
         // The launcher then takes this rank's exit as the end of a finished rank. (PMIx's
         // client finalizes when it is dropped.)
         #[allow(irrefutable_let_patterns)]
@@ -138,14 +182,16 @@ impl Exchange for Foreign {
     }
 
     fn get(&mut self, rank: usize, key: &str) -> Result<String, ExchangeError> {
-        match &mut self.client {
+        let value = match &mut self.client {
             Client::Pmi(c) => Exchange::get(c, rank, key),
             #[cfg(feature = "pmix")]
             Client::Pmix(c) => c.get(rank, key).map_err(pmix_error)?.ok_or_else(|| ExchangeError {
                 launcher: "PMIx",
                 message: format!("rank {rank} has no {key}"),
             }),
-        }
+        }?;
+        self.fetched += value.len();
+        Ok(value)
     }
 }
 
@@ -198,7 +244,10 @@ pub(super) fn origin(var: impl Fn(&str) -> Option<String>) -> Result<Origin, Ini
             None => Ok(Origin::Singleton),
         },
         Wanted::Pmi => match Pmi1Client::from_env(FOREIGN_TIMEOUT) {
-            Ok(Some(client)) => Ok(Origin::Foreign(Foreign::new(Client::Pmi(client)))),
+            Ok(Some(client)) => {
+                watch_exit(client.raw_fd(), client.rank());
+                Ok(Origin::Foreign(Foreign::new(Client::Pmi(client))))
+            }
             Ok(None) => Err(bad(format!("{ENV_BOOTSTRAP}=pmi, but PMI_FD is not set"))),
             Err(e) => Err(bad(e.to_string())),
         },
