@@ -140,6 +140,13 @@ tcp_hosts() {
         --batches 1 --json >/dev/null
 }
 
+launchers() {
+    step "started by MPICH's mpiexec (PMI-1): the runtime suites, dynamic processes, faults, 2 and 3 namespace hosts"
+    cargo build --locked -p commcore-tests --bins
+    cargo build --locked -p commcore-linux --examples
+    timeout 600 ./scripts/launchers.sh hydra
+}
+
 verbs_guest() {
     step "verbs: the feature's build and clippy, and the transport on soft-RoCE in a QEMU guest"
     cargo clippy -p commcore-linux --features verbs --all-targets --locked -- -D warnings
@@ -186,6 +193,7 @@ pmpi
 miri
 fuzz_smoke
 tcp_hosts
+launchers
 verbs_guest
 benches_run
 echo

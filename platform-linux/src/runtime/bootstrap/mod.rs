@@ -117,36 +117,48 @@ static UNFINALIZED_PMI_FD: AtomicI32 = AtomicI32::new(-1);
 /// That rank's number, for the message.
 static UNFINALIZED_RANK: AtomicUsize = AtomicUsize::new(0);
 
-/// Runs when the process exits normally (`exit`, or the end of `main`). A rank that exits
-/// while it is still in the job left it early, whatever its exit code; hydra would take a
-/// code 0 as a finished rank and could report the job's success, so the rank asks hydra to
-/// abort the job instead (as `commcore run` reports such a rank).
-extern "C" fn left_early() {
+/// Runs when the process exits normally (`exit`, or the end of `main`) with `status`. A
+/// rank that exits while it is still in the job left it early, whatever its status; hydra
+/// would take status 0 as a finished rank and could report the job's success, so the rank
+/// asks hydra to abort the job with its status (1 for 0), as `commcore run` reports such a
+/// rank.
+extern "C" fn left_early(status: libc::c_int, _: *mut libc::c_void) {
     let fd = UNFINALIZED_PMI_FD.swap(-1, AcqRel);
     if fd < 0 {
         return;
     }
     let rank = UNFINALIZED_RANK.load(Relaxed);
+    let code = if status == 0 { 1 } else { status };
     let says = format!(
-        "rank {rank} exited without finalizing (it left the job early): asking the launcher \
-         to end the job\n"
+        "rank {rank} exited with status {status} without finalizing (it left the job early): \
+         asking the launcher to end the job\n"
     );
-    let line = format!("cmd=abort exitcode=1 error_msg=rank_{rank}_left_the_job_early\n");
+    let line = format!("cmd=abort exitcode={code} error_msg=rank_{rank}_left_the_job_early\n");
     // SAFETY: fd is the PMI socket of the client still alive in this exiting process (the
     // client clears the word before it closes it); both buffers are valid for their length.
     unsafe {
         libc::write(libc::STDERR_FILENO, says.as_ptr().cast(), says.len());
+        // The launcher forwards our words before it ends the job on the abort.
+        libc::usleep(100_000);
         libc::write(fd, line.as_ptr().cast(), line.len());
     }
+}
+
+extern "C" {
+    /// glibc's exit handler that is told the exit status.
+    fn on_exit(
+        handler: extern "C" fn(libc::c_int, *mut libc::c_void),
+        argument: *mut libc::c_void,
+    ) -> libc::c_int;
 }
 
 /// Arms [`left_early`] for `rank`'s PMI socket `fd`.
 fn watch_exit(fd: i32, rank: usize) {
     UNFINALIZED_RANK.store(rank, Relaxed);
     static REGISTER: Once = Once::new();
-    // SAFETY: left_early is an extern "C" fn without arguments that never unwinds.
+    // SAFETY: left_early never unwinds and ignores its argument, which may be null.
     REGISTER.call_once(|| unsafe {
-        libc::atexit(left_early);
+        on_exit(left_early, std::ptr::null_mut());
     });
     UNFINALIZED_PMI_FD.store(fd, Release);
 }

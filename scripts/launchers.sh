@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# The runtime started by the launchers clusters run, as a user would start it:
+#   scripts/launchers.sh hydra      MPICH's mpiexec (PMI-1), on one host and across 2 and 3
+#                                    network-namespace hosts (its rsh launcher enters them)
+#   scripts/launchers.sh openmpi    Open MPI's mpirun (PMIx; the binaries must be built with
+#                                    --features commcore-linux/pmix), likewise
+# Every job runs under a timeout; each suite must pass, each fault must end the job with a
+# non-zero status and the expected words, and nothing may be left behind (processes,
+# /dev/shm entries, namespaces). Binaries come from `cargo build -p commcore-tests --bins`
+# and `cargo build -p commcore-linux --examples` (debug).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-hydra}
+bin=${BIN_DIR:-target/debug}
+rank=$bin/runtime_rank
+intercomm=$bin/runtime_intercomm_rank
+dpm=$bin/dpm_rank
+launched=$bin/examples/launched
+work=$(mktemp -d)
+failures=0
+
+# --- hosts: network namespaces on a bridge of this machine, entered by an rsh-like agent ---
+tag=cc$$
+bridge=${tag}b
+hosts=()
+drop_hosts() {
+    for h in "${hosts[@]}"; do ip netns del "$h" 2>/dev/null || true; done
+    ip link del "$bridge" 2>/dev/null || true
+    hosts=()
+}
+make_hosts() { # make_hosts K: namespaces $tag-1..K on 10.79.0.0/24, the bridge at .254
+    drop_hosts
+    ip link add "$bridge" type bridge
+    ip addr add 10.79.0.254/24 dev "$bridge"
+    ip link set "$bridge" up
+    for i in $(seq 1 "$1"); do
+        local h=$tag-$i
+        ip netns add "$h"
+        hosts+=("$h")
+        ip link add "${tag}v$i" type veth peer name eth0 netns "$h"
+        ip link set "${tag}v$i" master "$bridge" up
+        ip -n "$h" addr add "10.79.0.$i/24" dev eth0
+        ip -n "$h" link set eth0 up
+        ip -n "$h" link set lo up
+    done
+}
+agent=$work/netns-rsh
+cat >"$agent" <<'EOF'
+#!/bin/sh
+# An rsh for launchers: `netns-rsh HOST COMMAND...` runs COMMAND in network namespace HOST.
+host=$1
+shift
+exec ip netns exec "$host" sh -c "$*"
+EOF
+chmod +x "$agent"
+shm_before=$(ls /dev/shm | wc -l)
+cleanup() {
+    drop_hosts
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- the launcher under test ---
+case $which in
+hydra)
+    launch() { # launch N PROGRAM ARGS...
+        local n=$1
+        shift
+        mpiexec.mpich -n "$n" "$@"
+    }
+    launch_on() { # launch_on HOSTS N PROGRAM ARGS...
+        local on=$1 n=$2
+        shift 2
+        mpiexec.mpich -launcher rsh -launcher-exec "$agent" -iface "$bridge" -hosts "$on" \
+            -n "$n" "$@"
+    }
+    differing() { # the last of N ranks runs with VARIABLE=VALUE
+        local n=$1 variable=$2 value=$3
+        shift 3
+        mpiexec.mpich -n $((n - 1)) "$@" : -n 1 -env "$variable" "$value" "$@"
+    }
+    ;;
+openmpi)
+    export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
+    launch() {
+        local n=$1
+        shift
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n "$n" "$@"
+    }
+    launch_on() {
+        local on=$1 n=$2
+        shift 2
+        mpirun.openmpi --allow-run-as-root --oversubscribe --mca plm_rsh_agent "$agent" \
+            --mca oob_tcp_if_include 10.79.0.0/24 \
+            --host "$(echo "$on" | sed 's/\([^,]*\)/\1:8/g')" -n "$n" "$@"
+    }
+    differing() {
+        local n=$1 variable=$2 value=$3
+        shift 3
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n $((n - 1)) "$@" : \
+            -n 1 -x "$variable=$value" "$@"
+    }
+    ;;
+*)
+    echo "usage: $0 hydra|openmpi" >&2
+    exit 2
+    ;;
+esac
+# The checks run launchers under `timeout`, which needs them as commands.
+export agent bridge
+export -f launch launch_on differing
+run() { timeout "$1" bash -c '"$@"' _ "${@:2}"; }
+
+fail() {
+    echo "FAILED: $*" >&2
+    failures=$((failures + 1))
+}
+
+# expect_ok NAME COMMAND...: passes within 120 s.
+expect_ok() {
+    local name=$1
+    shift
+    local out=$work/out rc=0
+    run 120 "$@" >"$out" 2>&1 || rc=$?
+    if [ "$rc" = 0 ]; then
+        printf '  ok    %-44s %s\n' "$name" "$(tail -1 "$out" | cut -c1-60)"
+    else
+        fail "$name (exit $rc)"
+        tail -20 "$out" >&2
+    fi
+}
+
+# expect_failure NAME WORDS COMMAND...: ends within 60 s, not with status 0, and says WORDS.
+expect_failure() {
+    local name=$1 words=$2
+    shift 2
+    local out=$work/out rc=0 start end
+    start=$(date +%s.%N)
+    run 60 "$@" >"$out" 2>&1 || rc=$?
+    end=$(date +%s.%N)
+    local took
+    took=$(printf '%.2f s' "$(echo "$end - $start" | bc)")
+    if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then
+        fail "$name: exit $rc (0: reported success; 124: hung)"
+        tail -20 "$out" >&2
+    elif ! grep -q -- "$words" "$out"; then
+        fail "$name: exit $rc, but nothing says \"$words\""
+        tail -20 "$out" >&2
+    else
+        printf '  ok    %-44s exit %s after %s\n' "$name" "$rc" "$took"
+    fi
+}
+
+echo "== $which: the runtime suites at 4 ranks on one host"
+for scenario in ordering any-source unexpected truncation bad-input nonblocking exchange \
+    communicators splits threads collectives area-reuse noncommutative \
+    isend-across-collectives; do
+    expect_ok "$scenario" launch 4 "$rank" "$scenario"
+done
+for scenario in "create-group" "create-group-threads" "intercomm 1" "intercomm 2" "bad-input"; do
+    # shellcheck disable=SC2086
+    expect_ok "inter-communicators: $scenario" launch 4 "$intercomm" $scenario
+done
+expect_ok "launched: transports and every pair" launch 3 "$launched"
+expect_ok "dpm: join over a Unix socket" launch 2 "$dpm" join-unix
+expect_ok "dpm: join over TCP" launch 2 "$dpm" join-tcp
+expect_ok "dpm: bad ports" launch 2 "$dpm" bad-ports
+port=$work/port
+rm -f "$port"
+launch 2 "$dpm" accept "$port" 2 >"$work/accept" 2>&1 &
+acceptor=$!
+expect_ok "dpm: two jobs accept and connect (2 cycles)" launch 3 "$dpm" connect "$port" 2
+if wait "$acceptor"; then echo "  ok    dpm: the accepting job"; else fail "the accepting job"; fi
+expect_failure "dpm: spawn is one clear error" "NotLaunched" launch 2 "$dpm" spawn 1 1
+
+echo "== $which: faults"
+expect_failure "a rank killed by a signal" "EXIT CODE: 9\|signal 9\|KILLED\|Killed" launch 3 "$rank" die-signal
+expect_failure "a rank exits with code 3" "rank 1 exited with status 3" launch 3 "$rank" die-exit
+expect_failure "a rank killed in a collective" "EXIT CODE: 9\|signal 9\|KILLED\|Killed" launch 3 "$rank" die-in-collective
+expect_failure "rank 0 leaves (code 0) during a receive" "rank 0 exited with status 0 without finalizing" \
+    launch 3 "$rank" leave-in-recv 0
+expect_failure "rank 0 leaves (code 0) during a barrier" "rank 0 exited with status 0 without finalizing" \
+    launch 3 "$rank" leave-in-collective 0
+expect_failure "a rank aborts the job" "rank 2 aborts the job (code 7)" launch 3 "$launched" abort
+expect_failure "settings differ between ranks" "COMMCORE_SHM_MAX differs" \
+    differing 3 COMMCORE_SHM_MAX 0 "$launched"
+expect_failure "a bad setting" "COMMCORE_TRANSPORT" launch 2 env COMMCORE_TRANSPORT=bogus "$launched"
+
+for k in 2 3; do
+    echo "== $which: $k network-namespace hosts (TCP between hosts, shared memory on one)"
+    make_hosts "$k"
+    on=$(IFS=,; echo "${hosts[*]}")
+    n=$((2 * k))
+    out=$work/hosts
+    if run 120 launch_on "$on" "$n" "$launched" >"$out" 2>&1; then
+        if grep -q ":tcp" "$out" && grep -q ":shm" "$out" && grep -q "on $k node(s)" "$out"; then
+            printf '  ok    %-44s\n' "launched on $k hosts: tcp and shm pairs"
+            sed 's/^/          /' "$out"
+        else
+            fail "launched on $k hosts: expected tcp and shm pairs on $k nodes"
+            cat "$out" >&2
+        fi
+    else
+        fail "launched on $k hosts"
+        tail -20 "$out" >&2
+    fi
+    for scenario in ordering any-source exchange communicators collectives; do
+        expect_ok "$k hosts: $scenario" launch_on "$on" "$n" "$rank" "$scenario"
+    done
+    expect_ok "$k hosts: inter-communicators" launch_on "$on" "$n" "$intercomm" intercomm 1
+    expect_failure "$k hosts: a rank killed in a collective" "EXIT CODE: 9\|signal 9\|KILLED\|Killed" \
+        launch_on "$on" "$n" "$rank" die-in-collective
+    drop_hosts
+done
+
+echo "== $which: nothing left behind"
+sleep 0.5
+left=$(pgrep -f "$rank|$intercomm|$dpm|$launched" || true)
+[ -z "$left" ] || fail "processes left: $left"
+shm_after=$(ls /dev/shm | wc -l)
+[ "$shm_after" -le "$shm_before" ] || fail "/dev/shm has $((shm_after - shm_before)) new entries"
+[ -z "$(ip netns list | grep "^$tag-" || true)" ] || fail "namespaces left"
+if [ "$failures" != 0 ]; then
+    echo "$which: $failures check(s) failed" >&2
+    exit 1
+fi
+echo "$which: every suite passed and every fault ended the job"
