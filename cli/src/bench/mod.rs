@@ -8,6 +8,7 @@ mod cid_one_load;
 pub mod coll;
 pub mod coll_procs;
 pub mod dpm;
+pub mod launch;
 pub mod progress;
 pub mod pt2pt;
 mod pt2pt_tcp;
@@ -128,6 +129,17 @@ pub const BENCHES: &[Bench] = &[
             ("--reps", "N", "repetitions per figure"),
             ("--role", "ROLE", "(inside the benchmark's jobs) what a job does"),
             ("--file", "PATH", "(inside the benchmark's jobs) where the port name goes"),
+        ],
+    },
+    Bench {
+        name: "launch",
+        about: "start-up under commcore run, mpiexec.mpich, mpirun.openmpi and srun, beside each launcher's own MPI",
+        run: launch::run,
+        options: &[
+            ("--procs", "LIST", "job sizes, comma-separated (default 2,4,8)"),
+            ("--runs", "N", "interleaved runs; medians are reported (default 5)"),
+            ("--launchers", "LIST", "commcore,mpiexec,mpirun,srun (default: every one installed)"),
+            ("--role", "ROLE", "(inside the benchmark's jobs) rank"),
         ],
     },
     Bench {
