@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# A one-node Slurm cluster (munged, slurmctld, slurmd) that lives entirely in one directory,
+# for tests that start ranks with `srun`. It reads nothing from /etc/slurm or /etc/munge.
+#   scripts/slurm-node.sh start DIR            write the configuration into DIR, start the
+#                                              daemons, wait until the node is idle
+#   scripts/slurm-node.sh run DIR -- CMD...    run a client command (srun, sinfo, ...) against it
+#   scripts/slurm-node.sh stop DIR             cancel every job, stop the daemons, remove DIR
+# Debian 12 packages: slurmctld slurmd slurm-client munge libpmix2 (the PMIx plugin,
+# mpi_pmix_v4.so, is in slurm-wlm-basic-plugins, which loads libpmix2 at run time).
+#
+# What it took to run Slurm here:
+# - The node declares CPUs=8 on a 2-CPU machine so that 8 tasks fit; slurmd would report the
+#   real count and the node would drain ("Low socket*core*thread count"), so
+#   SlurmdParameters=config_overrides makes it report the configured one, and the partition
+#   oversubscribes.
+# - No cgroups: proctrack/linuxproc, task/none, no accounting gatherer.
+# - Every path (state, spool, logs, pid files, munge's socket, key, seed and log) is under
+#   DIR; clients find the munge socket through AuthInfo=socket=..., the daemons and clients
+#   the configuration through -f and SLURM_CONF; PlugStackConfig points at an empty file so
+#   /etc/slurm/plugstack.conf is not read.
+# - The daemons run as root: SlurmUser=root, and munged with --force.
+# - Ports are picked free at start so two clusters or a system Slurm do not clash.
+# - slurmstepd outlives slurmd when a step is stuck; stop kills whatever still holds a file
+#   in DIR open.
+set -euo pipefail
+
+usage() {
+    sed -n '4,7p' "$0" >&2
+    exit 2
+}
+die() { printf 'slurm-node: %s\n' "$*" >&2; exit 1; }
+
+# The last lines of every log in DIR, for a failure's message.
+logs() {
+    local f
+    for f in "$dir"/log/*.log "$dir"/log/*.out; do
+        [ -s "$f" ] || continue
+        printf '\n--- tail of %s\n' "$f" >&2
+        tail -n 20 "$f" >&2
+    done
+}
+fail() { printf 'slurm-node: %s\n' "$*" >&2; logs; exit 1; }
+
+# A TCP port nothing on this machine listens on.
+free_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 20000))
+        if ! (: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null && [ "$p" != "${1:-}" ]; then
+            echo "$p"
+            return
+        fi
+    done
+    die "no free TCP port found"
+}
+
+# Waits up to $1 seconds for the command after it to succeed.
+wait_for() {
+    local secs=$1 i
+    shift
+    for ((i = 0; i < secs * 5; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+client_env() {
+    export SLURM_CONF="$dir/slurm.conf"
+    # The bootstrap variables of a launcher that started this script would mislead srun.
+    unset SLURM_JOB_ID SLURM_JOBID SLURM_STEP_ID
+}
+
+node_idle() { sinfo -h -N -n "$node" -o '%T' | grep -qx idle; }
+
+write_config() {
+    mkdir -p "$dir"/{log,state,spool,munge}
+    chmod 700 "$dir" "$dir/munge"
+    # Munge's key: 1024 random bytes, readable by its owner alone.
+    (umask 077 && head -c 1024 /dev/urandom >"$dir/munge/munge.key")
+    : >"$dir/plugstack.conf"
+    local ctld_port slurmd_port
+    ctld_port=$(free_port)
+    slurmd_port=$(free_port "$ctld_port")
+    cat >"$dir/slurm.conf" <<EOF
+ClusterName=commcore
+SlurmctldHost=$node(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$ctld_port
+SlurmdPort=$slurmd_port
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/munge/munge.socket
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SlurmdParameters=config_overrides
+PlugStackConfig=$dir/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+KillWait=2
+InactiveLimit=0
+SlurmctldTimeout=30
+SlurmdTimeout=30
+NodeName=$node NodeAddr=127.0.0.1 CPUs=8 State=UNKNOWN
+PartitionName=local Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+EOF
+}
+
+start() {
+    [ ! -e "$dir/slurm.conf" ] || die "$dir already holds a cluster; stop it first"
+    mkdir -p "$dir"
+    write_config
+    munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
+        --pid-file="$dir/munged.pid" --seed-file="$dir/munge/munged.seed" \
+        --log-file="$dir/log/munged.log" >"$dir/log/munged.out" 2>&1 ||
+        fail "munged did not start"
+    wait_for 10 test -S "$dir/munge/munge.socket" || fail "munged's socket did not appear"
+    # -i: ignore any state (there is none; a fresh directory every time).
+    slurmctld -i -f "$dir/slurm.conf" >"$dir/log/slurmctld.out" 2>&1 ||
+        fail "slurmctld did not start"
+    slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/log/slurmd.out" 2>&1 ||
+        fail "slurmd did not start"
+    client_env
+    wait_for 30 node_idle || {
+        sinfo -N -l >&2 || true
+        fail "node $node not idle within 30 s"
+    }
+}
+
+# Sends $1 to the daemon whose pid file is $2; with KILL after 10 s if it is still there.
+stop_daemon() {
+    local pidfile=$dir/$1.pid pid
+    [ -s "$pidfile" ] || return 0
+    pid=$(cat "$pidfile")
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_for 10 eval "! kill -0 $pid"; then
+        printf 'slurm-node: %s (%s) ignored TERM for 10 s; killing it\n' "$1" "$pid" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_for 5 eval "! kill -0 $pid" || die "$1 ($pid) survived KILL"
+    fi
+}
+
+# Processes with a file, cwd or executable under DIR open (job steps the daemons left).
+holders() {
+    local p link
+    for p in /proc/[0-9]*; do
+        for link in "$p"/cwd "$p"/fd/*; do
+            case $(readlink "$link" 2>/dev/null) in
+            "$dir" | "$dir"/*)
+                echo "${p#/proc/}"
+                break
+                ;;
+            esac
+        done
+    done | grep -vx "$$" || true
+}
+
+stop() {
+    [ -d "$dir" ] || return 0
+    if [ -e "$dir/slurm.conf" ]; then
+        client_env
+        if [ -s "$dir/slurmctld.pid" ] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
+            scancel --full --quiet --partition=local 2>/dev/null || true
+            wait_for 15 eval '[ -z "$(squeue -h -o %i 2>/dev/null)" ]' ||
+                printf 'slurm-node: jobs still listed after 15 s: %s\n' \
+                    "$(squeue -h -o '%i %T' | tr '\n' ' ')" >&2
+        fi
+    fi
+    stop_daemon slurmd
+    stop_daemon slurmctld
+    stop_daemon munged
+    local left
+    left=$(holders)
+    if [ -n "$left" ]; then
+        printf 'slurm-node: killing leftover processes: %s\n' "$(echo $left)" >&2
+        kill -KILL $left 2>/dev/null || true
+        wait_for 5 eval '[ -z "$(holders)" ]' || die "processes still hold $dir: $(holders)"
+    fi
+    rm -rf "$dir"
+}
+
+[ $# -ge 2 ] || usage
+cmd=$1
+dir=$(realpath -m "$2")
+shift 2
+node=$(hostname -s)
+case $cmd in
+start) start ;;
+stop) stop ;;
+run)
+    [ "${1:-}" = "--" ] && shift
+    [ $# -ge 1 ] || usage
+    [ -e "$dir/slurm.conf" ] || die "no cluster in $dir"
+    client_env
+    exec "$@"
+    ;;
+*) usage ;;
+esac
