@@ -45,7 +45,7 @@ fail() { printf 'slurm-node: %s\n' "$*" >&2; logs; exit 1; }
 free_port() {
     local p
     for _ in $(seq 100); do
-        p=$((20000 + RANDOM % 20000))
+        p=$((20000 + RANDOM % 12000)) # below the ephemeral range
         if ! (: <"/dev/tcp/127.0.0.1/$p") 2>/dev/null && [ "$p" != "${1:-}" ]; then
             echo "$p"
             return
@@ -65,6 +65,12 @@ wait_for() {
     return 1
 }
 
+# Whether process $1 runs (a zombie that init has not reaped yet does not).
+alive() {
+    local stat
+    stat=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $stat != Z* ]]
+}
+
 client_env() {
     export SLURM_CONF="$dir/slurm.conf"
     # The bootstrap variables of a launcher that started this script would mislead srun.
@@ -75,7 +81,9 @@ node_idle() { sinfo -h -N -n "$node" -o '%T' | grep -qx idle; }
 
 write_config() {
     mkdir -p "$dir"/{log,state,spool,munge}
-    chmod 700 "$dir" "$dir/munge"
+    # Munge wants its socket's directory searchable by all and writable by its owner only.
+    chmod 711 "$dir"
+    chmod 755 "$dir/munge"
     # Munge's key: 1024 random bytes, readable by its owner alone.
     (umask 077 && head -c 1024 /dev/urandom >"$dir/munge/munge.key")
     : >"$dir/plugstack.conf"
@@ -111,6 +119,7 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+MailProg=/bin/true
 KillWait=2
 InactiveLimit=0
 SlurmctldTimeout=30
@@ -124,6 +133,8 @@ start() {
     [ ! -e "$dir/slurm.conf" ] || die "$dir already holds a cluster; stop it first"
     mkdir -p "$dir"
     write_config
+    # The daemons carry SLURM_CONF too: stop finds what they leave by it.
+    client_env
     munged --force --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" \
         --pid-file="$dir/munged.pid" --seed-file="$dir/munge/munged.seed" \
         --log-file="$dir/log/munged.log" >"$dir/log/munged.out" 2>&1 ||
@@ -134,62 +145,70 @@ start() {
         fail "slurmctld did not start"
     slurmd -f "$dir/slurm.conf" -N "$node" >"$dir/log/slurmd.out" 2>&1 ||
         fail "slurmd did not start"
-    client_env
     wait_for 30 node_idle || {
         sinfo -N -l >&2 || true
         fail "node $node not idle within 30 s"
     }
 }
 
-# Sends $1 to the daemon whose pid file is $2; with KILL after 10 s if it is still there.
+# Stops the daemon whose pid file is DIR/$1.pid: TERM, then KILL after 10 s.
 stop_daemon() {
     local pidfile=$dir/$1.pid pid
     [ -s "$pidfile" ] || return 0
     pid=$(cat "$pidfile")
-    kill -0 "$pid" 2>/dev/null || return 0
+    alive "$pid" || return 0
     kill -TERM "$pid" 2>/dev/null || true
-    if ! wait_for 10 eval "! kill -0 $pid"; then
+    if ! wait_for 10 eval "! alive $pid"; then
         printf 'slurm-node: %s (%s) ignored TERM for 10 s; killing it\n' "$1" "$pid" >&2
         kill -KILL "$pid" 2>/dev/null || true
-        wait_for 5 eval "! kill -0 $pid" || die "$1 ($pid) survived KILL"
+        wait_for 5 eval "! alive $pid" || die "$1 ($pid) survived KILL"
     fi
 }
 
-# Processes with a file, cwd or executable under DIR open (job steps the daemons left).
-holders() {
-    local p link
-    for p in /proc/[0-9]*; do
-        for link in "$p"/cwd "$p"/fd/*; do
-            case $(readlink "$link" 2>/dev/null) in
-            "$dir" | "$dir"/*)
-                echo "${p#/proc/}"
-                break
-                ;;
-            esac
-        done
-    done | grep -vx "$$" || true
+# This cluster's processes that outlived the daemons: any with a file or its working
+# directory under DIR (steps), or with SLURM_CONF=DIR/slurm.conf in its environment
+# (the daemons, the clients that `run` started and the tasks they launched). This script,
+# its callers and its own children are not among them, even when a caller exported SLURM_CONF.
+leftovers() {
+    local marked
+    marked=$({
+        find /proc/[0-9]*/cwd /proc/[0-9]*/fd -maxdepth 1 \( -lname "$dir" -o -lname "$dir/*" \) \
+            2>/dev/null | cut -d/ -f3
+        grep -lzxF "SLURM_CONF=$dir/slurm.conf" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+    } | sort -u | tr '\n' ' ')
+    [ -n "$marked" ] || return 0
+    ps -e -o pid=,ppid= | awk -v self=$$ -v marked="$marked" '
+        { parent[$1] = $2 }
+        END {
+            for (p = self; p > 1; p = parent[p]) skip[p] = 1
+            n = split(marked, m, " ")
+            for (i = 1; i <= n; i++) {
+                if (!(m[i] in parent) || m[i] in skip) continue
+                for (p = m[i]; p > 1 && p != self; p = parent[p]) {}
+                if (p != self) print m[i]
+            }
+        }'
 }
 
 stop() {
     [ -d "$dir" ] || return 0
-    if [ -e "$dir/slurm.conf" ]; then
-        client_env
-        if [ -s "$dir/slurmctld.pid" ] && kill -0 "$(cat "$dir/slurmctld.pid")" 2>/dev/null; then
-            scancel --full --quiet --partition=local 2>/dev/null || true
-            wait_for 15 eval '[ -z "$(squeue -h -o %i 2>/dev/null)" ]' ||
-                printf 'slurm-node: jobs still listed after 15 s: %s\n' \
-                    "$(squeue -h -o '%i %T' | tr '\n' ' ')" >&2
-        fi
+    local ctld conf=$dir/slurm.conf
+    ctld=$(cat "$dir/slurmctld.pid" 2>/dev/null || true)
+    if [ -e "$conf" ] && [ -n "$ctld" ] && alive "$ctld"; then
+        SLURM_CONF=$conf timeout 10 scancel --full --quiet --partition=local 2>/dev/null || true
+        wait_for 15 eval '[ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ]' ||
+            printf 'slurm-node: jobs still listed after 15 s: %s\n' \
+                "$(SLURM_CONF=$conf squeue -h -o '%i %T' | tr '\n' ' ')" >&2
     fi
     stop_daemon slurmd
     stop_daemon slurmctld
     stop_daemon munged
     local left
-    left=$(holders)
+    left=$(leftovers)
     if [ -n "$left" ]; then
         printf 'slurm-node: killing leftover processes: %s\n' "$(echo $left)" >&2
         kill -KILL $left 2>/dev/null || true
-        wait_for 5 eval '[ -z "$(holders)" ]' || die "processes still hold $dir: $(holders)"
+        wait_for 5 eval '[ -z "$(leftovers)" ]' || die "processes still left: $(leftovers)"
     fi
     rm -rf "$dir"
 }
