@@ -5,8 +5,8 @@
 #                                              daemons, wait until the node is idle
 #   scripts/slurm-node.sh run DIR -- CMD...    run a client command (srun, sinfo, ...) against it
 #   scripts/slurm-node.sh stop DIR             cancel every job, stop the daemons, remove DIR
-# Debian 12 packages: slurmctld slurmd slurm-client munge libpmix2 (the PMIx plugin,
-# mpi_pmix_v4.so, is in slurm-wlm-basic-plugins, which loads libpmix2 at run time).
+# Debian 12 packages: slurmctld slurmd slurm-client munge libpmix-dev. The PMIx plugin
+# (mpi_pmix_v4.so, `srun --mpi=pmix`) is in slurm-wlm-basic-plugins, which the daemons pull in.
 #
 # What it took to run Slurm here:
 # - The node declares CPUs=8 on a 2-CPU machine so that 8 tasks fit; slurmd would report the
@@ -18,10 +18,15 @@
 #   DIR; clients find the munge socket through AuthInfo=socket=..., the daemons and clients
 #   the configuration through -f and SLURM_CONF; PlugStackConfig points at an empty file so
 #   /etc/slurm/plugstack.conf is not read.
-# - The daemons run as root: SlurmUser=root, and munged with --force.
+# - The daemons run as root (SlurmUser=root). munged checks every directory above its key,
+#   socket and logs and refuses a DIR under one writable by others without the sticky bit;
+#   --force turns that into warnings. DIR is made searchable (711) for its socket.
+# - The PMIx plugin opens .../pmix2/lib/libpmix.so, the unversioned name that libpmix-dev
+#   ships, not libpmix2; without it srun says "Invalid MPI type 'pmix'".
 # - Ports are picked free at start so two clusters or a system Slurm do not clash.
-# - slurmstepd outlives slurmd when a step is stuck; stop kills whatever still holds a file
-#   in DIR open.
+# - A step can outlive slurmd (a task ignoring TERM, slurmctld gone): stop kills what has a
+#   file under DIR open or SLURM_CONF=DIR/slurm.conf in its environment, and waits until
+#   init has reaped them (a zombie still shows in pgrep and answers kill -0).
 set -euo pipefail
 
 usage() {
@@ -156,6 +161,7 @@ stop_daemon() {
     local pidfile=$dir/$1.pid pid
     [ -s "$pidfile" ] || return 0
     pid=$(cat "$pidfile")
+    stopped+=("$pid")
     alive "$pid" || return 0
     kill -TERM "$pid" 2>/dev/null || true
     if ! wait_for 10 eval "! alive $pid"; then
@@ -190,6 +196,7 @@ leftovers() {
         }'
 }
 
+stopped=()
 stop() {
     [ -d "$dir" ] || return 0
     local ctld conf=$dir/slurm.conf
@@ -208,9 +215,20 @@ stop() {
     if [ -n "$left" ]; then
         printf 'slurm-node: killing leftover processes: %s\n' "$(echo $left)" >&2
         kill -KILL $left 2>/dev/null || true
+        stopped+=($left)
         wait_for 5 eval '[ -z "$(leftovers)" ]' || die "processes still left: $(leftovers)"
     fi
+    # Until init reaps them they would still show in pgrep, as zombies.
+    wait_for 5 reaped "${stopped[@]}" || true
     rm -rf "$dir"
+}
+
+# Whether none of the processes given is in the process table any more.
+reaped() {
+    local p
+    for p; do
+        ! kill -0 "$p" 2>/dev/null || return 1
+    done
 }
 
 [ $# -ge 2 ] || usage
