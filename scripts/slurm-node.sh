@@ -199,9 +199,12 @@ leftovers() {
 stopped=()
 stop() {
     [ -d "$dir" ] || return 0
+    # Removes only what start made: a directory without its configuration is left alone.
+    grep -qx 'ClusterName=commcore' "$dir/slurm.conf" 2>/dev/null ||
+        { rmdir "$dir" 2>/dev/null || die "$dir holds no cluster; left as it is"; return 0; }
     local ctld conf=$dir/slurm.conf
     ctld=$(cat "$dir/slurmctld.pid" 2>/dev/null || true)
-    if [ -e "$conf" ] && [ -n "$ctld" ] && alive "$ctld"; then
+    if [ -n "$ctld" ] && alive "$ctld"; then
         SLURM_CONF=$conf timeout 10 scancel --full --quiet --partition=local 2>/dev/null || true
         wait_for 15 eval '[ -z "$(SLURM_CONF=$conf squeue -h -o %i 2>/dev/null)" ]' ||
             printf 'slurm-node: jobs still listed after 15 s: %s\n' \
