@@ -46,6 +46,12 @@ install() {
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
             openmpi-bin libopenmpi-dev mpich libmpich-dev bc jq
     fi
+    # The one-node Slurm cluster (scripts/slurm-node.sh): its daemons and srun, munge, and
+    # libpmix-dev, whose unversioned libpmix.so is the file Slurm's PMIx plugin opens.
+    if ! dpkg -s slurmctld slurmd slurm-client munge libpmix-dev >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+            --no-install-recommends slurmctld slurmd slurm-client munge libpmix-dev
+    fi
     # The report page's browser test: Debian's Chromium, run headless.
     if ! command -v chromium >/dev/null; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
@@ -102,6 +108,37 @@ pmpi() {
     cargo build --release --locked -p commcore-linux --example pmi_check
     timeout 60 mpiexec.mpich -n 3 target/release/examples/pmi_check
 }
+
+# In a subshell, so that the trap stops the cluster however the step ends.
+slurm_srun() (
+    step "Slurm: a one-node cluster in a temporary directory; Open MPI's hello under srun --mpi=pmix"
+    local tmp out
+    tmp=$(mktemp -d)
+    trap 'scripts/slurm-node.sh stop "$tmp/cluster"; rm -rf "$tmp"' EXIT
+    cat >"$tmp/hello.c" <<'EOF'
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Barrier(MPI_COMM_WORLD);
+    printf("rank %d of %d\n", rank, size);
+    MPI_Finalize();
+    return 0;
+}
+EOF
+    mpicc.openmpi -o "$tmp/hello" "$tmp/hello.c"
+    scripts/slurm-node.sh start "$tmp/cluster"
+    out=$(timeout 120 scripts/slurm-node.sh run "$tmp/cluster" -- \
+        srun --mpi=pmix -n 4 --chdir="$tmp" "$tmp/hello")
+    echo "$out"
+    [ "$(sort <<<"$out")" = "$(printf 'rank %d of 4\n' 0 1 2 3)" ] ||
+        { echo "srun --mpi=pmix: expected ranks 0 to 3 of 4" >&2; exit 1; }
+    scripts/slurm-node.sh stop "$tmp/cluster"
+    ! pgrep -a -f "$tmp/cluster" || { echo "the cluster's processes outlived stop" >&2; exit 1; }
+)
 
 miri() {
     step "miri on core's tests"
@@ -190,6 +227,7 @@ bare_kernel
 loom_models
 c_abi
 pmpi
+slurm_srun
 miri
 fuzz_smoke
 tcp_hosts
