@@ -75,7 +75,7 @@ int main(void) {
     KEY("NODEID", PMIX_NODEID);
     KEY("COLLECT_DATA", PMIX_COLLECT_DATA);
     KEY("OPTIONAL", PMIX_OPTIONAL);
-    KEY("WAIT", PMIX_WAIT);
+    KEY("TIMEOUT", PMIX_TIMEOUT);
     KEY("RANGE", PMIX_RANGE);
     return 0;
 }

@@ -34,6 +34,9 @@ use value::{Fetched, Infos, StringValue};
 /// Set by the first [`PmixClient::from_env`] that calls `PMIx_Init`.
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
+/// How long a lookup may take the server (`PMIX_TIMEOUT`), in seconds.
+pub const LOOKUP_TIMEOUT_SECS: i32 = 30;
+
 /// How long [`PmixClient::abort`] waits for the server to end this process once it
 /// accepted the abort.
 pub const ABORT_GRACE: Duration = Duration::from_secs(2);
@@ -218,14 +221,17 @@ impl PmixClient {
         check_served("PMIx_Publish", unsafe { ffi::PMIx_Publish(info, ninfo) })
     }
 
-    /// The value published under `name` in the session, `None` if nothing is (now: no wait,
-    /// `PMIX_WAIT` false).
+    /// The value published under `name` in the session now, `None` if nothing is (no wait
+    /// for a publisher; the server must answer within [`LOOKUP_TIMEOUT_SECS`]).
     pub fn lookup(&mut self, name: &str) -> Result<Option<String>, PmixError> {
         let name = key(name)?;
         let mut data = ffi::Pdata::empty();
         data.key = key_array(&name);
-        let infos =
-            Infos::default().flag(ffi::WAIT, false)?.range(ffi::RANGE, ffi::RANGE_SESSION)?;
+        // No PMIX_WAIT: not waiting is PMIx's default, and Open MPI 4.1's data server waits
+        // whenever the key is present, whatever its value. The timeout bounds the server.
+        let infos = Infos::default()
+            .range(ffi::RANGE, ffi::RANGE_SESSION)?
+            .int(ffi::TIMEOUT, LOOKUP_TIMEOUT_SECS)?;
         let (info, ninfo) = infos.as_parts();
         // SAFETY: one constructed pdata whose key is set, and a valid info array, alive for
         // the blocking call, which fills the pdata's proc and value.

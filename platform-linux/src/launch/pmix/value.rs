@@ -2,7 +2,7 @@
 //! releasing what libpmix allocated for it (`PMIx_Value_destruct`, then `free` for a value
 //! `PMIx_Get` returned, as `PMIX_VALUE_RELEASE` does).
 
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr::NonNull;
 
 use super::error::{check, PmixError};
@@ -149,6 +149,11 @@ impl Infos {
         self.load(key, text.as_ptr().cast(), ffi::STRING)
     }
 
+    /// Adds `key` = the C int `number`.
+    pub(super) fn int(self, key: &CStr, number: c_int) -> Result<Infos, PmixError> {
+        self.load(key, (&number as *const c_int).cast(), ffi::INT)
+    }
+
     /// Adds `key` = the data range `range`.
     pub(super) fn range(self, key: &CStr, range: ffi::DataRange) -> Result<Infos, PmixError> {
         self.load(key, (&range as *const ffi::DataRange).cast(), ffi::DATA_RANGE)
@@ -163,7 +168,7 @@ impl Infos {
         self.0.push(ffi::Info::empty());
         let Some(info) = self.0.last_mut() else { return Ok(self) };
         // SAFETY: the info is constructed; `data` points to a value of type `kind` (a bool,
-        // a data range, or for PMIX_STRING the string itself), which the library copies.
+        // an int, a data range, or for PMIX_STRING the string itself), which the library copies.
         let status = unsafe { ffi::PMIx_Info_load(info, key.as_ptr(), data, kind) };
         check("PMIx_Info_load", status)?;
         Ok(self)
