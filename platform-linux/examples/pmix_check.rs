@@ -5,7 +5,7 @@
 //! up, then withdraws it, and spawns one copy of this program (`pmix_check child`, which
 //! only initializes and prints). A server that refuses the name service or spawn is
 //! reported as such; anything else that fails exits non-zero with the error. Rank 0 ends
-//! with "pmix_check: N ranks ok".
+//! with "pmix_check: N ranks ok". `pmix_check abort`: one rank aborts the job (status 3).
 
 use commcore_linux::launch::pmix::{PmixClient, PmixError};
 
@@ -26,6 +26,17 @@ fn child() -> Result<()> {
         pmix.namespace()
     );
     Ok(())
+}
+
+/// `abort`: rank 1 (or 0 alone) aborts the job with status 3 while the others wait in a
+/// fence; the server must end every rank.
+fn abort() -> Result<()> {
+    let mut pmix = client()?;
+    if pmix.rank() == pmix.size().min(2) - 1 {
+        return Err(pmix.abort(3, "pmix_check: aborting on purpose").into());
+    }
+    pmix.fence()?;
+    Err("the fence ended although a rank aborted the job".into())
 }
 
 fn run() -> Result<()> {
@@ -106,6 +117,7 @@ fn run() -> Result<()> {
 fn main() -> std::process::ExitCode {
     let result = match std::env::args().nth(1).as_deref() {
         Some("child") => child(),
+        Some("abort") => abort(),
         _ => run(),
     };
     match result {

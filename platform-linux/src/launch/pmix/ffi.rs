@@ -3,8 +3,6 @@
 //! asserted equal to the header's at compile time: build.rs compiles and runs `header.c`,
 //! whose output is included at the end of this file.
 
-#![allow(missing_docs)]
-
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::mem::{align_of, offset_of, size_of};
 

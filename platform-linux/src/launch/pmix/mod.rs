@@ -25,7 +25,6 @@ pub use error::PmixError;
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use error::{check, check_served, status_name};
 use value::{key, key_array, nspace_text, printable, proc_in, string_of, unsigned_of};
@@ -36,10 +35,6 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
 /// How long a lookup may take the server (`PMIX_TIMEOUT`), in seconds.
 pub const LOOKUP_TIMEOUT_SECS: i32 = 30;
-
-/// How long [`PmixClient::abort`] waits for the server to end this process once it
-/// accepted the abort.
-pub const ABORT_GRACE: Duration = Duration::from_secs(2);
 
 /// One process's PMIx connection; finalized on drop.
 pub struct PmixClient {
@@ -193,22 +188,20 @@ impl PmixClient {
         })
     }
 
-    /// Asks the server to end the whole namespace with `status` (`PMIx_Abort`); returns only
-    /// if that failed, or if the server accepted but had not ended this process after
-    /// [`ABORT_GRACE`].
+    /// Ends the whole namespace with `status` (`PMIx_Abort` for every process of it, then
+    /// this process exits with `status` at once, as Open MPI's own abort does: Open MPI
+    /// 4.1's `mpirun` ends the job when the aborting process exits, and an aborting process
+    /// that lingers can leave it hanging). Returns only if `PMIx_Abort` failed.
     pub fn abort(&self, status: i32, message: &str) -> PmixError {
         let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-        let mut job = proc_in(&self.me, ffi::RANK_WILDCARD);
-        // SAFETY: a NUL-terminated message and one valid proc, alive for the call.
-        let result = unsafe { ffi::PMIx_Abort(status as c_int, message.as_ptr(), &mut job, 1) };
+        // No processes (NULL, 0): every process of this namespace.
+        // SAFETY: a NUL-terminated message alive for the call.
+        let result =
+            unsafe { ffi::PMIx_Abort(status as c_int, message.as_ptr(), std::ptr::null_mut(), 0) };
         if let Err(error) = check("PMIx_Abort", result) {
             return error;
         }
-        std::thread::sleep(ABORT_GRACE);
-        PmixError::Refused(format!(
-            "the PMIx server accepted PMIx_Abort({status}) but had not ended this process \
-             after {ABORT_GRACE:?}"
-        ))
+        std::process::exit(status)
     }
 
     /// Publishes `name` = `value` to the session (`PMIx_Publish`, `PMIX_RANGE_SESSION`).
