@@ -16,9 +16,13 @@ fn client() -> Result<PmixClient> {
         .ok_or("PMIX_NAMESPACE is not set: start this with a PMIx server (mpirun -n 3 ...)")?)
 }
 
-/// The spawned copy: initializes, prints who it is, finalizes.
+/// The spawned copy: initializes, checks the variable its parent set, prints who it is,
+/// finalizes.
 fn child() -> Result<()> {
     let pmix = client()?;
+    if std::env::var("PMIX_CHECK_PARENT").as_deref() != Ok("rank 0") {
+        return Err("the spawned child did not get PMIX_CHECK_PARENT=rank 0".into());
+    }
     println!(
         "pmix_check child: rank {} of {} in namespace {}",
         pmix.rank(),
@@ -101,7 +105,12 @@ fn run() -> Result<()> {
 
     if rank == 0 {
         let program = std::env::current_exe()?.to_string_lossy().into_owned();
-        match pmix.spawn(&program, &["child".to_string()], &[], 1) {
+        match pmix.spawn(
+            &program,
+            &["child".into()],
+            &[("PMIX_CHECK_PARENT".into(), "rank 0".into())],
+            1,
+        ) {
             Ok(nspace) => println!("pmix_check: spawned 1 child in namespace {nspace}"),
             Err(PmixError::Refused(why)) => println!("pmix_check: spawn refused: {why}"),
             Err(error) => return Err(error.into()),

@@ -73,3 +73,20 @@ pub(super) fn check_served(call: &'static str, status: ffi::Status) -> Result<()
     }
     check(call, status)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_call_and_the_status() {
+        assert_eq!(check("PMIx_Commit", ffi::SUCCESS), Ok(()));
+        let error = check("PMIx_Get(PMIX_NODEID)", ffi::ERR_NOT_FOUND).unwrap_err();
+        assert_eq!(error.to_string(), "PMIx_Get(PMIX_NODEID) failed: NOT-FOUND (-46)");
+        let error = check("PMIx_Fence", ffi::ERR_TIMEOUT).unwrap_err();
+        assert_eq!(error, PmixError::TimedOut { call: "PMIx_Fence" });
+        let error = check_served("PMIx_Spawn", ffi::ERR_NOT_SUPPORTED).unwrap_err();
+        assert!(matches!(&error, PmixError::Refused(why) if why.contains("PMIx_Spawn")));
+        assert!(error.to_string().contains("does not serve PMIx_Spawn"), "{error}");
+    }
+}
