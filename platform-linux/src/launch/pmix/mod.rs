@@ -177,6 +177,8 @@ impl PmixClient {
     }
 
     /// What `rank` put under `key` before the last fence; `None` if it put nothing there.
+    /// Read from the local data store the fence filled (`PMIX_OPTIONAL`), so never a wait:
+    /// a value put after the last fence is `None` too.
     pub fn get(&mut self, rank: usize, key_text: &str) -> Result<Option<String>, PmixError> {
         let key = key(key_text)?;
         let peer = proc_in(&self.me, self.peer(rank)?);
