@@ -107,6 +107,18 @@ pmpi() {
     step "PMI-1 wire protocol against MPICH's launcher (hydra): put, fence, get across 3 ranks"
     cargo build --release --locked -p commcore-linux --example pmi_check
     timeout 60 mpiexec.mpich -n 3 target/release/examples/pmi_check
+    step "PMIx client against Open MPI's mpirun: put, fence, get, name service, spawn, abort across 3 ranks"
+    cargo clippy -p commcore-linux --features pmix --all-targets --locked -- -D warnings
+    cargo test -p commcore-linux --features pmix --lib --locked launch::pmix
+    cargo build --release --locked -p commcore-linux --features pmix --example pmix_check
+    OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp timeout -k 5 60 \
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n 3 target/release/examples/pmix_check
+    # One rank aborts with status 3: the job must end with it, not hang.
+    status=0
+    OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp timeout -k 5 60 \
+        mpirun.openmpi --allow-run-as-root --oversubscribe -n 3 target/release/examples/pmix_check abort ||
+        status=$?
+    [ "$status" = 3 ] || { echo "pmix_check abort: mpirun exited $status, not 3" >&2; exit 1; }
 }
 
 # In a subshell, so that the trap stops the cluster however the step ends.

@@ -43,6 +43,8 @@ mod kv_dpm;
 mod output;
 mod placement;
 pub mod pmi1;
+#[cfg(feature = "pmix")]
+pub mod pmix;
 mod serve;
 mod signals;
 pub mod spawn;
