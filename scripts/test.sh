@@ -190,10 +190,11 @@ tcp_hosts() {
 }
 
 launchers() {
-    step "started by MPICH's mpiexec (PMI-1): the runtime suites, dynamic processes, faults, 2 and 3 namespace hosts"
-    cargo build --locked -p commcore-tests --bins
-    cargo build --locked -p commcore-linux --examples
+    step "started by MPICH's mpiexec (PMI-1) and Open MPI's mpirun (PMIx): the runtime suites, dynamic processes, faults, 2 and 3 namespace hosts"
+    cargo build --locked -p commcore-tests --bins -p commcore-linux --examples \
+        --features commcore-linux/pmix
     timeout 600 ./scripts/launchers.sh hydra
+    timeout 600 ./scripts/launchers.sh openmpi
 }
 
 verbs_guest() {
