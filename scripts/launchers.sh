@@ -4,6 +4,8 @@
 #                                    network-namespace hosts (its rsh launcher enters them)
 #   scripts/launchers.sh openmpi    Open MPI's mpirun (PMIx; the binaries must be built with
 #                                    --features commcore-linux/pmix), likewise
+#   scripts/launchers.sh slurm      Slurm's srun --mpi=pmix on a one-node cluster this script
+#                                    starts and stops (scripts/slurm-node.sh); one host only
 # Every job runs under a timeout; each suite must pass, each fault must end the job with a
 # non-zero status and the expected words, and nothing may be left behind (processes,
 # /dev/shm entries, namespaces). Binaries come from `cargo build -p commcore-tests --bins`
@@ -59,6 +61,7 @@ EOF
 chmod +x "$agent"
 shm_before=$(ls /dev/shm | wc -l)
 cleanup() {
+    [ -z "${cluster:-}" ] || scripts/slurm-node.sh stop "$cluster" >/dev/null 2>&1 || true
     drop_hosts
     rm -rf "$work" "${TMPDIR:-/tmp}/$tag"-*
 }
@@ -110,8 +113,29 @@ openmpi)
             -n 1 -x "$variable=$value" "$@"
     }
     ;;
+slurm)
+    # srun names the task (rank) that failed; Slurm's PMIx plugin names a rank that left.
+    exited_3="task 1: Exited with exit code 3"
+    left="slurm.pmix.[0-9]*.[0-9]*:0\]"
+    cluster=$work/cluster
+    scripts/slurm-node.sh start "$cluster" >"$work/slurm-start" 2>&1 ||
+        { cat "$work/slurm-start" >&2; exit 1; }
+    export cluster
+    launch() {
+        local n=$1
+        shift
+        scripts/slurm-node.sh run "$cluster" -- srun --mpi=pmix -n "$n" "$@"
+    }
+    launch_on() { echo "one Slurm node here: no namespace hosts" >&2; return 1; }
+    differing() {
+        local n=$1 variable=$2 value=$3
+        shift 3
+        launch "$n" sh -c "[ \"\$SLURM_PROCID\" != $((n - 1)) ] || export $variable=$value; exec \"\$@\"" \
+            _ "$@"
+    }
+    ;;
 *)
-    echo "usage: $0 hydra|openmpi" >&2
+    echo "usage: $0 hydra|openmpi|slurm" >&2
     exit 2
     ;;
 esac
@@ -195,7 +219,9 @@ expect_failure "settings differ between ranks" "COMMCORE_SHM_MAX differs" \
     differing 3 COMMCORE_SHM_MAX 0 "$launched"
 expect_failure "a bad setting" "COMMCORE_TRANSPORT" launch 2 env COMMCORE_TRANSPORT=bogus "$launched"
 
-for k in 2 3; do
+hosts_counts="2 3"
+[ "$which" != slurm ] || hosts_counts=""
+for k in $hosts_counts; do
     echo "== $which: $k network-namespace hosts (TCP between hosts, shared memory on one)"
     make_hosts "$k"
     on=$(IFS=,; echo "${hosts[*]}")

@@ -190,11 +190,12 @@ tcp_hosts() {
 }
 
 launchers() {
-    step "started by MPICH's mpiexec (PMI-1) and Open MPI's mpirun (PMIx): the runtime suites, dynamic processes, faults, 2 and 3 namespace hosts"
+    step "started by MPICH's mpiexec (PMI-1), Open MPI's mpirun and Slurm's srun (PMIx): the runtime suites, dynamic processes, faults, 2 and 3 namespace hosts"
     cargo build --locked -p commcore-tests --bins -p commcore-linux --examples \
         --features commcore-linux/pmix
     timeout 600 ./scripts/launchers.sh hydra
     timeout 600 ./scripts/launchers.sh openmpi
+    timeout 600 ./scripts/launchers.sh slurm
 }
 
 verbs_guest() {
