@@ -20,7 +20,7 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut world = World::init()?;
+    let world = World::init()?;
     let (me, n) = (world.rank(), world.size());
     if std::env::args().nth(1).as_deref() == Some("abort") && me == n - 1 {
         world.abort(7, "the launched example was asked to abort");

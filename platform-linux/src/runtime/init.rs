@@ -74,8 +74,6 @@ pub struct World {
     /// The inter-communicator to the group that spawned this one (`MPI_Comm_get_parent`).
     parent: Option<Comm>,
     av: &'static [Ave],
-    /// The foreign launcher's client, finalized last (after the runtime said goodbye).
-    foreign: Option<Foreign>,
 }
 
 /// How this rank joins the region it met its node in.
@@ -110,7 +108,7 @@ impl World {
         match bootstrap::origin(|name| std::env::var(name).ok())? {
             Origin::Singleton => Self::singleton(settings, threaded),
             Origin::Launcher => Self::launched(settings, threaded),
-            Origin::Foreign(foreign) => Self::foreign(foreign, settings, threaded),
+            Origin::Foreign(foreign) => Self::foreign(*foreign, settings, threaded),
         }
     }
 
@@ -168,6 +166,11 @@ impl World {
                 return Err(e);
             }
         };
+        // Ranks, ports and spawned children may be on other nodes: listen where they reach
+        // us (COMMCORE_TCP_IP still decides when set).
+        if let Some(ip) = crate::tcp::interface_ip() {
+            crate::tcp::set_default_listen_ip(ip);
+        }
         // The launcher places ranks (or the user did, around it): bind only when asked.
         let bind = settings.cpu_offset.map(|offset| offset + met.local_index);
         let join = Join { members: met.members, launched: true, bind, foreign: Some(foreign) };
@@ -366,13 +369,14 @@ impl World {
             ports: Default::default(),
             names: Default::default(),
             kv: Mutex::new(kv),
+            foreign: Mutex::new(join.foreign),
         });
         let (world_map, self_map) = rank_maps(av, rank)?;
         let coll = InitError::Collectives;
         let comm = Comm::world(runtime.clone(), world_map).map_err(coll)?;
         let self_comm = Comm::own(runtime, self_map).map_err(coll)?;
         let parent = super::dpm::parent(&comm).map_err(InitError::Parent)?;
-        Ok(World { comm, self_comm, parent, av, foreign: join.foreign })
+        Ok(World { comm, self_comm, parent, av })
     }
 
     /// The inter-communicator to the group that spawned this process's group
@@ -456,9 +460,10 @@ impl World {
     /// The launcher that started this job, in words: `commcore run`, another launcher's
     /// bootstrap (PMI-1, PMIx), or none (a singleton).
     pub fn launcher(&self) -> &'static str {
-        match &self.foreign {
+        let runtime = self.comm.runtime();
+        match runtime.foreign().as_ref() {
             Some(foreign) => foreign.name(),
-            None if self.comm.runtime().launched => "commcore run",
+            None if runtime.launched => "commcore run",
             None => "none (a singleton)",
         }
     }
@@ -467,15 +472,16 @@ impl World {
     /// start-up (its node entry, and its TCP address when ranks are on several nodes);
     /// `None` under `commcore run` (which hands the region down) or alone.
     pub fn exchanged_bytes(&self) -> Option<(usize, usize)> {
-        self.foreign.as_ref().map(Foreign::exchanged_bytes)
+        self.comm.runtime().foreign().as_ref().map(Foreign::exchanged_bytes)
     }
 
     /// Ends the whole job now with exit code `code` (`MPI_Abort` on the world): through
     /// another launcher's own abort call when one started the job, so that it reports it
     /// its way; under `commcore run` this rank exits and the launcher ends the others.
-    pub fn abort(&mut self, code: i32, message: &str) -> ! {
+    pub fn abort(&self, code: i32, message: &str) -> ! {
         eprintln!("rank {} aborts the job (code {code}): {message}", self.rank());
-        match self.foreign.as_mut().map(|foreign| foreign.abort(code, message)) {
+        let asked = self.comm.runtime().foreign().as_mut().map(|f| f.abort(code, message));
+        match asked {
             // The launcher kills the job, this rank with it; the exit below is for a
             // launcher that only reports.
             Some(Ok(())) => std::thread::sleep(Duration::from_secs(2)),

@@ -145,6 +145,9 @@ pub(crate) struct Runtime {
     names: dpm::Names,
     /// This rank's end of the launcher's key-value exchange (spawn, names, bridges).
     kv: Mutex<Option<crate::launch::kv::KvClient>>,
+    /// Another launcher's client (spawn and names under PMIx, abort); the last field, so
+    /// that it finalizes after the runtime said goodbye to its peers.
+    foreign: Mutex<Option<bootstrap::Foreign>>,
 }
 
 /// Context ids a process can hold: `0..CID_WIDTH`.
@@ -168,6 +171,10 @@ impl Runtime {
 
     fn kv(&self) -> MutexGuard<'_, Option<crate::launch::kv::KvClient>> {
         self.kv.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn foreign(&self) -> MutexGuard<'_, Option<bootstrap::Foreign>> {
+        self.foreign.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The engine's name for the process an address-vector entry routes to, if this

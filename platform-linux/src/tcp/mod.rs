@@ -38,6 +38,6 @@ mod stream;
 mod transport;
 
 pub use error::{PeerFault, TcpError};
-pub use start::{interface_ip, listen_ip, StartError, ENV_LISTEN_IP};
+pub use start::{interface_ip, listen_ip, set_default_listen_ip, StartError, ENV_LISTEN_IP};
 pub use stream::LONG_PAYLOAD;
 pub use transport::{Arrival, TcpSettings, TcpTransport, MAX_PEERS};

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::socket;
@@ -40,11 +41,22 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-/// The address `COMMCORE_TCP_IP` asks ranks to listen on, if it is set.
+/// The address this process listens on when `COMMCORE_TCP_IP` does not say, set once at
+/// start-up (a rank that another launcher started listens on its interface).
+static DEFAULT_LISTEN_IP: OnceLock<IpAddr> = OnceLock::new();
+
+/// Makes `ip` the address this process listens on when `COMMCORE_TCP_IP` is unset (the
+/// first call wins).
+pub fn set_default_listen_ip(ip: IpAddr) {
+    let _ = DEFAULT_LISTEN_IP.set(ip);
+}
+
+/// The address `COMMCORE_TCP_IP` asks ranks to listen on, else the default set at start-up,
+/// if any.
 pub fn listen_ip() -> Result<Option<IpAddr>, StartError> {
     match std::env::var(ENV_LISTEN_IP) {
         Ok(_) => variable(ENV_LISTEN_IP).map(Some),
-        Err(_) => Ok(None),
+        Err(_) => Ok(DEFAULT_LISTEN_IP.get().copied()),
     }
 }
 

@@ -269,39 +269,44 @@ impl PmixClient {
         env: &[(String, String)],
         maxprocs: usize,
     ) -> Result<String, PmixError> {
-        let text = |what: &str, t: &str| {
-            CString::new(t).map_err(|_| PmixError::Refused(format!("{what} {t:?} holds a NUL")))
-        };
-        let maxprocs = c_int::try_from(maxprocs)
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| PmixError::Refused(format!("cannot spawn {maxprocs} processes")))?;
-        let cmd = text("program", program)?;
-        let argv = std::iter::once(Ok(cmd.clone()))
-            .chain(args.iter().map(|a| text("argument", a)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let envv = env
-            .iter()
-            .map(|(name, value)| text("environment entry", &format!("{name}={value}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let cwd = std::env::current_dir()
-            .ok()
-            .and_then(|d| CString::new(d.into_os_string().into_encoded_bytes()).ok());
-        let mut argv_ptrs = null_terminated(&argv);
-        let mut env_ptrs = null_terminated(&envv);
-        let app = ffi::App {
-            cmd: cmd.as_ptr().cast_mut(),
-            argv: argv_ptrs.as_mut_ptr(),
-            env: env_ptrs.as_mut_ptr(),
-            cwd: cwd.as_ref().map_or(std::ptr::null_mut(), |c| c.as_ptr().cast_mut()),
+        let app = SpawnApp {
+            program: program.to_string(),
+            args: args.to_vec(),
+            env: env.to_vec(),
+            wdir: None,
             maxprocs,
-            info: std::ptr::null_mut(),
-            ninfo: 0,
         };
+        self.spawn_apps(std::slice::from_ref(&app))
+    }
+
+    /// Starts the processes of several programs as one new namespace (`PMIx_Spawn` of
+    /// several apps: their ranks follow the order of `apps`) and returns the namespace.
+    pub fn spawn_apps(&mut self, apps: &[SpawnApp]) -> Result<String, PmixError> {
+        let prepared = apps.iter().map(PreparedApp::new).collect::<Result<Vec<_>, _>>()?;
+        let mut argvs: Vec<Vec<*mut c_char>> =
+            prepared.iter().map(|p| null_terminated(&p.argv)).collect();
+        let mut envs: Vec<Vec<*mut c_char>> =
+            prepared.iter().map(|p| null_terminated(&p.env)).collect();
+        let raw: Vec<ffi::App> = prepared
+            .iter()
+            .zip(argvs.iter_mut().zip(envs.iter_mut()))
+            .map(|(p, (argv, env))| ffi::App {
+                cmd: p.cmd.as_ptr().cast_mut(),
+                argv: argv.as_mut_ptr(),
+                env: env.as_mut_ptr(),
+                cwd: p.cwd.as_ref().map_or(std::ptr::null_mut(), |c| c.as_ptr().cast_mut()),
+                maxprocs: p.maxprocs,
+                info: std::ptr::null_mut(),
+                ninfo: 0,
+            })
+            .collect();
         let mut nspace = [0 as c_char; ffi::MAX_NSLEN + 1];
-        // SAFETY: one app whose strings and NULL-terminated arrays outlive the blocking
-        // call, which only reads them; `nspace` is a pmix_nspace_t for the new namespace.
-        let status = unsafe { ffi::PMIx_Spawn(std::ptr::null(), 0, &app, 1, nspace.as_mut_ptr()) };
+        // SAFETY: the apps' strings and NULL-terminated arrays (`prepared`, `argvs`, `envs`)
+        // outlive the blocking call, which only reads them; `nspace` is a pmix_nspace_t for
+        // the new namespace.
+        let status = unsafe {
+            ffi::PMIx_Spawn(std::ptr::null(), 0, raw.as_ptr(), raw.len(), nspace.as_mut_ptr())
+        };
         check_served("PMIx_Spawn", status)?;
         Ok(nspace_text(&nspace))
     }
@@ -355,6 +360,57 @@ fn not_found(call: &'static str) -> PmixError {
 }
 
 /// Pointers to `strings`, then NULL, as argv-style arrays are.
+/// One program of a spawn: its arguments, added environment, directory (this process's
+/// when `None`) and process count.
+pub struct SpawnApp {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    pub env: Vec<(String, String)>,
+    /// Its working directory.
+    pub wdir: Option<String>,
+    /// How many processes run it.
+    pub maxprocs: usize,
+}
+
+/// A [`SpawnApp`] as C strings, alive while `PMIx_Spawn` reads them.
+struct PreparedApp {
+    cmd: CString,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    cwd: Option<CString>,
+    maxprocs: c_int,
+}
+
+impl PreparedApp {
+    fn new(app: &SpawnApp) -> Result<PreparedApp, PmixError> {
+        let text = |what: &str, t: &str| {
+            CString::new(t).map_err(|_| PmixError::Refused(format!("{what} {t:?} holds a NUL")))
+        };
+        let maxprocs = c_int::try_from(app.maxprocs).ok().filter(|&n| n > 0).ok_or_else(|| {
+            PmixError::Refused(format!("cannot spawn {} processes", app.maxprocs))
+        })?;
+        let cmd = text("program", &app.program)?;
+        let argv = std::iter::once(Ok(cmd.clone()))
+            .chain(app.args.iter().map(|a| text("argument", a)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let env = app
+            .env
+            .iter()
+            .map(|(name, value)| text("environment entry", &format!("{name}={value}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let cwd = match &app.wdir {
+            Some(dir) => Some(text("directory", dir)?),
+            None => std::env::current_dir()
+                .ok()
+                .and_then(|d| CString::new(d.into_os_string().into_encoded_bytes()).ok()),
+        };
+        Ok(PreparedApp { cmd, argv, env, cwd, maxprocs })
+    }
+}
+
 fn null_terminated(strings: &[CString]) -> Vec<*mut c_char> {
     strings
         .iter()

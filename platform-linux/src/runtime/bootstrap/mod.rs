@@ -19,6 +19,9 @@
 //! machine, or another network namespace of this one) talk over TCP.
 
 pub(super) mod node;
+mod services;
+
+pub(super) use services::ForeignApp;
 
 use std::sync::atomic::Ordering::{AcqRel, Relaxed, Release};
 use std::sync::atomic::{AtomicI32, AtomicUsize};
@@ -43,7 +46,7 @@ pub(super) enum Origin {
     /// `commcore run` started it (its variables are read by the caller).
     Launcher,
     /// Another launcher, through its exchange.
-    Foreign(Foreign),
+    Foreign(Box<Foreign>),
 }
 
 /// A foreign launcher's client: the exchange at start-up, abort, and finalize when the
@@ -58,7 +61,7 @@ pub struct Foreign {
 enum Client {
     Pmi(Pmi1Client),
     #[cfg(feature = "pmix")]
-    Pmix(PmixClient),
+    Pmix(Box<PmixClient>),
 }
 
 impl Foreign {
@@ -258,7 +261,7 @@ pub(super) fn origin(var: impl Fn(&str) -> Option<String>) -> Result<Origin, Ini
         Wanted::Pmi => match Pmi1Client::from_env(FOREIGN_TIMEOUT) {
             Ok(Some(client)) => {
                 watch_exit(client.raw_fd(), client.rank());
-                Ok(Origin::Foreign(Foreign::new(Client::Pmi(client))))
+                Ok(Origin::Foreign(Box::new(Foreign::new(Client::Pmi(client)))))
             }
             Ok(None) => Err(bad(format!("{ENV_BOOTSTRAP}=pmi, but PMI_FD is not set"))),
             Err(e) => Err(bad(e.to_string())),
@@ -270,7 +273,9 @@ pub(super) fn origin(var: impl Fn(&str) -> Option<String>) -> Result<Origin, Ini
 #[cfg(feature = "pmix")]
 fn pmix_origin() -> Result<Origin, InitError> {
     match PmixClient::from_env() {
-        Ok(Some(client)) => Ok(Origin::Foreign(Foreign::new(Client::Pmix(client)))),
+        Ok(Some(client)) => {
+            Ok(Origin::Foreign(Box::new(Foreign::new(Client::Pmix(Box::new(client))))))
+        }
         Ok(None) => Err(InitError::Environment(
             "asked for PMIx, but no PMIx server started this process (PMIX_NAMESPACE is unset)"
                 .into(),

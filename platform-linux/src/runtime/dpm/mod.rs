@@ -15,6 +15,7 @@ mod listen;
 mod names;
 mod ports;
 mod spawn;
+mod spawn_foreign;
 mod spawn_tcp;
 mod tcp_meet;
 
@@ -43,7 +44,17 @@ const PARENT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The inter-communicator to the parents, when `world` (this job's world communicator) was
 /// spawned (collective over the job).
 pub(super) fn parent(world: &Comm) -> Result<Option<Comm>, DpmError> {
-    let Ok(text) = std::env::var(ENV_PARENT_BRIDGE_FD) else { return Ok(None) };
+    let Ok(text) = std::env::var(ENV_PARENT_BRIDGE_FD) else {
+        // Spawned by another launcher (PMIx): the parents are met over TCP, without a
+        // bridge to watch.
+        return match std::env::var(ENV_PARENT_TCP) {
+            Ok(parents) if world.runtime.foreign().is_some() => {
+                let deadline = Instant::now() + PARENT_TIMEOUT;
+                spawn_tcp::meet_parents(world, &parents, None, deadline).map(Some)
+            }
+            _ => Ok(None),
+        };
+    };
     let fd: i32 = text
         .parse()
         .map_err(|_| DpmError::Launcher(format!("{ENV_PARENT_BRIDGE_FD}={text:?} is malformed")))?;
@@ -54,7 +65,8 @@ pub(super) fn parent(world: &Comm) -> Result<Option<Comm>, DpmError> {
     if let Ok(parents) = std::env::var(ENV_PARENT_TCP) {
         // Spawned onto another host: the parents are met over TCP, and the bridge the
         // launcher made only carries its failure word.
-        return spawn_tcp::meet_parents(world, &parents, Arc::new(bridge), deadline).map(Some);
+        return spawn_tcp::meet_parents(world, &parents, Some(Arc::new(bridge)), deadline)
+            .map(Some);
     }
     let side = bridge_comm::Side::B;
     world.bridge_intercomm(Arc::new(bridge), side, 0, deadline, LauncherTie::None).map(Some)

@@ -1,14 +1,15 @@
 //! `MPI_Publish_name`, `MPI_Lookup_name`, `MPI_Unpublish_name`: names of ports for jobs to
 //! find each other. With `COMMCORE_NAMESERVER` set, the `commcore nameserver` at that
 //! address serves them (unrelated jobs share it); otherwise the launcher does, for the jobs
-//! of one launcher tree. Names this process publishes are withdrawn when it ends.
+//! of one launcher tree (`commcore run`'s exchange, or a PMIx server's publish and lookup). Names this process publishes are withdrawn when it ends.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use super::DpmError;
-use crate::dpm::names::{NameService, NAMESERVER_ENV};
+use crate::dpm::names::{NameError, NameService, NAMESERVER_ENV};
 use crate::launch::kv::KvClient;
+use crate::runtime::bootstrap::Foreign;
 use crate::runtime::World;
 
 /// How long a request to the name service may take.
@@ -41,8 +42,12 @@ impl World {
         let runtime = &self.comm().runtime;
         if std::env::var_os(NAMESERVER_ENV).is_none() {
             let mut kv = runtime.kv();
-            return match kv.as_mut() {
-                Some(kv) => call(kv),
+            if let Some(kv) = kv.as_mut() {
+                return call(kv);
+            }
+            let mut foreign = runtime.foreign();
+            return match foreign.as_mut() {
+                Some(foreign) => call(foreign),
                 None => Err(DpmError::Name(format!(
                     "no name service: start the job with `commcore run`, or start `commcore \
                      nameserver` and set {NAMESERVER_ENV} to the address it prints"
@@ -81,6 +86,20 @@ impl NameCalls for NameService {
     }
     fn unpublish(&mut self, name: &str) -> Result<(), DpmError> {
         self.unpublish_name(name).map_err(refused)
+    }
+}
+
+impl NameCalls for Foreign {
+    fn publish(&mut self, name: &str, port: &str) -> Result<(), DpmError> {
+        Foreign::publish(self, name, port).map_err(DpmError::Name)
+    }
+    fn lookup(&mut self, name: &str) -> Result<String, DpmError> {
+        Foreign::lookup(self, name)
+            .map_err(DpmError::Name)?
+            .ok_or_else(|| refused(NameError::NotPublished(name.to_string())))
+    }
+    fn unpublish(&mut self, name: &str) -> Result<(), DpmError> {
+        Foreign::unpublish(self, name).map_err(DpmError::Name)
     }
 }
 

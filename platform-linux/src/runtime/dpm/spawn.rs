@@ -99,6 +99,9 @@ impl Comm {
     /// the children's world ranks follow the order of `commands`.
     pub fn spawn_multiple(&self, commands: &[SpawnCommand], root: usize) -> Result<Comm, DpmError> {
         self.check_root(root)?;
+        if self.spawns_through_foreign_launcher() {
+            return self.spawn_foreign(commands, root);
+        }
         let timeout = commands.first().map_or(Duration::from_secs(30), |c| c.options.timeout);
         let deadline = Instant::now() + timeout;
         let started = if self.rank() == root {
@@ -169,7 +172,7 @@ impl Comm {
     ) -> Result<Comm, DpmError> {
         let hello = match &started {
             Some(Started { bridge, rendezvous: Some(rendezvous), .. }) => {
-                rendezvous.wait(&self.runtime, bridge, deadline).map(Some)
+                rendezvous.wait(&self.runtime, Some(bridge), deadline).map(Some)
             }
             _ => Ok(None),
         };

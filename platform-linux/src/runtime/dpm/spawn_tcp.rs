@@ -52,17 +52,17 @@ impl Rendezvous {
     }
 
     /// Waits until the children's root says hello with the token; fails when a child died
-    /// first (the launcher marks the job's `bridge` failed) or at `deadline`. Connections
-    /// without the token are refused and the wait goes on.
+    /// first (the launcher marks the job's `bridge` failed, where there is one) or at
+    /// `deadline`. Connections without the token are refused and the wait goes on.
     pub(super) fn wait(
         &self,
         runtime: &Runtime,
-        bridge: &Bridge,
+        bridge: Option<&Bridge>,
         deadline: Instant,
     ) -> Result<Hello, DpmError> {
         loop {
             runtime.progress_once();
-            if let Some(reason) = bridge.failure() {
+            if let Some(reason) = bridge.and_then(Bridge::failure) {
                 return Err(DpmError::Comm(P2pError::GroupFailed { reason }.into()));
             }
             if let Some(stream) = listen::accepted(self.listener.accept())? {
@@ -99,11 +99,12 @@ impl Rendezvous {
 
 /// The children's side: reaches the parents named by `value` (of [`ENV_PARENT_TCP`]) and
 /// builds the inter-communicator to them (collective over the children's world); `watch`
-/// is the launcher's bridge, whose failure word says when a parent dies.
+/// is the launcher's bridge, whose failure word says when a parent dies (none when another
+/// launcher started the children).
 pub(super) fn meet_parents(
     world: &Comm,
     value: &str,
-    watch: Arc<Bridge>,
+    watch: Option<Arc<Bridge>>,
     deadline: Instant,
 ) -> Result<Comm, DpmError> {
     let malformed = || DpmError::Launcher(format!("{ENV_PARENT_TCP}={value:?} is malformed"));
@@ -117,7 +118,7 @@ pub(super) fn meet_parents(
         let digits = hex.get(2 * i..2 * i + 2).ok_or_else(malformed)?;
         *byte = u8::from_str_radix(digits, 16).map_err(|_| malformed())?;
     }
-    world.connect_tcp(0, Some(addr), (Token(token), deadline), Some(watch))
+    world.connect_tcp(0, Some(addr), (Token(token), deadline), watch)
 }
 
 #[cfg(test)]

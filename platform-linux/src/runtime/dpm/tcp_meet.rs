@@ -19,7 +19,7 @@ use crate::runtime::engine::{tcp_peer, Peer, TcpLink};
 use crate::runtime::registry::{GroupTie, LauncherTie, TieKind};
 use crate::runtime::Comm;
 use crate::shm::bridge::Bridge;
-use crate::tcp::{socket, TcpSettings, TcpTransport, ENV_LISTEN_IP};
+use crate::tcp::{socket, TcpSettings, TcpTransport};
 use crate::transport::TCP;
 
 /// Bytes one process takes on the wire: its address's text, zero-padded, then its node.
@@ -28,12 +28,10 @@ const TEXT_BYTES: usize = ADDR_BYTES - 4;
 /// The first bytes of the connecting root's hello over TCP.
 pub(super) const HELLO_TCP: &[u8; 8] = b"CCHELLOT";
 
-/// This host's address to listen on: the launcher's for this host, else the loopback.
+/// This host's address to listen on: the launcher's for this host (or the interface a
+/// foreign launcher's rank chose at start-up), else the loopback.
 pub(super) fn host_ip() -> IpAddr {
-    std::env::var(ENV_LISTEN_IP)
-        .ok()
-        .and_then(|ip| ip.parse().ok())
-        .unwrap_or(Ipv4Addr::LOCALHOST.into())
+    crate::tcp::listen_ip().ok().flatten().unwrap_or(Ipv4Addr::LOCALHOST.into())
 }
 
 /// A process of a group meeting over TCP: where its link listens, and its node in its own
