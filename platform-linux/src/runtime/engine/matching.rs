@@ -1,6 +1,8 @@
 //! Matching: posted receives against arriving messages on (context, source, tag), with
 //! wildcards, oldest first on both sides, so that messages of one pair match in order.
 
+use std::collections::VecDeque;
+
 use super::rendezvous::finished_cell;
 use super::{Engine, Peer};
 use crate::transport::shm::ShmTransport;
@@ -53,6 +55,48 @@ impl Arrival {
     }
 }
 
+/// Receives matched with a message they have not finished taking: (receive, arrival) ids
+/// in order of the receive's id, which grows as receives are posted. Found by a binary
+/// search after a look at the oldest, which a window's waits take first: no hash.
+#[derive(Default)]
+pub(super) struct Matched(VecDeque<(u64, u64)>);
+
+impl Matched {
+    #[inline]
+    fn position(&self, recv: u64) -> Result<usize, usize> {
+        match self.0.front() {
+            Some(&(oldest, _)) if oldest == recv => Ok(0),
+            _ => self.0.binary_search_by_key(&recv, |&(r, _)| r),
+        }
+    }
+
+    pub(super) fn insert(&mut self, recv: u64, arrival: u64) {
+        if self.0.back().map_or(true, |&(newest, _)| newest < recv) {
+            self.0.push_back((recv, arrival));
+            return;
+        }
+        match self.position(recv) {
+            Ok(i) => self.0[i].1 = arrival,
+            Err(i) => self.0.insert(i, (recv, arrival)),
+        }
+    }
+
+    /// The arrival matched with receive `recv`.
+    #[inline]
+    pub(super) fn get(&self, recv: u64) -> Option<u64> {
+        self.position(recv).ok().map(|i| self.0[i].1)
+    }
+
+    #[inline]
+    pub(super) fn remove(&mut self, recv: u64) -> Option<u64> {
+        let i = self.position(recv).ok()?;
+        if i == 0 {
+            return self.0.pop_front().map(|(_, arrival)| arrival);
+        }
+        self.0.remove(i).map(|(_, arrival)| arrival)
+    }
+}
+
 impl Engine {
     /// Posts a receive: matched at once against the unexpected queue, else queued.
     pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
@@ -60,10 +104,10 @@ impl Engine {
         let found = self
             .unexpected
             .iter()
-            .position(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
-        match found.and_then(|i| self.unexpected.remove(i)) {
+            .position(|&id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
+        match found.and_then(|i| self.take_unexpected_at(i)) {
             Some(arrival) => {
-                if let Some(a) = self.arrivals.get_mut(&arrival) {
+                if let Some(a) = self.arrivals.get_mut(arrival) {
                     a.recv = Some(recv);
                 }
                 self.matched.insert(recv, arrival);
@@ -71,6 +115,15 @@ impl Engine {
             None => self.posted.push_back((recv, pattern)),
         }
         recv
+    }
+
+    /// Takes the `i`-th unexpected arrival's id out of the queue.
+    #[inline]
+    pub(super) fn take_unexpected_at(&mut self, i: usize) -> Option<u64> {
+        if i == 0 {
+            return self.unexpected.pop_front();
+        }
+        self.unexpected.remove(i)
     }
 
     /// Matches arrival `id` with the oldest posted receive that accepts it, or queues it as
@@ -93,14 +146,14 @@ impl Engine {
             self.posted.remove(i);
             return;
         }
-        let Some(arrival_id) = self.matched.remove(&recv) else { return };
-        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
+        let Some(arrival_id) = self.matched.remove(recv) else { return };
+        let Some(arrival) = self.arrivals.get_mut(arrival_id) else { return };
         let remote = match arrival.body {
             Body::Remote { slot, sender_id, .. } => Some((slot, finished_cell(sender_id))),
             Body::Copied { .. } => None,
         };
         if arrival.complete() {
-            if let Some(arrival) = self.arrivals.remove(&arrival_id) {
+            if let Some(arrival) = self.arrivals.remove(arrival_id) {
                 self.recycle_arrival(arrival);
             }
         } else {

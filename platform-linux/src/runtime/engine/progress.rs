@@ -83,7 +83,7 @@ impl Engine {
                             split: None,
                         }
                     };
-                    let id = self.fresh_id();
+                    let id = self.arrivals.next_id();
                     let mut arrival = Arrival {
                         context: header.context,
                         source: Peer::Shm(source),
@@ -102,7 +102,8 @@ impl Engine {
                             self.peers.open(source).inbound = Some(id);
                         }
                     }
-                    self.arrivals.insert(id, arrival);
+                    let stored = self.arrivals.insert(arrival);
+                    debug_assert_eq!(stored, id);
                 }
                 CellKind::Fragment => {
                     let id = self.peers.inbound(source).ok_or(corrupt)?;

@@ -9,25 +9,57 @@ use crate::shm::{CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
 
 impl Engine {
-    /// A blocking receive's fast path, taken while no posted receive and no unexpected
-    /// message could compete for the next message: the first cell of a source's ring is then
-    /// the next message to match, and a one-cell message that matches goes straight from the
-    /// ring into `buf`, without being posted or queued.
+    /// A blocking receive's fast path. The oldest unexpected message it accepts is its
+    /// message (none is accepted by an older posted receive, which would have taken it):
+    /// when whole and copied, its bytes go straight into `buf`, never posted or matched.
+    /// With none queued, and no posted receive that could compete for the next message, the
+    /// first cell of a source's ring is the next message to match: a one-cell message that
+    /// matches goes straight from the ring into `buf`.
     pub(crate) fn try_direct_recv(
         &mut self,
         fabric: &ShmTransport,
         pattern: &Pattern,
         buf: &mut [u8],
     ) -> Direct {
-        if !self.posted.is_empty()
-            || self
-                .unexpected
-                .iter()
-                .any(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)))
-        {
+        let queued = self
+            .unexpected
+            .iter()
+            .position(|&id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
+        if let Some(i) = queued {
+            return self.take_unexpected_whole(i, buf);
+        }
+        if !self.posted.is_empty() {
             return Direct::Slow;
         }
         self.take_from_rings(fabric, pattern, buf)
+    }
+
+    /// Takes the `i`-th unexpected message into `buf` if it is whole and was copied.
+    fn take_unexpected_whole(&mut self, i: usize, buf: &mut [u8]) -> Direct {
+        let Some(&id) = self.unexpected.get(i) else { return Direct::Slow };
+        let whole = self
+            .arrivals
+            .get(id)
+            .is_some_and(|a| matches!(a.body, Body::Copied { received, .. } if received >= a.len));
+        if !whole {
+            return Direct::Slow;
+        }
+        self.take_unexpected_at(i);
+        let Some(Arrival { rank, tag, len, body: Body::Copied { pending, .. }, .. }) =
+            self.arrivals.remove(id)
+        else {
+            return Direct::Slow;
+        };
+        let n = pending.len().min(buf.len());
+        buf[..n].copy_from_slice(&pending[..n]);
+        self.pool.recycle(pending);
+        if len > buf.len() {
+            return Direct::Done(Err(P2pError::Truncated {
+                message_len: len,
+                buffer_len: buf.len(),
+            }));
+        }
+        Direct::Done(Ok(Envelope { source: rank as usize, tag, len }))
     }
 
     /// The same fast path for posted receive `recv` while it is the oldest one posted (a
@@ -117,8 +149,8 @@ impl Engine {
         fabric: &ShmTransport,
         sink: &mut Sink<'_>,
     ) -> Result<Option<Envelope>, P2pError> {
-        let Some(&arrival_id) = self.matched.get(&sink.recv) else { return Ok(None) };
-        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return Ok(None) };
+        let Some(arrival_id) = self.matched.get(sink.recv) else { return Ok(None) };
+        let Some(arrival) = self.arrivals.get_mut(arrival_id) else { return Ok(None) };
         let mut read_error = None;
         match &mut arrival.body {
             Body::Copied { pending, in_sink, received } => {
@@ -144,8 +176,8 @@ impl Engine {
                 }
             }
         }
-        self.matched.remove(&sink.recv);
-        let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
+        self.matched.remove(sink.recv);
+        let Some(arrival) = self.arrivals.remove(arrival_id) else { return Ok(None) };
         let envelope =
             Envelope { source: arrival.rank as usize, tag: arrival.tag, len: arrival.len };
         self.recycle_arrival(arrival);
@@ -169,11 +201,11 @@ impl Engine {
         header: &CellHeader,
         sink: Option<&mut Sink<'_>>,
     ) -> bool {
-        let Some(arrival) = self.arrivals.get_mut(&id) else { return true };
+        let Some(arrival) = self.arrivals.get_mut(id) else { return true };
         take_payload(arrival, ring, header, sink);
         let complete = arrival.complete();
         if arrival.discard && complete {
-            if let Some(arrival) = self.arrivals.remove(&id) {
+            if let Some(arrival) = self.arrivals.remove(id) {
                 self.recycle_arrival(arrival);
             }
         }

@@ -52,7 +52,7 @@ impl Engine {
                 let cell = ClearToSend::cell(sender_id, theirs, sink.buf[theirs.0..].as_ptr());
                 self.send_control(fabric, guests, source, cell);
                 if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
-                    self.arrivals.get_mut(&arrival_id)
+                    self.arrivals.get_mut(arrival_id)
                 {
                     *split = Some(theirs);
                 }
