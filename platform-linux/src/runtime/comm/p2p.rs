@@ -176,8 +176,18 @@ impl Comm {
         tag: i32,
     ) -> Result<Request<'a>, P2pError> {
         let pattern = self.pattern(self.context, source.into(), tag)?;
-        let id = self.runtime.engine().post_recv(pattern);
-        Ok(Request { runtime: self.runtime.clone(), state: State::Recv { id, buf } })
+        let runtime = &self.runtime;
+        let mut engine = runtime.engine();
+        // A message that is here already completes the receive now, as the blocking one's
+        // fast path would: nothing posted, matched or waited for.
+        let state = match engine.try_direct_recv(&runtime.fabric, &pattern, buf) {
+            Direct::Done(result) => {
+                State::Done(result.map(|e| Status { source: e.source, tag: e.tag, len: e.len }))
+            }
+            Direct::Empty | Direct::Slow => State::Recv { id: engine.post_recv(pattern), buf },
+        };
+        drop(engine);
+        Ok(Request { runtime: runtime.clone(), state })
     }
 
     /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).

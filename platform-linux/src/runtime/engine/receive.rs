@@ -9,12 +9,13 @@ use crate::shm::{CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
 
 impl Engine {
-    /// A blocking receive's fast path. The oldest unexpected message it accepts is its
-    /// message (none is accepted by an older posted receive, which would have taken it):
-    /// when whole and copied, its bytes go straight into `buf`, never posted or matched.
-    /// With none queued, and no posted receive that could compete for the next message, the
-    /// first cell of a source's ring is the next message to match: a one-cell message that
-    /// matches goes straight from the ring into `buf`.
+    /// A receive's fast path, blocking or as a nonblocking one is posted. The oldest
+    /// unexpected message it accepts is its message (none is accepted by an older posted
+    /// receive, which would have taken it): when whole and copied, its bytes go straight
+    /// into `buf`, never posted or matched. With none queued, and no posted receive that
+    /// could compete for the next message, the first cell of a source's ring is the next
+    /// message to match: a one-cell message that matches goes straight from the ring into
+    /// `buf`.
     pub(crate) fn try_direct_recv(
         &mut self,
         fabric: &ShmTransport,
