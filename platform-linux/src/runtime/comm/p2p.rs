@@ -151,15 +151,19 @@ impl Comm {
     /// Starts sending `buf` (`MPI_Isend`). A long message that goes by single copy keeps
     /// `buf` borrowed until the request completes; others are copied out at once.
     pub fn isend<'a>(&self, buf: &'a [u8], dest: usize, tag: i32) -> Result<Request<'a>, P2pError> {
-        let world_dest = self.check_send(buf, dest, tag)?;
+        let peer = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
-        let start = runtime.engine().start_send(
-            &runtime.fabric,
-            world_dest,
-            self.outbound(self.remote_context, tag),
-            buf,
-            false,
-        )?;
+        let envelope = self.outbound(self.remote_context, tag);
+        let start = {
+            let mut engine = runtime.engine();
+            match peer {
+                // One cell to a slot of this job, as the blocking send's hot path.
+                Peer::Shm(slot) if engine.try_send_home(&runtime.fabric, slot, envelope, buf) => {
+                    SendStart::Done
+                }
+                _ => engine.start_send(&runtime.fabric, peer, envelope, buf, false)?,
+            }
+        };
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
             SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
