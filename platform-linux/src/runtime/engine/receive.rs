@@ -5,7 +5,7 @@ use super::matching::{Arrival, Body, Pattern};
 use super::rendezvous::Remote;
 use super::{Direct, Engine, Envelope, Peer, Sink};
 use crate::runtime::error::P2pError;
-use crate::shm::{CellHeader, CellKind, Ring};
+use crate::shm::{CellHeader, CellKind, Ring, Take};
 use crate::transport::shm::ShmTransport;
 
 impl Engine {
@@ -100,6 +100,7 @@ impl Engine {
             None if self.has_tcp() => return Direct::Slow,
             None => guests.shm_peers(fabric),
         };
+        let peers = &self.peers;
         for source in sources {
             let Ok(link) = guests.link(fabric, source) else {
                 // A guest that is gone: the general path reports it.
@@ -108,26 +109,20 @@ impl Engine {
                 }
                 continue;
             };
-            let ring = link.inbox();
-            let header = match ring.peek() {
-                Ok(None) => continue,
-                Ok(Some(header)) => header,
-                Err(_) => return Direct::Slow,
+            let accept = |header: &CellHeader| {
+                header.kind == CellKind::Message
+                    && header.fragment_len == header.total_len
+                    && header.context == pattern.context
+                    && pattern.tag.map_or(true, |t| t == header.tag)
+                    && peers.inbound(source).is_none()
             };
-            let one_cell = header.kind == CellKind::Message
-                && header.fragment_len == header.total_len
-                && self.peers.inbound(source).is_none();
-            if !one_cell
-                || header.context != pattern.context
-                || pattern.tag.is_some_and(|t| t != header.tag)
-            {
-                return Direct::Slow;
-            }
-            let len = header.total_len as usize;
-            let n = len.min(buf.len());
-            ring.read_payload(&header, &mut buf[..n]);
-            ring.pop();
+            let header = match link.inbox().take_if(buf, accept) {
+                Ok(Take::Empty) => continue,
+                Ok(Take::Taken(header)) => header,
+                Ok(Take::Left) | Err(_) => return Direct::Slow,
+            };
             link.notify(fabric);
+            let len = header.total_len as usize;
             if len > buf.len() {
                 return Direct::Done(Err(P2pError::Truncated {
                     message_len: len,
