@@ -101,10 +101,7 @@ impl Engine {
     /// Posts a receive: matched at once against the unexpected queue, else queued.
     pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
         let recv = self.fresh_id();
-        let found = self
-            .unexpected
-            .iter()
-            .position(|&id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
+        let found = self.oldest_unexpected(&pattern).map(|(i, _)| i);
         match found.and_then(|i| self.take_unexpected_at(i)) {
             Some(arrival) => {
                 if let Some(a) = self.arrivals.get_mut(arrival) {
@@ -115,6 +112,19 @@ impl Engine {
             None => self.posted.push_back((recv, pattern)),
         }
         recv
+    }
+
+    /// The oldest unexpected arrival `pattern` accepts: its place in the queue and its id.
+    #[inline]
+    pub(super) fn oldest_unexpected(&self, pattern: &Pattern) -> Option<(usize, u64)> {
+        let accepted = |&id: &u64| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a));
+        // Two plain slices scan faster than the deque's iterator.
+        let (older, newer) = self.unexpected.as_slices();
+        let i = older
+            .iter()
+            .position(accepted)
+            .or_else(|| newer.iter().position(accepted).map(|i| older.len() + i))?;
+        self.unexpected.get(i).map(|&id| (i, id))
     }
 
     /// Takes the `i`-th unexpected arrival's id out of the queue.

@@ -22,12 +22,8 @@ impl Engine {
         pattern: &Pattern,
         buf: &mut [u8],
     ) -> Direct {
-        let queued = self
-            .unexpected
-            .iter()
-            .position(|&id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
-        if let Some(i) = queued {
-            return self.take_unexpected_whole(i, buf);
+        if let Some((i, id)) = self.oldest_unexpected(pattern) {
+            return self.take_unexpected_whole(i, id, buf);
         }
         if !self.posted.is_empty() {
             return Direct::Slow;
@@ -35,9 +31,9 @@ impl Engine {
         self.take_from_rings(fabric, pattern, buf)
     }
 
-    /// Takes the `i`-th unexpected message into `buf` if it is whole and was copied.
-    fn take_unexpected_whole(&mut self, i: usize, buf: &mut [u8]) -> Direct {
-        let Some(&id) = self.unexpected.get(i) else { return Direct::Slow };
+    /// Takes unexpected message `id`, the `i`-th queued, into `buf` if it is whole and was
+    /// copied.
+    fn take_unexpected_whole(&mut self, i: usize, id: u64, buf: &mut [u8]) -> Direct {
         let whole = self
             .arrivals
             .get(id)
