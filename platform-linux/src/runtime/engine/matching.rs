@@ -175,3 +175,23 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Matched;
+
+    #[test]
+    fn matched_receives_are_found_in_any_order_of_matching() {
+        let mut matched = Matched::default();
+        for (recv, arrival) in [(5, 50), (3, 30), (9, 90), (7, 70)] {
+            matched.insert(recv, arrival);
+        }
+        let found = [3, 5, 7, 9, 4].map(|recv| matched.get(recv));
+        assert_eq!(found, [Some(30), Some(50), Some(70), Some(90), None]);
+        assert_eq!(
+            (matched.remove(3), matched.remove(7), matched.remove(7)),
+            (Some(30), Some(70), None)
+        );
+        assert_eq!((matched.get(5), matched.get(9), matched.get(3)), (Some(50), Some(90), None));
+    }
+}
