@@ -39,10 +39,13 @@ impl Engine {
         }
         self.poll_tcp(sink)?;
         self.blocked.clear();
-        for i in 0..self.peers.len() {
-            if let Some(dest) = self.peers.waiting(i) {
-                self.push_out(fabric, guests, dest, feed);
+        if self.peers.maybe_outbound() {
+            for i in 0..self.peers.len() {
+                if let Some(dest) = self.peers.waiting(i) {
+                    self.push_out(fabric, guests, dest, feed);
+                }
             }
+            self.peers.settle();
         }
         if std::mem::take(&mut self.news) {
             fabric.notify(fabric.rank);
