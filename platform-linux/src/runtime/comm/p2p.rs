@@ -122,6 +122,20 @@ impl Comm {
         let runtime = &self.runtime;
         let mut posted = false;
         let mut sink = Sink::new(0, buf, true);
+        {
+            // A message that is here already: taken before any of the waiting loop's setup.
+            let mut engine = runtime.engine();
+            match engine.try_direct_recv(&runtime.fabric, &pattern, sink.buf) {
+                Direct::Done(result) => {
+                    return result.map(|e| Status { source: e.source, tag: e.tag, len: e.len })
+                }
+                Direct::Empty => {}
+                Direct::Slow => {
+                    sink.recv = engine.post_recv(pattern);
+                    posted = true;
+                }
+            }
+        }
         let envelope = runtime.block(|engine, fabric| {
             if !posted {
                 match engine.try_direct_recv(fabric, &pattern, sink.buf) {
@@ -151,15 +165,19 @@ impl Comm {
     /// Starts sending `buf` (`MPI_Isend`). A long message that goes by single copy keeps
     /// `buf` borrowed until the request completes; others are copied out at once.
     pub fn isend<'a>(&self, buf: &'a [u8], dest: usize, tag: i32) -> Result<Request<'a>, P2pError> {
-        let world_dest = self.check_send(buf, dest, tag)?;
+        let peer = self.check_send(buf, dest, tag)?;
         let runtime = &self.runtime;
-        let start = runtime.engine().start_send(
-            &runtime.fabric,
-            world_dest,
-            self.outbound(self.remote_context, tag),
-            buf,
-            false,
-        )?;
+        let envelope = self.outbound(self.remote_context, tag);
+        let start = {
+            let mut engine = runtime.engine();
+            match peer {
+                // One cell to a slot of this job, as the blocking send's hot path.
+                Peer::Shm(slot) if engine.try_send_home(&runtime.fabric, slot, envelope, buf) => {
+                    SendStart::Done
+                }
+                _ => engine.start_send(&runtime.fabric, peer, envelope, buf, false)?,
+            }
+        };
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
             SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
@@ -176,8 +194,18 @@ impl Comm {
         tag: i32,
     ) -> Result<Request<'a>, P2pError> {
         let pattern = self.pattern(self.context, source.into(), tag)?;
-        let id = self.runtime.engine().post_recv(pattern);
-        Ok(Request { runtime: self.runtime.clone(), state: State::Recv { id, buf } })
+        let runtime = &self.runtime;
+        let mut engine = runtime.engine();
+        // A message that is here already completes the receive now, as the blocking one's
+        // fast path would: nothing posted, matched or waited for.
+        let state = match engine.try_direct_recv(&runtime.fabric, &pattern, buf) {
+            Direct::Done(result) => {
+                State::Done(result.map(|e| Status { source: e.source, tag: e.tag, len: e.len }))
+            }
+            Direct::Empty | Direct::Slow => State::Recv { id: engine.post_recv(pattern), buf },
+        };
+        drop(engine);
+        Ok(Request { runtime: runtime.clone(), state })
     }
 
     /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).

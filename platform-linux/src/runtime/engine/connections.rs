@@ -41,6 +41,10 @@ pub(super) struct Connections {
     pages: Vec<Option<Box<[u32; PAGE]>>>,
     /// (peer slot, state), in order of first contact.
     table: Vec<(usize, Connection)>,
+    /// Whether some queue may hold something: set when one is given a message or a control
+    /// cell, cleared when [`Connections::settle`] finds them all empty, so that an idle
+    /// waiter's poll does not walk the table.
+    maybe_outbound: bool,
 }
 
 impl Connections {
@@ -84,6 +88,29 @@ impl Connections {
         &mut self.table[at].1
     }
 
+    /// The state of `peer`, to queue a message or a control cell for it.
+    pub(super) fn queue(&mut self, peer: usize) -> &mut Connection {
+        self.maybe_outbound = true;
+        self.open(peer)
+    }
+
+    /// Whether some queue may hold something (never `false` while one does).
+    #[inline]
+    pub(super) fn maybe_outbound(&self) -> bool {
+        self.maybe_outbound
+    }
+
+    /// Clears the note that a queue may hold something once none does (after progress).
+    pub(super) fn settle(&mut self) {
+        if self.maybe_outbound {
+            self.maybe_outbound = self.any_queued();
+        }
+    }
+
+    fn any_queued(&self) -> bool {
+        self.table.iter().any(|(_, c)| c.has_outbound())
+    }
+
     /// Number of peers talked to.
     pub(super) fn len(&self) -> usize {
         self.table.len()
@@ -116,7 +143,7 @@ impl Connections {
 
     /// Whether anything waits to go to any peer.
     pub(super) fn any_outbound(&self) -> bool {
-        self.table.iter().any(|(_, c)| c.has_outbound())
+        self.maybe_outbound && self.any_queued()
     }
 
     /// Bytes the table holds (not counting queued messages): what per-peer state costs.
@@ -132,6 +159,7 @@ impl Connections {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::engine::rendezvous::finished_cell;
 
     #[test]
     fn a_peer_is_created_once_and_found_again() {
@@ -151,6 +179,13 @@ mod tests {
         assert_eq!((peers.len(), peers.inbound(5), peers.inbound(700)), (1, None, Some(1)));
         peers.forget(5);
         peers.open(5).inbound = Some(4);
+        peers.queue(700).control.push_back(finished_cell(1));
+        assert!(peers.any_outbound());
+        peers.settle();
+        assert!(peers.any_outbound(), "a queued cell keeps the note");
+        peers.open(700).control.clear();
+        peers.settle();
+        assert!(!peers.any_outbound());
         assert_eq!((peers.inbound(5), peers.inbound(700)), (Some(4), Some(1)));
     }
 

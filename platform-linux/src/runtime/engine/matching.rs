@@ -1,6 +1,8 @@
 //! Matching: posted receives against arriving messages on (context, source, tag), with
 //! wildcards, oldest first on both sides, so that messages of one pair match in order.
 
+use std::collections::VecDeque;
+
 use super::rendezvous::finished_cell;
 use super::{Engine, Peer};
 use crate::transport::shm::ShmTransport;
@@ -53,17 +55,56 @@ impl Arrival {
     }
 }
 
+/// Receives matched with a message they have not finished taking: (receive, arrival) ids
+/// in order of the receive's id, which grows as receives are posted. Found by a binary
+/// search after a look at the oldest, which a window's waits take first: no hash.
+#[derive(Default)]
+pub(super) struct Matched(VecDeque<(u64, u64)>);
+
+impl Matched {
+    #[inline]
+    fn position(&self, recv: u64) -> Result<usize, usize> {
+        match self.0.front() {
+            Some(&(oldest, _)) if oldest == recv => Ok(0),
+            _ => self.0.binary_search_by_key(&recv, |&(r, _)| r),
+        }
+    }
+
+    pub(super) fn insert(&mut self, recv: u64, arrival: u64) {
+        if self.0.back().map_or(true, |&(newest, _)| newest < recv) {
+            self.0.push_back((recv, arrival));
+            return;
+        }
+        match self.position(recv) {
+            Ok(i) => self.0[i].1 = arrival,
+            Err(i) => self.0.insert(i, (recv, arrival)),
+        }
+    }
+
+    /// The arrival matched with receive `recv`.
+    #[inline]
+    pub(super) fn get(&self, recv: u64) -> Option<u64> {
+        self.position(recv).ok().map(|i| self.0[i].1)
+    }
+
+    #[inline]
+    pub(super) fn remove(&mut self, recv: u64) -> Option<u64> {
+        let i = self.position(recv).ok()?;
+        if i == 0 {
+            return self.0.pop_front().map(|(_, arrival)| arrival);
+        }
+        self.0.remove(i).map(|(_, arrival)| arrival)
+    }
+}
+
 impl Engine {
     /// Posts a receive: matched at once against the unexpected queue, else queued.
     pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
         let recv = self.fresh_id();
-        let found = self
-            .unexpected
-            .iter()
-            .position(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)));
-        match found.and_then(|i| self.unexpected.remove(i)) {
+        let found = self.oldest_unexpected(&pattern).map(|(i, _)| i);
+        match found.and_then(|i| self.take_unexpected_at(i)) {
             Some(arrival) => {
-                if let Some(a) = self.arrivals.get_mut(&arrival) {
+                if let Some(a) = self.arrivals.get_mut(arrival) {
                     a.recv = Some(recv);
                 }
                 self.matched.insert(recv, arrival);
@@ -71,6 +112,28 @@ impl Engine {
             None => self.posted.push_back((recv, pattern)),
         }
         recv
+    }
+
+    /// The oldest unexpected arrival `pattern` accepts: its place in the queue and its id.
+    #[inline]
+    pub(super) fn oldest_unexpected(&self, pattern: &Pattern) -> Option<(usize, u64)> {
+        let accepted = |&id: &u64| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a));
+        // Two plain slices scan faster than the deque's iterator.
+        let (older, newer) = self.unexpected.as_slices();
+        let i = older
+            .iter()
+            .position(accepted)
+            .or_else(|| newer.iter().position(accepted).map(|i| older.len() + i))?;
+        self.unexpected.get(i).map(|&id| (i, id))
+    }
+
+    /// Takes the `i`-th unexpected arrival's id out of the queue.
+    #[inline]
+    pub(super) fn take_unexpected_at(&mut self, i: usize) -> Option<u64> {
+        if i == 0 {
+            return self.unexpected.pop_front();
+        }
+        self.unexpected.remove(i)
     }
 
     /// Matches arrival `id` with the oldest posted receive that accepts it, or queues it as
@@ -93,14 +156,14 @@ impl Engine {
             self.posted.remove(i);
             return;
         }
-        let Some(arrival_id) = self.matched.remove(&recv) else { return };
-        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return };
+        let Some(arrival_id) = self.matched.remove(recv) else { return };
+        let Some(arrival) = self.arrivals.get_mut(arrival_id) else { return };
         let remote = match arrival.body {
             Body::Remote { slot, sender_id, .. } => Some((slot, finished_cell(sender_id))),
             Body::Copied { .. } => None,
         };
         if arrival.complete() {
-            if let Some(arrival) = self.arrivals.remove(&arrival_id) {
+            if let Some(arrival) = self.arrivals.remove(arrival_id) {
                 self.recycle_arrival(arrival);
             }
         } else {
@@ -110,5 +173,25 @@ impl Engine {
         if let Some((source, cell)) = remote {
             self.with_guests(|engine, guests| engine.send_control(fabric, guests, source, cell));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Matched;
+
+    #[test]
+    fn matched_receives_are_found_in_any_order_of_matching() {
+        let mut matched = Matched::default();
+        for (recv, arrival) in [(5, 50), (3, 30), (9, 90), (7, 70)] {
+            matched.insert(recv, arrival);
+        }
+        let found = [3, 5, 7, 9, 4].map(|recv| matched.get(recv));
+        assert_eq!(found, [Some(30), Some(50), Some(70), Some(90), None]);
+        assert_eq!(
+            (matched.remove(3), matched.remove(7), matched.remove(7)),
+            (Some(30), Some(70), None)
+        );
+        assert_eq!((matched.get(5), matched.get(9), matched.get(3)), (Some(50), Some(90), None));
     }
 }

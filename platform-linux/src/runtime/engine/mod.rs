@@ -24,6 +24,7 @@
 //! message a posted receive waits for behind unexpected ones from the same peer. The
 //! engine keeps unbounded queues until that back-pressure has a deadlock-free design.
 
+mod arrivals;
 mod connections;
 mod links;
 mod matching;
@@ -39,10 +40,11 @@ mod tests;
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use arrivals::Arrivals;
 use connections::Connections;
 pub(crate) use links::GuestInbox;
 pub(crate) use matching::Pattern;
-use matching::{Arrival, Body};
+use matching::{Arrival, Body, Matched};
 use pool::BufferPool;
 pub(crate) use tcp::{tcp_peer, TcpLink};
 
@@ -209,8 +211,8 @@ pub(crate) struct Engine {
     next_id: u64,
     posted: VecDeque<(u64, Pattern)>,
     unexpected: VecDeque<u64>,
-    arrivals: HashMap<u64, Arrival>,
-    matched: HashMap<u64, u64>,
+    arrivals: Arrivals,
+    matched: Matched,
     /// Per-peer queues, for the peers talked to only.
     peers: Connections,
     finished_sends: HashSet<u64>,
@@ -256,8 +258,8 @@ impl Engine {
             next_id: 1,
             posted: VecDeque::new(),
             unexpected: VecDeque::new(),
-            arrivals: HashMap::default(),
-            matched: HashMap::default(),
+            arrivals: Arrivals::default(),
+            matched: Matched::default(),
             peers: Connections::default(),
             finished_sends: HashSet::default(),
             blocked: Vec::new(),

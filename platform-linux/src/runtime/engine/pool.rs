@@ -17,6 +17,7 @@ impl BufferPool {
     }
 
     /// Keeps `buffer` for reuse unless it is large or enough are kept already.
+    #[inline]
     pub(super) fn recycle(&mut self, mut buffer: Vec<u8>) {
         if buffer.capacity() != 0
             && buffer.capacity() <= SPARE_BYTES

@@ -39,10 +39,13 @@ impl Engine {
         }
         self.poll_tcp(sink)?;
         self.blocked.clear();
-        for i in 0..self.peers.len() {
-            if let Some(dest) = self.peers.waiting(i) {
-                self.push_out(fabric, guests, dest, feed);
+        if self.peers.maybe_outbound() {
+            for i in 0..self.peers.len() {
+                if let Some(dest) = self.peers.waiting(i) {
+                    self.push_out(fabric, guests, dest, feed);
+                }
             }
+            self.peers.settle();
         }
         if std::mem::take(&mut self.news) {
             fabric.notify(fabric.rank);
@@ -83,7 +86,7 @@ impl Engine {
                             split: None,
                         }
                     };
-                    let id = self.fresh_id();
+                    let id = self.arrivals.next_id();
                     let mut arrival = Arrival {
                         context: header.context,
                         source: Peer::Shm(source),
@@ -102,7 +105,8 @@ impl Engine {
                             self.peers.open(source).inbound = Some(id);
                         }
                     }
-                    self.arrivals.insert(id, arrival);
+                    let stored = self.arrivals.insert(arrival);
+                    debug_assert_eq!(stored, id);
                 }
                 CellKind::Fragment => {
                     let id = self.peers.inbound(source).ok_or(corrupt)?;

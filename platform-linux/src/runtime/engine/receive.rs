@@ -5,29 +5,58 @@ use super::matching::{Arrival, Body, Pattern};
 use super::rendezvous::Remote;
 use super::{Direct, Engine, Envelope, Peer, Sink};
 use crate::runtime::error::P2pError;
-use crate::shm::{CellHeader, CellKind, Ring};
+use crate::shm::{CellHeader, CellKind, Ring, Take};
 use crate::transport::shm::ShmTransport;
 
 impl Engine {
-    /// A blocking receive's fast path, taken while no posted receive and no unexpected
-    /// message could compete for the next message: the first cell of a source's ring is then
-    /// the next message to match, and a one-cell message that matches goes straight from the
-    /// ring into `buf`, without being posted or queued.
+    /// A receive's fast path, blocking or as a nonblocking one is posted. The oldest
+    /// unexpected message it accepts is its message (none is accepted by an older posted
+    /// receive, which would have taken it): when whole and copied, its bytes go straight
+    /// into `buf`, never posted or matched. With none queued, and no posted receive that
+    /// could compete for the next message, the first cell of a source's ring is the next
+    /// message to match: a one-cell message that matches goes straight from the ring into
+    /// `buf`.
     pub(crate) fn try_direct_recv(
         &mut self,
         fabric: &ShmTransport,
         pattern: &Pattern,
         buf: &mut [u8],
     ) -> Direct {
-        if !self.posted.is_empty()
-            || self
-                .unexpected
-                .iter()
-                .any(|id| self.arrivals.get(id).is_some_and(|a| pattern.accepts(a)))
-        {
+        if let Some((i, id)) = self.oldest_unexpected(pattern) {
+            return self.take_unexpected_whole(i, id, buf);
+        }
+        if !self.posted.is_empty() {
             return Direct::Slow;
         }
         self.take_from_rings(fabric, pattern, buf)
+    }
+
+    /// Takes unexpected message `id`, the `i`-th queued, into `buf` if it is whole and was
+    /// copied.
+    fn take_unexpected_whole(&mut self, i: usize, id: u64, buf: &mut [u8]) -> Direct {
+        let whole = self
+            .arrivals
+            .get(id)
+            .is_some_and(|a| matches!(a.body, Body::Copied { received, .. } if received >= a.len));
+        if !whole {
+            return Direct::Slow;
+        }
+        self.take_unexpected_at(i);
+        let Some(Arrival { rank, tag, len, body: Body::Copied { pending, .. }, .. }) =
+            self.arrivals.remove(id)
+        else {
+            return Direct::Slow;
+        };
+        let n = pending.len().min(buf.len());
+        buf[..n].copy_from_slice(&pending[..n]);
+        self.pool.recycle(pending);
+        if len > buf.len() {
+            return Direct::Done(Err(P2pError::Truncated {
+                message_len: len,
+                buffer_len: buf.len(),
+            }));
+        }
+        Direct::Done(Ok(Envelope { source: rank as usize, tag, len }))
     }
 
     /// The same fast path for posted receive `recv` while it is the oldest one posted (a
@@ -67,6 +96,7 @@ impl Engine {
             None if self.has_tcp() => return Direct::Slow,
             None => guests.shm_peers(fabric),
         };
+        let peers = &self.peers;
         for source in sources {
             let Ok(link) = guests.link(fabric, source) else {
                 // A guest that is gone: the general path reports it.
@@ -75,26 +105,20 @@ impl Engine {
                 }
                 continue;
             };
-            let ring = link.inbox();
-            let header = match ring.peek() {
-                Ok(None) => continue,
-                Ok(Some(header)) => header,
-                Err(_) => return Direct::Slow,
+            let accept = |header: &CellHeader| {
+                header.kind == CellKind::Message
+                    && header.fragment_len == header.total_len
+                    && header.context == pattern.context
+                    && pattern.tag.map_or(true, |t| t == header.tag)
+                    && peers.inbound(source).is_none()
             };
-            let one_cell = header.kind == CellKind::Message
-                && header.fragment_len == header.total_len
-                && self.peers.inbound(source).is_none();
-            if !one_cell
-                || header.context != pattern.context
-                || pattern.tag.is_some_and(|t| t != header.tag)
-            {
-                return Direct::Slow;
-            }
-            let len = header.total_len as usize;
-            let n = len.min(buf.len());
-            ring.read_payload(&header, &mut buf[..n]);
-            ring.pop();
+            let header = match link.inbox().take_if(buf, accept) {
+                Ok(Take::Empty) => continue,
+                Ok(Take::Taken(header)) => header,
+                Ok(Take::Left) | Err(_) => return Direct::Slow,
+            };
             link.notify(fabric);
+            let len = header.total_len as usize;
             if len > buf.len() {
                 return Direct::Done(Err(P2pError::Truncated {
                     message_len: len,
@@ -117,8 +141,8 @@ impl Engine {
         fabric: &ShmTransport,
         sink: &mut Sink<'_>,
     ) -> Result<Option<Envelope>, P2pError> {
-        let Some(&arrival_id) = self.matched.get(&sink.recv) else { return Ok(None) };
-        let Some(arrival) = self.arrivals.get_mut(&arrival_id) else { return Ok(None) };
+        let Some(arrival_id) = self.matched.get(sink.recv) else { return Ok(None) };
+        let Some(arrival) = self.arrivals.get_mut(arrival_id) else { return Ok(None) };
         let mut read_error = None;
         match &mut arrival.body {
             Body::Copied { pending, in_sink, received } => {
@@ -144,8 +168,8 @@ impl Engine {
                 }
             }
         }
-        self.matched.remove(&sink.recv);
-        let Some(arrival) = self.arrivals.remove(&arrival_id) else { return Ok(None) };
+        self.matched.remove(sink.recv);
+        let Some(arrival) = self.arrivals.remove(arrival_id) else { return Ok(None) };
         let envelope =
             Envelope { source: arrival.rank as usize, tag: arrival.tag, len: arrival.len };
         self.recycle_arrival(arrival);
@@ -169,11 +193,11 @@ impl Engine {
         header: &CellHeader,
         sink: Option<&mut Sink<'_>>,
     ) -> bool {
-        let Some(arrival) = self.arrivals.get_mut(&id) else { return true };
+        let Some(arrival) = self.arrivals.get_mut(id) else { return true };
         take_payload(arrival, ring, header, sink);
         let complete = arrival.complete();
         if arrival.discard && complete {
-            if let Some(arrival) = self.arrivals.remove(&id) {
+            if let Some(arrival) = self.arrivals.remove(id) {
                 self.recycle_arrival(arrival);
             }
         }

@@ -52,7 +52,7 @@ impl Engine {
                 let cell = ClearToSend::cell(sender_id, theirs, sink.buf[theirs.0..].as_ptr());
                 self.send_control(fabric, guests, source, cell);
                 if let Some(Arrival { body: Body::Remote { split, .. }, .. }) =
-                    self.arrivals.get_mut(&arrival_id)
+                    self.arrivals.get_mut(arrival_id)
                 {
                     *split = Some(theirs);
                 }
@@ -86,11 +86,11 @@ impl Engine {
         cell: Control,
     ) {
         let Ok(link) = guests.link(fabric, dest) else { return };
-        let queue = &mut self.peers.open(dest).control;
-        if queue.is_empty() && link.outbox().try_push(&cell.header, cell.payload()) {
+        let idle = self.peers.get(dest).map_or(true, |c| c.control.is_empty());
+        if idle && link.outbox().try_push(&cell.header, cell.payload()) {
             link.notify(fabric);
         } else {
-            queue.push_back(cell);
+            self.peers.queue(dest).control.push_back(cell);
         }
     }
 }

@@ -109,7 +109,7 @@ impl Engine {
             } else {
                 let mut payload = self.pool.take();
                 payload.extend_from_slice(buf);
-                self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                self.peers.queue(dest).outbound.push_back(Outgoing::Owned {
                     header: cell,
                     payload,
                     sent: 0,
@@ -126,7 +126,7 @@ impl Engine {
             if idle && link.outbox().try_push(&cell, &[]) {
                 link.notify(fabric);
             } else {
-                self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                self.peers.queue(dest).outbound.push_back(Outgoing::Owned {
                     header: cell,
                     payload: Vec::new(),
                     sent: 0,
@@ -137,7 +137,7 @@ impl Engine {
         }
         let cell = header(CellKind::Message, 0, 0, id);
         if lend {
-            self.peers.open(dest).outbound.push_back(Outgoing::Borrowed {
+            self.peers.queue(dest).outbound.push_back(Outgoing::Borrowed {
                 id,
                 header: cell,
                 sent: 0,
@@ -146,7 +146,7 @@ impl Engine {
             Ok(SendStart::Streaming(id))
         } else {
             let payload = buf.to_vec();
-            self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+            self.peers.queue(dest).outbound.push_back(Outgoing::Owned {
                 header: cell,
                 payload,
                 sent: 0,
@@ -213,7 +213,7 @@ impl Engine {
                     address: 0,
                     id,
                 };
-                self.peers.open(dest).outbound.push_back(Outgoing::Owned {
+                self.peers.queue(dest).outbound.push_back(Outgoing::Owned {
                     header,
                     payload: data,
                     sent: 0,

@@ -185,7 +185,7 @@ impl Engine {
             if header.kind != Kind::Eager || header.length != len as u64 {
                 return Err(P2pError::CorruptQueue { peer: message.from });
             }
-            let id = self.fresh_id();
+            let id = self.arrivals.next_id();
             let peer = tcp_peer(link, message.from);
             let mut arrival = Arrival {
                 context: header.context,
@@ -198,7 +198,8 @@ impl Engine {
                 discard: false,
             };
             self.arrive(id, &mut arrival);
-            self.arrivals.insert(id, arrival);
+            let stored = self.arrivals.insert(arrival);
+            debug_assert_eq!(stored, id);
             if message.rest > 0 {
                 self.tcp_long.push((peer, id));
                 // Nothing comes from this peer before the rest of the payload.
@@ -251,7 +252,7 @@ impl Engine {
         if self.tcp_scratch.is_empty() {
             self.tcp_scratch = vec![0; SCRATCH];
         }
-        let Some(arrival) = self.arrivals.get_mut(&id) else { return Ok(true) };
+        let Some(arrival) = self.arrivals.get_mut(id) else { return Ok(true) };
         let len = arrival.len;
         let (recv, discard) = (arrival.recv, arrival.discard);
         let Body::Copied { pending, in_sink, received } = &mut arrival.body else {
@@ -307,7 +308,7 @@ impl Engine {
         if whole {
             self.news = true;
             if discard {
-                if let Some(arrival) = self.arrivals.remove(&id) {
+                if let Some(arrival) = self.arrivals.remove(id) {
                     self.recycle_arrival(arrival);
                 }
             }

@@ -133,3 +133,39 @@ fn a_longer_message_than_the_buffer_is_a_truncation_error() {
     }
     assert_eq!(buf, [7; 4]);
 }
+
+#[test]
+fn a_receive_takes_the_oldest_unexpected_message_it_accepts_straight_from_the_queue() {
+    let (a, b) = test_pair();
+    let (mut sender, mut receiver) = (Engine::new(None, None, None), Engine::new(None, None, None));
+    for (tag, bytes) in [(1, &b"first"[..]), (2, b"second"), (1, b"third!"), (3, b"long message")] {
+        sender.start_send_shm(&a, 1, outbound(tag, 0), bytes, false).unwrap();
+    }
+    // A posted receive for tag 2 takes the second message as it arrives; the rest queue.
+    let second = receiver.post_recv(pattern(Some(0), Some(2)));
+    receiver.progress(&b, None, None).unwrap();
+    let mut buf = [0u8; 8];
+    for (tag, expected) in [(None, &b"first"[..]), (Some(1), b"third!")] {
+        match receiver.try_direct_recv(&b, &pattern(Some(0), tag), &mut buf) {
+            Direct::Done(Ok(envelope)) => {
+                assert_eq!(&buf[..envelope.len], expected);
+                assert_eq!(envelope.tag, 1);
+            }
+            _ => panic!("{expected:?} waits whole in the unexpected queue"),
+        }
+    }
+    // Too long for the buffer: an error that still consumes the message.
+    match receiver.try_direct_recv(&b, &pattern(None, Some(3)), &mut buf) {
+        Direct::Done(Err(P2pError::Truncated { message_len: 12, buffer_len: 8 })) => {}
+        _ => panic!("a truncation error"),
+    }
+    assert_eq!(&buf, b"long mes");
+    let mut sink = Sink::new(second, &mut buf, false);
+    let envelope = receiver.finish_recv(&b, &mut sink).unwrap().unwrap();
+    assert_eq!((&buf[..envelope.len], envelope.tag), (&b"second"[..], 2));
+    // Nothing queued: with a receive posted before, the ring's next message may be its.
+    let posted = receiver.post_recv(pattern(None, Some(9)));
+    assert!(matches!(receiver.try_direct_recv(&b, &pattern(None, None), &mut buf), Direct::Slow));
+    receiver.cancel_recv(&b, posted);
+    assert!(matches!(receiver.try_direct_recv(&b, &pattern(None, None), &mut buf), Direct::Empty));
+}
