@@ -40,6 +40,18 @@ impl std::fmt::Display for PmiError {
 
 impl std::error::Error for PmiError {}
 
+/// One program of a PMI-1 spawn.
+pub struct PmiApp {
+    /// The program (a path, or a name the launcher finds).
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Its working directory (the launcher's when `None`).
+    pub wdir: Option<String>,
+    /// How many processes run it.
+    pub maxprocs: usize,
+}
+
 /// One rank's PMI-1 connection.
 pub struct Pmi1Client {
     socket: UnixStream,
@@ -160,6 +172,69 @@ impl Pmi1Client {
         let reply = self.call(&line, "get_result")?;
         match (field(&reply, "rc"), field(&reply, "value").and_then(unhex)) {
             (Some("0"), Some(value)) => Ok(value),
+            _ => Err(PmiError::Refused(reply)),
+        }
+    }
+
+    /// What the job's spawner put for it under `key` before it started (a spawn's preput
+    /// value, hex as [`Pmi1Client::spawn`] puts it); `None` when nothing is there, as in a
+    /// job that was not spawned.
+    pub fn spawner_value(&mut self, key: &str) -> Result<Option<String>, PmiError> {
+        let line = format!("cmd=get kvsname={} key={key}", self.kvsname);
+        let reply = self.call(&line, "get_result")?;
+        match field(&reply, "rc") {
+            Some("0") => {
+                field(&reply, "value").and_then(unhex).map(Some).ok_or(PmiError::Refused(reply))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Starts `apps` as one new job (`mcmd=spawn`, one segment per app), giving it
+    /// `preput` (key and value, the value hex-encoded) in its key space before it starts.
+    /// Arguments and values must not hold a line break.
+    pub fn spawn(&mut self, apps: &[PmiApp], preput: &[(&str, &str)]) -> Result<(), PmiError> {
+        let refuse = |what: String| Err(PmiError::Refused(what));
+        let broken = |t: &str| t.contains(['\n', '\r']);
+        if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0) {
+            return refuse("every app needs at least one process".into());
+        }
+        let mut message = String::new();
+        for (index, app) in apps.iter().enumerate() {
+            if broken(&app.program)
+                || app.args.iter().any(|a| broken(a))
+                || app.wdir.as_deref().is_some_and(broken)
+            {
+                return refuse(format!("{}: an argument holds a line break", app.program));
+            }
+            message += &format!(
+                "mcmd=spawn\nnprocs={}\nexecname={}\ntotspawns={}\nspawnssofar={}\nargcnt={}\n",
+                app.maxprocs,
+                app.program,
+                apps.len(),
+                index + 1,
+                app.args.len()
+            );
+            for (i, arg) in app.args.iter().enumerate() {
+                message += &format!("arg{}={arg}\n", i + 1);
+            }
+            message += &format!("preput_num={}\n", preput.len());
+            for (i, (key, value)) in preput.iter().enumerate() {
+                message +=
+                    &format!("preput_key_{i}={key}\npreput_val_{i}={}\n", hex(value.as_bytes()));
+            }
+            match &app.wdir {
+                Some(dir) => message += &format!("info_num=1\ninfo_key_0=wdir\ninfo_val_0={dir}\n"),
+                None => message += "info_num=0\n",
+            }
+            message += "endcmd";
+            if index + 1 < apps.len() {
+                message += "\n";
+            }
+        }
+        let reply = self.call(&message, "spawn_result")?;
+        match field(&reply, "rc") {
+            Some("0") => Ok(()),
             _ => Err(PmiError::Refused(reply)),
         }
     }

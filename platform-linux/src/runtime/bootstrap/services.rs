@@ -1,11 +1,11 @@
 //! What a foreign launcher serves after start-up: spawning a group and the name service.
-//! PMIx serves both (`PMIx_Spawn`, `PMIx_Publish`/`Lookup`/`Unpublish`); to PMI-1 clients
-//! each is one clear error (hydra's spawn and name service are not used yet).
+//! PMIx serves both (`PMIx_Spawn`, `PMIx_Publish`/`Lookup`/`Unpublish`); hydra serves PMI-1's
+//! spawn (the children find their parents' rendezvous in their key space, put there before
+//! they start), and its name service is one clear error.
 
 use super::{Client, Foreign};
 
 /// One program of a spawn, in the launcher's terms.
-#[cfg_attr(not(feature = "pmix"), allow(dead_code))]
 pub(in crate::runtime) struct ForeignApp {
     pub program: String,
     pub args: Vec<String>,
@@ -14,20 +14,37 @@ pub(in crate::runtime) struct ForeignApp {
     pub maxprocs: usize,
 }
 
-const PMI_SPAWN: &str = "spawning under MPICH's mpiexec (PMI-1) is not supported yet: start \
-                         the job with mpirun.openmpi or srun --mpi=pmix (PMIx), or with \
-                         `commcore run`";
+const PMI_ENV: &str = "MPICH's mpiexec (PMI-1) cannot set spawned processes' environment: \
+                       leave the env key out, or start the job with mpirun.openmpi (PMIx) or \
+                       `commcore run`";
 const PMI_NAMES: &str = "MPICH's mpiexec (PMI-1) offers commcore no name service: start \
                          `commcore nameserver` and set COMMCORE_NAMESERVER to the address it \
                          prints";
 
 impl Foreign {
-    /// Starts `apps` as one new group; its namespace. Errors are the launcher's words.
-    pub(in crate::runtime) fn spawn(&mut self, apps: &[ForeignApp]) -> Result<String, String> {
+    /// Starts `apps` as one new group that finds its parents through `parent` (a variable
+    /// and its value: in the children's environment under PMIx, in their key space under
+    /// PMI-1). Errors are the launcher's words.
+    pub(in crate::runtime) fn spawn(
+        &mut self,
+        apps: &[ForeignApp],
+        parent: &(String, String),
+    ) -> Result<(), String> {
         match &mut self.client {
-            Client::Pmi(_) => {
-                let _ = apps;
-                Err(PMI_SPAWN.into())
+            Client::Pmi(c) => {
+                if apps.iter().any(|a| !a.env.is_empty()) {
+                    return Err(PMI_ENV.into());
+                }
+                let apps: Vec<crate::launch::pmi1::PmiApp> = apps
+                    .iter()
+                    .map(|a| crate::launch::pmi1::PmiApp {
+                        program: a.program.clone(),
+                        args: a.args.clone(),
+                        wdir: a.wdir.clone(),
+                        maxprocs: a.maxprocs,
+                    })
+                    .collect();
+                c.spawn(&apps, &[(&parent.0, &parent.1)]).map_err(|e| e.to_string())
             }
             #[cfg(feature = "pmix")]
             Client::Pmix(c) => {
@@ -36,13 +53,26 @@ impl Foreign {
                     .map(|a| crate::launch::pmix::SpawnApp {
                         program: a.program.clone(),
                         args: a.args.clone(),
-                        env: a.env.clone(),
+                        env: a.env.iter().cloned().chain([parent.clone()]).collect(),
                         wdir: a.wdir.clone(),
                         maxprocs: a.maxprocs,
                     })
                     .collect();
-                c.spawn_apps(&apps).map_err(|e| e.to_string())
+                c.spawn_apps(&apps).map(drop).map_err(|e| e.to_string())
             }
+        }
+    }
+
+    /// Where a spawned job's parents wait for it, when the launcher keeps it in the job's
+    /// key space (PMI-1) rather than in the environment; `None` for a job not spawned.
+    pub(in crate::runtime) fn parent_rendezvous(
+        &mut self,
+        variable: &str,
+    ) -> Result<Option<String>, String> {
+        match &mut self.client {
+            Client::Pmi(c) => c.spawner_value(variable).map_err(|e| e.to_string()),
+            #[cfg(feature = "pmix")]
+            Client::Pmix(_) => Ok(None),
         }
     }
 

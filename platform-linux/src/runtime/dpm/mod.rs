@@ -45,14 +45,19 @@ const PARENT_TIMEOUT: Duration = Duration::from_secs(120);
 /// spawned (collective over the job).
 pub(super) fn parent(world: &Comm) -> Result<Option<Comm>, DpmError> {
     let Ok(text) = std::env::var(ENV_PARENT_BRIDGE_FD) else {
-        // Spawned by another launcher (PMIx): the parents are met over TCP, without a
-        // bridge to watch.
-        return match std::env::var(ENV_PARENT_TCP) {
-            Ok(parents) if world.runtime.foreign().is_some() => {
-                let deadline = Instant::now() + PARENT_TIMEOUT;
-                spawn_tcp::meet_parents(world, &parents, None, deadline).map(Some)
-            }
-            _ => Ok(None),
+        // Spawned by another launcher: the parents are met over TCP, without a bridge to
+        // watch; their rendezvous is in the environment (PMIx) or the key space (PMI-1).
+        let parents = match world.runtime.foreign().as_mut() {
+            None => return Ok(None),
+            Some(foreign) => match std::env::var(ENV_PARENT_TCP) {
+                Ok(parents) => Some(parents),
+                Err(_) => foreign.parent_rendezvous(ENV_PARENT_TCP).map_err(DpmError::Launcher)?,
+            },
+        };
+        let deadline = Instant::now() + PARENT_TIMEOUT;
+        return match parents {
+            Some(parents) => spawn_tcp::meet_parents(world, &parents, None, deadline).map(Some),
+            None => Ok(None),
         };
     };
     let fd: i32 = text

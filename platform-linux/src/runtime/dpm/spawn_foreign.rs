@@ -1,7 +1,8 @@
 //! `MPI_Comm_spawn` in a job that another launcher started: the root opens a rendezvous
 //! (a TCP socket and a fresh token, as for children on another host), asks the launcher to
-//! start the children (PMIx: `PMIx_Spawn`, their address and token in their environment),
-//! and the two groups meet over TCP. No bridge is shared: a child that dies before it meets
+//! start the children (PMIx: `PMIx_Spawn`, the address and token in their environment;
+//! PMI-1: hydra's spawn, the address and token in their key space), and the two groups meet
+//! over TCP. No bridge is shared: a child that dies before it meets
 //! its parents ends the wait at its deadline, and every parent returns the same error.
 
 use std::time::{Duration, Instant};
@@ -84,14 +85,14 @@ impl Comm {
             .map(|c| ForeignApp {
                 program: c.program.to_string_lossy().into_owned(),
                 args: c.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
-                env: c.options.env.iter().cloned().chain([variable.clone()]).collect(),
+                env: c.options.env.clone(),
                 wdir: c.options.wdir.as_ref().map(|d| d.display().to_string()),
                 maxprocs: c.maxprocs,
             })
             .collect();
         let mut foreign = self.runtime.foreign();
         let foreign = foreign.as_mut().ok_or(DpmError::NotLaunched)?;
-        foreign.spawn(&apps).map_err(DpmError::Launcher)?;
+        foreign.spawn(&apps, &variable).map_err(DpmError::Launcher)?;
         Ok(rendezvous)
     }
 }
