@@ -146,6 +146,12 @@ pub const SETTINGS: &[SettingDoc] = &[
         meaning: "auto: shared memory within a host, TCP between hosts; tcp: TCP between ranks",
     },
     SettingDoc {
+        name: super::bootstrap::ENV_BOOTSTRAP,
+        accepted: "launcher, pmi or pmix (default: the launcher the environment names)",
+        meaning: "how World::init joins its job: commcore run, MPICH's mpiexec (PMI-1), or a \
+                  PMIx server (mpirun.openmpi, srun --mpi=pmix; needs the pmix feature)",
+    },
+    SettingDoc {
         name: ENV_TCP_SEND_TIMEOUT_MS,
         accepted: "milliseconds: a whole number above 0, e.g. 1000",
         meaning: "how long a TCP send waits for a peer that reads nothing before failing",
@@ -333,6 +339,12 @@ impl Settings {
                     Ok(ms) if ms > 0 => s.tcp_send_timeout_ms = Some(ms),
                     _ => return Err(bad(accepted())),
                 },
+                // Checked here with the others; `bootstrap` reads the choice.
+                super::bootstrap::ENV_BOOTSTRAP => {
+                    if !matches!(value.trim(), "launcher" | "pmi" | "pmix") {
+                        return Err(bad(accepted()));
+                    }
+                }
                 _ => {}
             }
         }
