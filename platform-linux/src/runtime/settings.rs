@@ -340,10 +340,10 @@ impl Settings {
                     _ => return Err(bad(accepted())),
                 },
                 // Checked here with the others; `bootstrap` reads the choice.
-                super::bootstrap::ENV_BOOTSTRAP => {
-                    if !matches!(value.trim(), "launcher" | "pmi" | "pmix") {
-                        return Err(bad(accepted()));
-                    }
+                super::bootstrap::ENV_BOOTSTRAP
+                    if !matches!(value.trim(), "launcher" | "pmi" | "pmix") =>
+                {
+                    return Err(bad(accepted()));
                 }
                 _ => {}
             }
