@@ -1,0 +1,104 @@
+//! Predefined datatypes and reductions, mapped onto the runtime's.
+
+use std::ffi::c_int;
+
+use commcore::coll::{Datatype, ReduceOp};
+
+use crate::consts::ops::*;
+use crate::consts::types::*;
+use crate::consts::*;
+use crate::error::{fail, MpiResult};
+
+/// What this library knows of a predefined datatype.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TypeInfo {
+    /// Bytes per element in a contiguous buffer.
+    pub extent: usize,
+    /// The runtime's type for reductions, if it has one.
+    pub reduces_as: Option<Datatype>,
+}
+
+/// The predefined datatype `handle`.
+pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
+    use Datatype as D;
+    let reduces_as = match handle {
+        MPI_CHAR | MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => Some(D::I8),
+        MPI_UNSIGNED_CHAR | MPI_BYTE | MPI_UINT8_T | MPI_C_BOOL => Some(D::U8),
+        MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => Some(D::I16),
+        MPI_UNSIGNED_SHORT | MPI_UINT16_T => Some(D::U16),
+        MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_LOGICAL => Some(D::I32),
+        MPI_UNSIGNED | MPI_UINT32_T => Some(D::U32),
+        MPI_LONG | MPI_LONG_LONG_INT | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET
+        | MPI_COUNT => Some(D::I64),
+        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => Some(D::U64),
+        MPI_FLOAT | MPI_REAL | MPI_REAL4 => Some(D::F32),
+        MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => Some(D::F64),
+        MPI_FLOAT_INT => Some(D::PairF32I32),
+        MPI_DOUBLE_INT => Some(D::PairF64I32),
+        MPI_LONG_INT => Some(D::PairI64I32),
+        MPI_SHORT_INT => Some(D::PairI16I32),
+        MPI_2INT | MPI_2INTEGER => Some(D::PairI32I32),
+        _ => None,
+    };
+    if let Some(dtype) = reduces_as {
+        return Ok(TypeInfo { extent: dtype.size(), reduces_as });
+    }
+    if handle == MPI_LONG_DOUBLE_INT {
+        return Ok(TypeInfo { extent: 32, reduces_as: None });
+    }
+    // Other predefined types (long double, complex, wchar, packed, ...): MPICH encodes
+    // the size in bits 8..16 of handles of kind 0x4c.
+    let bits = handle as u32;
+    if bits & 0xff00_0000 == 0x4c00_0000 {
+        let extent = ((bits >> 8) & 0xff) as usize;
+        if extent > 0 {
+            return Ok(TypeInfo { extent, reduces_as: None });
+        }
+    }
+    if handle == MPI_DATATYPE_NULL {
+        return fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
+    }
+    fail(MPI_ERR_TYPE, format!("datatype {handle:#x} is not a predefined type (derived datatypes are not supported yet)"))
+}
+
+/// Bytes of `count` elements of `handle`.
+pub(crate) fn span(count: c_int, handle: c_int) -> MpiResult<usize> {
+    let n = crate::ptr::count(count)?;
+    Ok(n * type_info(handle)?.extent)
+}
+
+/// The runtime's type and reduction for `op` on `handle`: an error where the runtime
+/// cannot reduce them.
+pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, ReduceOp)> {
+    let info = type_info(handle)?;
+    let op = reduce_op(op)?;
+    let Some(dtype) = info.reduces_as else {
+        return fail(MPI_ERR_TYPE, format!("datatype {handle:#x} cannot be reduced here"));
+    };
+    if !op.supports(dtype) {
+        return fail(MPI_ERR_OP, format!("{} is not defined on {}", op.name(), dtype));
+    }
+    Ok((dtype, op))
+}
+
+/// The runtime's reduction for the predefined op `op`.
+pub(crate) fn reduce_op(op: c_int) -> MpiResult<ReduceOp> {
+    use ReduceOp as R;
+    Ok(match op {
+        MPI_MAX => R::Max,
+        MPI_MIN => R::Min,
+        MPI_SUM => R::Sum,
+        MPI_PROD => R::Prod,
+        MPI_LAND => R::Land,
+        MPI_BAND => R::Band,
+        MPI_LOR => R::Lor,
+        MPI_BOR => R::Bor,
+        MPI_LXOR => R::Lxor,
+        MPI_BXOR => R::Bxor,
+        MPI_MINLOC => R::MinLoc,
+        MPI_MAXLOC => R::MaxLoc,
+        MPI_REPLACE | MPI_NO_OP => return fail(MPI_ERR_OP, "MPI_REPLACE and MPI_NO_OP are for one-sided calls"),
+        MPI_OP_NULL => return fail(MPI_ERR_OP, "the operation is MPI_OP_NULL"),
+        other => return fail(MPI_ERR_OP, format!("{other:#x} is not a predefined operation (user operations are not supported yet)")),
+    })
+}

@@ -1,0 +1,22 @@
+//! An MPI library with MPICH's binary interface (`libmpich.so.12`: MPICH's handle values,
+//! status layout and sentinel addresses), implemented over commcore's runtime, so that
+//! programs built with MPICH run on commcore unmodified. Calls it does not provide yet exist
+//! and fail with `MPI_ERR_UNSUPPORTED_OPERATION`, naming the call.
+
+#![allow(non_snake_case)]
+
+mod call;
+mod coll;
+mod consts;
+mod datatype;
+mod env;
+mod comm;
+mod externs;
+mod group;
+mod error;
+mod ptr;
+mod request;
+mod p2p;
+mod state;
+mod status;
+mod unsupported;

@@ -1,0 +1,359 @@
+//! Nonblocking point-to-point calls and requests: start, wait, test, free, cancel.
+
+use std::ffi::{c_int, c_void};
+
+use commcore_linux::runtime::Request;
+
+use crate::call::{self, mpi_fn};
+use crate::consts::*;
+use crate::datatype::span;
+use crate::error::{fail, MpiError, MpiResult};
+use crate::p2p::{dest, on_comm};
+use crate::ptr::{array_mut, bytes, bytes_mut, get, put, put_status, statuses};
+use crate::state::{self, REQUEST_KIND};
+use crate::status;
+
+/// A request the program holds.
+pub(crate) struct Pending {
+    /// The communicator its errors go to.
+    comm: c_int,
+    work: Work,
+}
+
+enum Work {
+    /// In flight. Its buffer is the program's, which MPI forbids it to touch until the
+    /// request completes: hence `'static`.
+    Live { request: Request<'static>, recv: bool },
+    /// Finished when started (`MPI_PROC_NULL`) or cancelled.
+    Done(MpiStatus),
+}
+
+impl Pending {
+    /// The status if the request has completed, without blocking.
+    fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
+        match &mut self.work {
+            Work::Done(status) => Ok(Some(*status)),
+            Work::Live { request, .. } => Ok(request.test()?.map(status::of_runtime)),
+        }
+    }
+
+    /// Blocks until the request completes.
+    fn wait(self) -> MpiResult<MpiStatus> {
+        match self.work {
+            Work::Done(status) => Ok(status),
+            Work::Live { request, .. } => Ok(status::of_runtime(request.wait()?)),
+        }
+    }
+}
+
+/// Stores `pending` and writes its handle.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
+    if out.is_null() {
+        return fail(MPI_ERR_ARG, "the request argument is NULL");
+    }
+    let handle = state::with(|s| {
+        let handle = s.new_handle(REQUEST_KIND);
+        s.requests.insert(handle, pending);
+        Ok(handle)
+    })?;
+    // SAFETY: not NULL; the caller's contract.
+    unsafe { put(out, handle) }
+}
+
+/// # Safety
+/// `buf` holds `count` elements of `datatype` until the request completes.
+unsafe fn isend(buf: *const c_void, count: c_int, datatype: c_int, to: c_int, tag: c_int, comm: c_int, out: *mut c_int) -> MpiResult {
+    // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
+    let data: &'static [u8] = unsafe { bytes(buf, span(count, datatype)?) }?;
+    let work = on_comm(comm, |c| match dest(to)? {
+        None => Ok(Work::Done(status::empty())),
+        Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
+    })?;
+    // SAFETY: the caller's contract.
+    unsafe { start(out, Pending { comm, work }) }
+}
+
+/// Removes request `handle` from the table; `None` for `MPI_REQUEST_NULL`.
+fn take(handle: c_int) -> MpiResult<Option<Pending>> {
+    if handle == MPI_REQUEST_NULL {
+        return Ok(None);
+    }
+    state::with(|s| match s.requests.remove(&handle) {
+        Some(pending) => {
+            call::on_comm(pending.comm);
+            Ok(Some(pending))
+        }
+        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+    })
+}
+
+/// Tests request `handle` in place: its status once complete (it is then removed).
+fn test_one(handle: c_int) -> MpiResult<Option<MpiStatus>> {
+    if handle == MPI_REQUEST_NULL {
+        return Ok(Some(status::empty()));
+    }
+    let Some(mut pending) = take(handle)? else { return Ok(Some(status::empty())) };
+    let result = pending.test();
+    if let Ok(None) = result {
+        state::with(|s| Ok(s.requests.insert(handle, pending)))?;
+    }
+    result
+}
+
+/// Whether request `handle` has completed (kept in the table either way).
+fn peek(handle: c_int) -> MpiResult<bool> {
+    if handle == MPI_REQUEST_NULL {
+        return Ok(true);
+    }
+    state::with(|s| match s.requests.get_mut(&handle) {
+        Some(pending) => Ok(pending.test()?.is_some()),
+        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+    })
+}
+
+/// Completes the requests at `indices` of `handles` that have completed, writing their
+/// statuses; returns how many completed and whether any failed.
+///
+/// # Safety
+/// `out` is NULL, `MPI_STATUSES_IGNORE` or has an entry per handle.
+unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
+    let n = handles.len();
+    // SAFETY: the caller's contract.
+    let mut out = unsafe { statuses(out, n) };
+    let mut failed = None;
+    for (i, handle) in handles.iter_mut().enumerate() {
+        let status = match take(*handle)? {
+            None => status::empty(),
+            Some(pending) => match pending.wait() {
+                Ok(status) => status,
+                Err(error) => {
+                    let mut status = status::empty();
+                    status.error = error.class;
+                    failed.get_or_insert(error);
+                    status
+                }
+            },
+        };
+        *handle = MPI_REQUEST_NULL;
+        if let Some(out) = out.as_deref_mut() {
+            out[i] = status;
+        }
+    }
+    match failed {
+        None => Ok(()),
+        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.message)),
+        Some(error) => Err(error),
+    }
+}
+
+/// Completes whichever of `handles` have completed (at least one if `block`): their
+/// indices; `None` when every handle is `MPI_REQUEST_NULL`.
+fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Option<Vec<usize>>> {
+    loop {
+        let mut active = false;
+        let mut done = Vec::new();
+        for (i, &handle) in handles.iter().enumerate() {
+            if handle == MPI_REQUEST_NULL {
+                continue;
+            }
+            active = true;
+            if peek(handle)? {
+                done.push(i);
+                if first_only {
+                    break;
+                }
+            }
+        }
+        if !active {
+            return Ok(None);
+        }
+        if !done.is_empty() || !block {
+            return Ok(Some(done));
+        }
+        std::thread::yield_now();
+    }
+}
+
+mpi_fn! {
+    fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        isend(buf, count, datatype, dest, tag, comm, request)
+    }
+
+    /// As `MPI_Isend` (see `MPI_Ssend`).
+    fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        isend(buf, count, datatype, dest, tag, comm, request)
+    }
+
+    fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        isend(buf, count, datatype, dest, tag, comm, request)
+    }
+
+    fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        // MPI keeps the buffer the request's until it completes.
+        let data: &'static mut [u8] = bytes_mut(buf, span(count, datatype)?)?;
+        let from = source;
+        let work = on_comm(comm, |c| match crate::p2p::source(from)? {
+            None => Ok(Work::Done(status::empty())),
+            Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
+        })?;
+        start(request, Pending { comm, work })
+    }
+
+    fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {
+        let handle = get(request)?;
+        let result = match take(handle)? {
+            None => status::empty(),
+            Some(pending) => {
+                put(request, MPI_REQUEST_NULL)?;
+                pending.wait()?
+            }
+        };
+        put_status(status, result);
+        Ok(())
+    }
+
+    fn MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let handle = get(request)?;
+        match test_one(handle)? {
+            Some(result) => {
+                put(request, MPI_REQUEST_NULL)?;
+                put_status(status, result);
+                put(flag, 1)
+            }
+            None => put(flag, 0),
+        }
+    }
+
+    fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut c_int, statuses: *mut MpiStatus) {
+        let handles = array_mut(requests, crate::ptr::count(count)?)?;
+        finish_all(handles, statuses)
+    }
+
+    fn MPI_Testall / PMPI_Testall(count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut MpiStatus) {
+        let handles = array_mut(requests, crate::ptr::count(count)?)?;
+        for &handle in handles.iter() {
+            if !peek(handle)? {
+                return put(flag, 0);
+            }
+        }
+        put(flag, 1)?;
+        finish_all(handles, statuses)
+    }
+
+    fn MPI_Waitany / PMPI_Waitany(count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut MpiStatus) {
+        any(count, requests, index, None, status)
+    }
+
+    fn MPI_Testany / PMPI_Testany(count: c_int, requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        if flag.is_null() {
+            return fail(MPI_ERR_ARG, "flag is NULL");
+        }
+        any(count, requests, index, Some(flag), status)
+    }
+
+    fn MPI_Waitsome / PMPI_Waitsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        some(incount, requests, outcount, indices, statuses, true)
+    }
+
+    fn MPI_Testsome / PMPI_Testsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        some(incount, requests, outcount, indices, statuses, false)
+    }
+
+    /// Frees the handle; the operation itself goes on (kept until `MPI_Finalize`).
+    fn MPI_Request_free / PMPI_Request_free(request: *mut c_int) {
+        let handle = get(request)?;
+        let Some(pending) = take(handle)? else {
+            return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
+        };
+        if let Work::Live { request: live, .. } = pending.work {
+            state::with(|s| {
+                s.detached.push(live);
+                Ok(())
+            })?;
+        }
+        put(request, MPI_REQUEST_NULL)
+    }
+
+    /// Cancels a receive not yet matched; a send is not cancelled (MPI allows that), and
+    /// `MPI_Test_cancelled` says which.
+    fn MPI_Cancel / PMPI_Cancel(request: *mut c_int) {
+        let handle = get(request)?;
+        let Some(mut pending) = take(handle)? else {
+            return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
+        };
+        if matches!(pending.work, Work::Live { recv: true, .. }) && pending.test()?.is_none() {
+            // Dropping an unmatched receive withdraws it.
+            pending.work = Work::Done(status::cancelled());
+        }
+        state::with(|s| Ok(s.requests.insert(handle, pending)))?;
+        Ok(())
+    }
+}
+
+/// `MPI_Waitany` (`flag` None) and `MPI_Testany`.
+///
+/// # Safety
+/// The arguments are valid as those calls require.
+unsafe fn any(count: c_int, requests: *mut c_int, index: *mut c_int, flag: Option<*mut c_int>, status: *mut MpiStatus) -> MpiResult {
+    // SAFETY: the caller's contract.
+    let handles = unsafe { array_mut(requests, crate::ptr::count(count)?) }?;
+    let block = flag.is_none();
+    let (done, result) = match some_done(handles, block, true)? {
+        None => (true, (MPI_UNDEFINED, status::empty())),
+        Some(found) => match found.first() {
+            None => (false, (MPI_UNDEFINED, status::empty())),
+            Some(&i) => {
+                let pending = take(handles[i])?;
+                handles[i] = MPI_REQUEST_NULL;
+                let status = match pending {
+                    Some(pending) => pending.wait()?,
+                    None => status::empty(),
+                };
+                (true, (i as c_int, status))
+            }
+        },
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        if let Some(flag) = flag {
+            put(flag, done as c_int)?;
+        }
+        put(index, result.0)?;
+        if done {
+            put_status(status, result.1);
+        }
+    }
+    Ok(())
+}
+
+/// `MPI_Waitsome` (`block`) and `MPI_Testsome`.
+///
+/// # Safety
+/// The arguments are valid as those calls require.
+unsafe fn some(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, out: *mut MpiStatus, block: bool) -> MpiResult {
+    let n = crate::ptr::count(incount)?;
+    // SAFETY: the caller's contract.
+    let handles = unsafe { array_mut(requests, n) }?;
+    let Some(done) = some_done(handles, block, false)? else {
+        // SAFETY: the caller's contract.
+        return unsafe { put(outcount, MPI_UNDEFINED) };
+    };
+    // SAFETY: the caller's contract.
+    let (slots, mut out) = unsafe { (array_mut(indices, done.len())?, statuses(out, n)) };
+    for (k, &i) in done.iter().enumerate() {
+        let status = match take(handles[i])? {
+            Some(pending) => pending.wait()?,
+            None => status::empty(),
+        };
+        handles[i] = MPI_REQUEST_NULL;
+        slots[k] = i as c_int;
+        if let Some(out) = out.as_deref_mut() {
+            out[k] = status;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { put(outcount, done.len() as c_int) }
+}

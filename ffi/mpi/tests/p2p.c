@@ -1,0 +1,140 @@
+/* Point-to-point: blocking, nonblocking, sendrecv, PROC_NULL, wildcards, statuses,
+ * the wait and test families, cancel, and error codes under MPI_ERRORS_RETURN. */
+#include <mpi.h>
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Status st;
+    int count;
+
+    /* PROC_NULL: immediate, empty status. */
+    int x = 5;
+    CHECK_RC(MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK_RC(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG);
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(count == 0);
+
+    /* Ring of doubles through Sendrecv. */
+    double out[100], in[100];
+    for (int i = 0; i < 100; i++) out[i] = rank * 1000 + i;
+    CHECK_RC(MPI_Sendrecv(out, 100, MPI_DOUBLE, right, 7, in, 100, MPI_DOUBLE, left, 7,
+                          MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 7);
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    CHECK(count == 100);
+    CHECK(in[99] == left * 1000 + 99);
+
+    /* Sendrecv_replace. */
+    long v = rank;
+    CHECK_RC(MPI_Sendrecv_replace(&v, 1, MPI_LONG, right, 1, left, 1, MPI_COMM_WORLD,
+                                  MPI_STATUS_IGNORE), MPI_SUCCESS);
+    CHECK(v == left);
+
+    /* Any source, any tag; Ssend and Rsend deliver as Send; a large message. */
+    if (size > 1) {
+        static int big[1 << 18];
+        if (rank == 0) {
+            for (int src = 1; src < size; src++) {
+                CHECK_RC(MPI_Recv(big, 1 << 18, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                                  MPI_COMM_WORLD, &st), MPI_SUCCESS);
+                MPI_Get_count(&st, MPI_INT, &count);
+                CHECK(count == (1 << 18) && st.MPI_TAG == st.MPI_SOURCE + 100);
+                CHECK(big[12345] == st.MPI_SOURCE + 12345);
+            }
+        } else {
+            for (int i = 0; i < (1 << 18); i++) big[i] = rank + i;
+            CHECK_RC(MPI_Ssend(big, 1 << 18, MPI_INT, 0, rank + 100, MPI_COMM_WORLD), MPI_SUCCESS);
+        }
+    }
+
+    /* Nonblocking ring: Irecv, Isend, Waitall; then Waitany, Testall, Waitsome. */
+    MPI_Request reqs[4];
+    int a = rank, b = -1;
+    CHECK_RC(MPI_Irecv(&b, 1, MPI_INT, left, 3, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Isend(&a, 1, MPI_INT, right, 3, MPI_COMM_WORLD, &reqs[1]), MPI_SUCCESS);
+    MPI_Status sts[2];
+    CHECK_RC(MPI_Waitall(2, reqs, sts), MPI_SUCCESS);
+    CHECK(b == left && sts[0].MPI_SOURCE == left && reqs[0] == MPI_REQUEST_NULL);
+
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 4, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Issend(&a, 1, MPI_INT, right, 4, MPI_COMM_WORLD, &reqs[1]);
+    int idx, done = 0;
+    for (int k = 0; k < 2; k++) {
+        CHECK_RC(MPI_Waitany(2, reqs, &idx, &st), MPI_SUCCESS);
+        CHECK(idx == 0 || idx == 1);
+        done |= 1 << idx;
+    }
+    CHECK(done == 3 && b == left);
+    CHECK_RC(MPI_Waitany(2, reqs, &idx, &st), MPI_SUCCESS);
+    CHECK(idx == MPI_UNDEFINED);
+
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&a, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &reqs[1]);
+    int flag = 0;
+    while (!flag) CHECK_RC(MPI_Testall(2, reqs, &flag, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    CHECK(b == left);
+
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 6, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&a, 1, MPI_INT, right, 6, MPI_COMM_WORLD, &reqs[1]);
+    int got = 0, outcount, indices[2];
+    while (got < 2) {
+        CHECK_RC(MPI_Waitsome(2, reqs, &outcount, indices, sts), MPI_SUCCESS);
+        got += outcount;
+    }
+    CHECK(b == left);
+    CHECK_RC(MPI_Testsome(2, reqs, &outcount, indices, sts), MPI_SUCCESS);
+    CHECK(outcount == MPI_UNDEFINED);
+
+    /* Test on a receive: poll until the message comes; Test on REQUEST_NULL is done. */
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 8, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(&a, 1, MPI_INT, right, 8, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Test(&reqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(b == left && st.MPI_TAG == 8);
+    CHECK_RC(MPI_Test(&reqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(flag == 1);
+
+    /* Cancel an unmatched receive. */
+    MPI_Irecv(&b, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &reqs[0]);
+    CHECK_RC(MPI_Cancel(&reqs[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_SUCCESS);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1);
+
+    /* Request_free on a completed-later send. */
+    MPI_Irecv(&b, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&a, 1, MPI_INT, right, 9, MPI_COMM_WORLD, &reqs[1]);
+    CHECK_RC(MPI_Request_free(&reqs[1]), MPI_SUCCESS);
+    CHECK(reqs[1] == MPI_REQUEST_NULL);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    CHECK(b == left);
+
+    /* Errors return their class. */
+    CHECK_RC(MPI_Send(&a, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+    CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, -5, MPI_COMM_WORLD), MPI_ERR_TAG);
+    CHECK_RC(MPI_Send(&a, -1, MPI_INT, right, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    CHECK_RC(MPI_Send(&a, 1, MPI_DATATYPE_NULL, right, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, 0, MPI_COMM_NULL), MPI_ERR_COMM);
+    MPI_Request bogus = (MPI_Request)0x2c123456;
+    CHECK_RC(MPI_Wait(&bogus, &st), MPI_ERR_REQUEST);
+    /* Truncation: two ints into room for one. */
+    int two[2] = {1, 2};
+    MPI_Irecv(&b, 1, MPI_INT, left, 10, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(two, 2, MPI_INT, right, 10, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_ERR_TRUNCATE);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    FINISH("p2p");
+}
