@@ -23,7 +23,11 @@ fn root_of(c: &Comm, root: c_int) -> MpiResult<usize> {
 
 /// Per-rank counts and displacements in bytes (elements of `extent` bytes given), and the
 /// bytes the layout spans.
-fn byte_layout(counts: &[c_int], displs: &[c_int], extent: usize) -> MpiResult<(Vec<usize>, Vec<usize>, usize)> {
+fn byte_layout(
+    counts: &[c_int],
+    displs: &[c_int],
+    extent: usize,
+) -> MpiResult<(Vec<usize>, Vec<usize>, usize)> {
     let mut c = Vec::with_capacity(counts.len());
     let mut d = Vec::with_capacity(counts.len());
     let mut end = 0;
@@ -37,7 +41,15 @@ fn byte_layout(counts: &[c_int], displs: &[c_int], extent: usize) -> MpiResult<(
 }
 
 /// Runs reducing collective `op` of `count` elements.
-fn reducing(c: &Comm, op: CollOp, dtype: Datatype, rop: ReduceOp, count: usize, send: &[u8], recv: &mut [u8]) -> MpiResult {
+fn reducing(
+    c: &Comm,
+    op: CollOp,
+    dtype: Datatype,
+    rop: ReduceOp,
+    count: usize,
+    send: &[u8],
+    recv: &mut [u8],
+) -> MpiResult {
     let args = CollArgs::new(count, dtype).with_op(Op::Builtin(rop));
     Ok(c.collective(op, &args, send, recv)?)
 }
@@ -58,7 +70,15 @@ unsafe fn operand(sendbuf: *const c_void, recv: &[u8], len: usize) -> MpiResult<
 ///
 /// # Safety
 /// The buffers hold `count` elements of `datatype`.
-unsafe fn scan(op: CollOp, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, rop: c_int, comm: c_int) -> MpiResult {
+unsafe fn scan(
+    op: CollOp,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    rop: c_int,
+    comm: c_int,
+) -> MpiResult {
     let (dtype, rop) = reduction(datatype, rop)?;
     let len = span(count, datatype)?;
     // SAFETY: the caller's contract.

@@ -1,7 +1,6 @@
 //! Handles and constants with the values of MPICH's `mpi.h` (its binary interface).
 
 #![allow(dead_code)]
-
 #![allow(missing_docs)]
 
 use std::ffi::c_int;

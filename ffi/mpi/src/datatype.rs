@@ -97,8 +97,15 @@ pub(crate) fn reduce_op(op: c_int) -> MpiResult<ReduceOp> {
         MPI_BXOR => R::Bxor,
         MPI_MINLOC => R::MinLoc,
         MPI_MAXLOC => R::MaxLoc,
-        MPI_REPLACE | MPI_NO_OP => return fail(MPI_ERR_OP, "MPI_REPLACE and MPI_NO_OP are for one-sided calls"),
+        MPI_REPLACE | MPI_NO_OP => {
+            return fail(MPI_ERR_OP, "MPI_REPLACE and MPI_NO_OP are for one-sided calls")
+        }
         MPI_OP_NULL => return fail(MPI_ERR_OP, "the operation is MPI_OP_NULL"),
-        other => return fail(MPI_ERR_OP, format!("{other:#x} is not a predefined operation (user operations are not supported yet)")),
+        other => return fail(
+            MPI_ERR_OP,
+            format!(
+                "{other:#x} is not a predefined operation (user operations are not supported yet)"
+            ),
+        ),
     })
 }

@@ -7,16 +7,16 @@
 
 mod call;
 mod coll;
+mod comm;
 mod consts;
 mod datatype;
 mod env;
-mod comm;
+mod error;
 mod externs;
 mod group;
-mod error;
+mod p2p;
 mod ptr;
 mod request;
-mod p2p;
 mod state;
 mod status;
 mod unsupported;

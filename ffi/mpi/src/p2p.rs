@@ -40,7 +40,14 @@ pub(crate) fn on_comm<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> 
 
 /// # Safety
 /// `buf` holds `count` elements of `datatype`.
-unsafe fn send(buf: *const c_void, count: c_int, datatype: c_int, to: c_int, tag: c_int, comm: c_int) -> MpiResult {
+unsafe fn send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    to: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult {
     let len = span(count, datatype)?;
     // SAFETY: the caller's contract.
     let data = unsafe { bytes(buf, len) }?;
@@ -52,7 +59,15 @@ unsafe fn send(buf: *const c_void, count: c_int, datatype: c_int, to: c_int, tag
 
 /// # Safety
 /// `buf` has room for `count` elements of `datatype`; `out` is a status or ignored.
-unsafe fn recv(buf: *mut c_void, count: c_int, datatype: c_int, from: c_int, tag: c_int, comm: c_int, out: *mut MpiStatus) -> MpiResult {
+unsafe fn recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    from: c_int,
+    tag: c_int,
+    comm: c_int,
+    out: *mut MpiStatus,
+) -> MpiResult {
     let len = span(count, datatype)?;
     // SAFETY: the caller's contract.
     let data = unsafe { bytes_mut(buf, len) }?;
@@ -123,7 +138,15 @@ mpi_fn! {
     }
 }
 
-fn sendrecv(comm: c_int, send: &[u8], to: c_int, send_tag: c_int, recv: &mut [u8], from: c_int, recv_tag: c_int) -> MpiResult<MpiStatus> {
+fn sendrecv(
+    comm: c_int,
+    send: &[u8],
+    to: c_int,
+    send_tag: c_int,
+    recv: &mut [u8],
+    from: c_int,
+    recv_tag: c_int,
+) -> MpiResult<MpiStatus> {
     on_comm(comm, |c| {
         let incoming = source(from)?.map(|from| c.irecv(recv, from, recv_tag)).transpose()?;
         let outgoing = dest(to)?.map(|to| c.isend(send, to, send_tag)).transpose()?;
@@ -145,7 +168,11 @@ unsafe fn get_count(status: *const MpiStatus, datatype: c_int, count: *mut c_int
     let status = unsafe { get(status) }?;
     let extent = type_info(datatype)?.extent as u64;
     let bytes = status::bytes(&status);
-    let n = if bytes % extent == 0 { c_int::try_from(bytes / extent).unwrap_or(MPI_UNDEFINED) } else { MPI_UNDEFINED };
+    let n = if bytes % extent == 0 {
+        c_int::try_from(bytes / extent).unwrap_or(MPI_UNDEFINED)
+    } else {
+        MPI_UNDEFINED
+    };
     // SAFETY: the caller's contract.
     unsafe { put(count, n) }
 }

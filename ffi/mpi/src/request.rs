@@ -65,7 +65,15 @@ unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
 
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
-unsafe fn isend(buf: *const c_void, count: c_int, datatype: c_int, to: c_int, tag: c_int, comm: c_int, out: *mut c_int) -> MpiResult {
+unsafe fn isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    to: c_int,
+    tag: c_int,
+    comm: c_int,
+    out: *mut c_int,
+) -> MpiResult {
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
     let data: &'static [u8] = unsafe { bytes(buf, span(count, datatype)?) }?;
     let work = on_comm(comm, |c| match dest(to)? {
@@ -297,7 +305,13 @@ mpi_fn! {
 ///
 /// # Safety
 /// The arguments are valid as those calls require.
-unsafe fn any(count: c_int, requests: *mut c_int, index: *mut c_int, flag: Option<*mut c_int>, status: *mut MpiStatus) -> MpiResult {
+unsafe fn any(
+    count: c_int,
+    requests: *mut c_int,
+    index: *mut c_int,
+    flag: Option<*mut c_int>,
+    status: *mut MpiStatus,
+) -> MpiResult {
     // SAFETY: the caller's contract.
     let handles = unsafe { array_mut(requests, crate::ptr::count(count)?) }?;
     let block = flag.is_none();
@@ -333,7 +347,14 @@ unsafe fn any(count: c_int, requests: *mut c_int, index: *mut c_int, flag: Optio
 ///
 /// # Safety
 /// The arguments are valid as those calls require.
-unsafe fn some(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, out: *mut MpiStatus, block: bool) -> MpiResult {
+unsafe fn some(
+    incount: c_int,
+    requests: *mut c_int,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    out: *mut MpiStatus,
+    block: bool,
+) -> MpiResult {
     let n = crate::ptr::count(incount)?;
     // SAFETY: the caller's contract.
     let handles = unsafe { array_mut(requests, n) }?;

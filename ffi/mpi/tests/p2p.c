@@ -54,6 +54,8 @@ int main(int argc, char **argv) {
             CHECK_RC(MPI_Ssend(big, 1 << 18, MPI_INT, 0, rank + 100, MPI_COMM_WORLD), MPI_SUCCESS);
         }
     }
+    /* No rank sends on to rank 0 before its wildcard receives are done. */
+    MPI_Barrier(MPI_COMM_WORLD);
 
     /* Nonblocking ring: Irecv, Isend, Waitall; then Waitany, Testall, Waitsome. */
     MPI_Request reqs[4];

@@ -1,0 +1,63 @@
+/* Environment: init state, thread level, clocks, names, versions, error texts and
+ * handlers, and a call not provided yet. */
+#include <mpi.h>
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    int flag, provided, v, sv, len, cls;
+    MPI_Initialized(&flag);
+    CHECK(flag == 0);
+    CHECK_RC(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided), MPI_SUCCESS);
+    CHECK(provided >= MPI_THREAD_SINGLE && provided <= MPI_THREAD_MULTIPLE);
+    MPI_Query_thread(&v);
+    CHECK(v == provided);
+    MPI_Is_thread_main(&flag);
+    CHECK(flag == 1);
+    MPI_Initialized(&flag);
+    CHECK(flag == 1);
+    MPI_Finalized(&flag);
+    CHECK(flag == 0);
+
+    MPI_Errhandler eh;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh);
+    CHECK(eh == MPI_ERRORS_ARE_FATAL);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh);
+    CHECK(eh == MPI_ERRORS_RETURN);
+
+    double t0 = MPI_Wtime(), t1 = MPI_Wtime();
+    CHECK(t1 >= t0 && MPI_Wtick() > 0 && MPI_Wtick() < 1);
+    MPI_Get_version(&v, &sv);
+    CHECK(v == MPI_VERSION && sv == MPI_SUBVERSION);
+    char name[MPI_MAX_PROCESSOR_NAME], lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    CHECK_RC(MPI_Get_processor_name(name, &len), MPI_SUCCESS);
+    CHECK(len > 0 && (int)strlen(name) == len);
+    CHECK_RC(MPI_Get_library_version(lib, &len), MPI_SUCCESS);
+    CHECK(strstr(lib, "commcore") != NULL);
+    char text[MPI_MAX_ERROR_STRING];
+    CHECK_RC(MPI_Error_string(MPI_ERR_TRUNCATE, text, &len), MPI_SUCCESS);
+    CHECK(len > 0 && strstr(text, "trunc") != NULL);
+    MPI_Error_class(MPI_ERR_RANK, &cls);
+    CHECK(cls == MPI_ERR_RANK);
+    CHECK_RC(MPI_Error_class(-7, &cls), MPI_ERR_ARG);
+
+    /* Not provided yet: an error naming the call, not a crash. */
+    MPI_Datatype t;
+    CHECK_RC(MPI_Type_contiguous(2, MPI_INT, &t), MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK_RC(MPI_Win_fence(0, MPI_WIN_NULL), MPI_ERR_UNSUPPORTED_OPERATION);
+    CHECK(MPI_Aint_add(10, 5) == 15 && MPI_Aint_diff(10, 5) == 5);
+
+    /* Errors under ERRORS_RETURN, then Finalize. */
+    CHECK_RC(MPI_Init(&argc, &argv), MPI_ERR_OTHER);
+    int failed = failures;
+    int me;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    int all = 0;
+    MPI_Allreduce(&failed, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Finalize(), MPI_SUCCESS);
+    MPI_Finalized(&flag);
+    if (flag != 1) all++;
+    if (me == 0) printf("env: %s (%d failed checks)\n", all ? "FAIL" : "PASS", all);
+    return all ? 1 : 0;
+}
