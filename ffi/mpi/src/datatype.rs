@@ -101,11 +101,10 @@ pub(crate) fn reduce_op(op: c_int) -> MpiResult<ReduceOp> {
             return fail(MPI_ERR_OP, "MPI_REPLACE and MPI_NO_OP are for one-sided calls")
         }
         MPI_OP_NULL => return fail(MPI_ERR_OP, "the operation is MPI_OP_NULL"),
-        other => return fail(
-            MPI_ERR_OP,
-            format!(
-                "{other:#x} is not a predefined operation (user operations are not supported yet)"
-            ),
-        ),
+        other => {
+            let message =
+                format!("{other:#x} is not a predefined operation (user ones come later)");
+            return fail(MPI_ERR_OP, message);
+        }
     })
 }

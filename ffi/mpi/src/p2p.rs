@@ -132,6 +132,32 @@ mpi_fn! {
         get_count(status, datatype, count)
     }
 
+    /// Blocks until a matching message has come; its status, the message left queued.
+    fn MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {
+        let found = on_comm(comm, |c| match crate::p2p::source(source)? {
+            None => Ok(status::empty()),
+            Some(from) => Ok(status::of_runtime(c.probe(from, tag)?)),
+        })?;
+        put_status(status, found);
+        Ok(())
+    }
+
+    /// Whether a matching message has come, and its status; the message left queued.
+    fn MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        if flag.is_null() {
+            return fail(MPI_ERR_ARG, "flag is NULL");
+        }
+        let found = on_comm(comm, |c| match crate::p2p::source(source)? {
+            None => Ok(Some(status::empty())),
+            Some(from) => Ok(c.iprobe(from, tag)?.map(status::of_runtime)),
+        })?;
+        put(flag, found.is_some() as c_int)?;
+        if let Some(found) = found {
+            put_status(status, found);
+        }
+        Ok(())
+    }
+
     fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) {
         let status = get(status)?;
         put(flag, status::is_cancelled(&status) as c_int)

@@ -128,40 +128,39 @@ crate::call::unsupported! {
     MPI_Info_get_nthkey PMPI_Info_get_nthkey MPI_Info_get_string PMPI_Info_get_string
     MPI_Info_get_valuelen PMPI_Info_get_valuelen MPI_Info_set PMPI_Info_set
     MPI_Intercomm_create PMPI_Intercomm_create MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups
-    MPI_Intercomm_merge PMPI_Intercomm_merge MPI_Iprobe PMPI_Iprobe
-    MPI_Irecv_c PMPI_Irecv_c MPI_Ireduce PMPI_Ireduce
-    MPI_Ireduce_c PMPI_Ireduce_c MPI_Ireduce_scatter PMPI_Ireduce_scatter
-    MPI_Ireduce_scatter_block PMPI_Ireduce_scatter_block MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c
-    MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c MPI_Irsend_c PMPI_Irsend_c
-    MPI_Iscan PMPI_Iscan MPI_Iscan_c PMPI_Iscan_c
-    MPI_Iscatter PMPI_Iscatter MPI_Iscatter_c PMPI_Iscatter_c
-    MPI_Iscatterv PMPI_Iscatterv MPI_Iscatterv_c PMPI_Iscatterv_c
-    MPI_Isend_c PMPI_Isend_c MPI_Isendrecv PMPI_Isendrecv
-    MPI_Isendrecv_c PMPI_Isendrecv_c MPI_Isendrecv_replace PMPI_Isendrecv_replace
-    MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c MPI_Issend_c PMPI_Issend_c
-    MPI_Keyval_create PMPI_Keyval_create MPI_Keyval_free PMPI_Keyval_free
-    MPI_Lookup_name PMPI_Lookup_name MPI_Mprobe PMPI_Mprobe
-    MPI_Mrecv PMPI_Mrecv MPI_Mrecv_c PMPI_Mrecv_c
-    MPI_Neighbor_allgather PMPI_Neighbor_allgather MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c
-    MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c PMPI_Neighbor_allgather_init_c
-    MPI_Neighbor_allgatherv PMPI_Neighbor_allgatherv MPI_Neighbor_allgatherv_c PMPI_Neighbor_allgatherv_c
-    MPI_Neighbor_allgatherv_init PMPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c PMPI_Neighbor_allgatherv_init_c
-    MPI_Neighbor_alltoall PMPI_Neighbor_alltoall MPI_Neighbor_alltoall_c PMPI_Neighbor_alltoall_c
-    MPI_Neighbor_alltoall_init PMPI_Neighbor_alltoall_init MPI_Neighbor_alltoall_init_c PMPI_Neighbor_alltoall_init_c
-    MPI_Neighbor_alltoallv PMPI_Neighbor_alltoallv MPI_Neighbor_alltoallv_c PMPI_Neighbor_alltoallv_c
-    MPI_Neighbor_alltoallv_init PMPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c
-    MPI_Neighbor_alltoallw PMPI_Neighbor_alltoallw MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c
-    MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c
-    MPI_Op_commutative PMPI_Op_commutative MPI_Op_create PMPI_Op_create
-    MPI_Op_create_c PMPI_Op_create_c MPI_Op_free PMPI_Op_free
-    MPI_Open_port PMPI_Open_port MPI_Pack PMPI_Pack
-    MPI_Pack_c PMPI_Pack_c MPI_Pack_external PMPI_Pack_external
-    MPI_Pack_external_c PMPI_Pack_external_c MPI_Pack_external_size PMPI_Pack_external_size
-    MPI_Pack_external_size_c PMPI_Pack_external_size_c MPI_Pack_size PMPI_Pack_size
-    MPI_Pack_size_c PMPI_Pack_size_c MPI_Parrived PMPI_Parrived
-    MPI_Pcontrol PMPI_Pcontrol MPI_Pready PMPI_Pready
-    MPI_Pready_list PMPI_Pready_list MPI_Pready_range PMPI_Pready_range
-    MPI_Precv_init PMPI_Precv_init MPI_Probe PMPI_Probe
+    MPI_Intercomm_merge PMPI_Intercomm_merge MPI_Irecv_c PMPI_Irecv_c
+    MPI_Ireduce PMPI_Ireduce MPI_Ireduce_c PMPI_Ireduce_c
+    MPI_Ireduce_scatter PMPI_Ireduce_scatter MPI_Ireduce_scatter_block PMPI_Ireduce_scatter_block
+    MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c
+    MPI_Irsend_c PMPI_Irsend_c MPI_Iscan PMPI_Iscan
+    MPI_Iscan_c PMPI_Iscan_c MPI_Iscatter PMPI_Iscatter
+    MPI_Iscatter_c PMPI_Iscatter_c MPI_Iscatterv PMPI_Iscatterv
+    MPI_Iscatterv_c PMPI_Iscatterv_c MPI_Isend_c PMPI_Isend_c
+    MPI_Isendrecv PMPI_Isendrecv MPI_Isendrecv_c PMPI_Isendrecv_c
+    MPI_Isendrecv_replace PMPI_Isendrecv_replace MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c
+    MPI_Issend_c PMPI_Issend_c MPI_Keyval_create PMPI_Keyval_create
+    MPI_Keyval_free PMPI_Keyval_free MPI_Lookup_name PMPI_Lookup_name
+    MPI_Mprobe PMPI_Mprobe MPI_Mrecv PMPI_Mrecv
+    MPI_Mrecv_c PMPI_Mrecv_c MPI_Neighbor_allgather PMPI_Neighbor_allgather
+    MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init
+    MPI_Neighbor_allgather_init_c PMPI_Neighbor_allgather_init_c MPI_Neighbor_allgatherv PMPI_Neighbor_allgatherv
+    MPI_Neighbor_allgatherv_c PMPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init PMPI_Neighbor_allgatherv_init
+    MPI_Neighbor_allgatherv_init_c PMPI_Neighbor_allgatherv_init_c MPI_Neighbor_alltoall PMPI_Neighbor_alltoall
+    MPI_Neighbor_alltoall_c PMPI_Neighbor_alltoall_c MPI_Neighbor_alltoall_init PMPI_Neighbor_alltoall_init
+    MPI_Neighbor_alltoall_init_c PMPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv PMPI_Neighbor_alltoallv
+    MPI_Neighbor_alltoallv_c PMPI_Neighbor_alltoallv_c MPI_Neighbor_alltoallv_init PMPI_Neighbor_alltoallv_init
+    MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw PMPI_Neighbor_alltoallw
+    MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init
+    MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c MPI_Op_commutative PMPI_Op_commutative
+    MPI_Op_create PMPI_Op_create MPI_Op_create_c PMPI_Op_create_c
+    MPI_Op_free PMPI_Op_free MPI_Open_port PMPI_Open_port
+    MPI_Pack PMPI_Pack MPI_Pack_c PMPI_Pack_c
+    MPI_Pack_external PMPI_Pack_external MPI_Pack_external_c PMPI_Pack_external_c
+    MPI_Pack_external_size PMPI_Pack_external_size MPI_Pack_external_size_c PMPI_Pack_external_size_c
+    MPI_Pack_size PMPI_Pack_size MPI_Pack_size_c PMPI_Pack_size_c
+    MPI_Parrived PMPI_Parrived MPI_Pcontrol PMPI_Pcontrol
+    MPI_Pready PMPI_Pready MPI_Pready_list PMPI_Pready_list
+    MPI_Pready_range PMPI_Pready_range MPI_Precv_init PMPI_Precv_init
     MPI_Psend_init PMPI_Psend_init MPI_Publish_name PMPI_Publish_name
     MPI_Put PMPI_Put MPI_Put_c PMPI_Put_c
     MPI_Raccumulate PMPI_Raccumulate MPI_Raccumulate_c PMPI_Raccumulate_c

@@ -108,6 +108,23 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Test(&reqs[0], &flag, &st), MPI_SUCCESS);
     CHECK(flag == 1);
 
+    /* Probe and Iprobe: the status without the message, which a receive then takes. */
+    int pv = rank * 3;
+    MPI_Send(&pv, 1, MPI_INT, right, 11, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Probe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 11 && count == 1);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Iprobe(left, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 11);
+    MPI_Recv(&pv, 1, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(pv == left * 3);
+    MPI_Iprobe(MPI_ANY_SOURCE, 12, MPI_COMM_WORLD, &flag, &st);
+    CHECK(flag == 0);
+    MPI_Iprobe(MPI_PROC_NULL, 12, MPI_COMM_WORLD, &flag, &st);
+    CHECK(flag == 1 && st.MPI_SOURCE == MPI_PROC_NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Cancel an unmatched receive. */
     MPI_Irecv(&b, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &reqs[0]);
     CHECK_RC(MPI_Cancel(&reqs[0]), MPI_SUCCESS);

@@ -180,6 +180,28 @@ impl Comm {
         Ok(Request { runtime: self.runtime.clone(), state: State::Recv { id, buf } })
     }
 
+    /// The status of the oldest message a receive from `source` with `tag` would take, if
+    /// one has come, without receiving it (`MPI_Iprobe`).
+    pub fn iprobe(&self, source: impl Into<Source>, tag: i32) -> Result<Option<Status>, P2pError> {
+        let pattern = self.pattern(self.context, source.into(), tag)?;
+        let runtime = &self.runtime;
+        let mut engine = runtime.engine();
+        engine.progress(&runtime.fabric, None, None)?;
+        Ok(engine.probe(&pattern).map(|(source, tag, len)| Status { source, tag, len }))
+    }
+
+    /// Blocks until a message a receive from `source` with `tag` would take has come, and
+    /// returns its status without receiving it (`MPI_Probe`).
+    pub fn probe(&self, source: impl Into<Source>, tag: i32) -> Result<Status, P2pError> {
+        let pattern = self.pattern(self.context, source.into(), tag)?;
+        let found = self.runtime.block(|engine, fabric| {
+            engine.progress(fabric, None, None)?;
+            Ok(engine.probe(&pattern))
+        })?;
+        let (source, tag, len) = found;
+        Ok(Status { source, tag, len })
+    }
+
     /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).
     pub fn sendrecv(
         &self,
