@@ -5,6 +5,7 @@
 
 #![allow(non_snake_case)]
 
+mod bsend;
 mod call;
 mod coll;
 mod comm;

@@ -125,6 +125,26 @@ int main(int argc, char **argv) {
     CHECK(flag == 1 && st.MPI_SOURCE == MPI_PROC_NULL);
     MPI_Barrier(MPI_COMM_WORLD);
 
+    /* Buffered sends: the call returns before the receive is posted. */
+    static char bsend_space[4 * (1024 + MPI_BSEND_OVERHEAD)];
+    CHECK_RC(MPI_Buffer_attach(bsend_space, sizeof bsend_space), MPI_SUCCESS);
+    char msg[1024];
+    for (int k = 0; k < 3; k++) {
+        memset(msg, 'a' + k, sizeof msg);
+        CHECK_RC(MPI_Bsend(msg, sizeof msg, MPI_CHAR, right, 20 + k, MPI_COMM_WORLD), MPI_SUCCESS);
+    }
+    static char too_big[sizeof bsend_space];
+    CHECK_RC(MPI_Bsend(too_big, sizeof too_big, MPI_CHAR, right, 30, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 2; k >= 0; k--) {
+        MPI_Recv(msg, sizeof msg, MPI_CHAR, left, 20 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(msg[0] == 'a' + k && msg[1023] == 'a' + k);
+    }
+    void *detached;
+    int detached_size;
+    CHECK_RC(MPI_Buffer_detach(&detached, &detached_size), MPI_SUCCESS);
+    CHECK(detached == bsend_space && detached_size == (int)sizeof bsend_space);
+
     /* Cancel an unmatched receive. */
     MPI_Irecv(&b, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &reqs[0]);
     CHECK_RC(MPI_Cancel(&reqs[0]), MPI_SUCCESS);
