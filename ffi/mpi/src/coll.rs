@@ -151,9 +151,13 @@ mpi_fn! {
             let counts: Vec<usize> = array(recvcounts, c.size())?.iter().map(|&n| crate::ptr::count(n)).collect::<MpiResult<_>>()?;
             let displs: Vec<usize> = counts.iter().scan(0, |at, &n| { let d = *at; *at += n; Some(d) }).collect();
             let total: usize = counts.iter().sum();
-            let size = dtype.size();
+            // Bytes per element of `datatype` (a contiguous type holds several of `dtype`).
+            let size = span(1, datatype)?;
             let send = if in_place(sendbuf) { bytes(recvbuf, total * size)?.to_vec() } else { bytes(sendbuf, total * size)?.to_vec() };
             let recv = bytes_mut(recvbuf, counts[c.rank()] * size)?;
+            let per = size / dtype.size();
+            let counts: Vec<usize> = counts.iter().map(|&n| n * per).collect();
+            let displs: Vec<usize> = displs.iter().map(|&d| d * per).collect();
             let args = CollArgs::new(counts[c.rank()], dtype).with_op(Op::Builtin(rop)).with_recv(Blocks { counts: &counts, displs: &displs });
             Ok(c.collective(CollOp::ReduceScatter, &args, &send, recv)?)
         })

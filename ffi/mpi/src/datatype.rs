@@ -14,6 +14,10 @@ use crate::error::{fail, MpiResult};
 pub(crate) struct TypeInfo {
     /// Bytes per element in a contiguous buffer.
     pub extent: usize,
+    /// Bytes of data per element (`MPI_Type_size`: the extent without padding).
+    pub size: usize,
+    /// Bytes of each basic element it is made of (`MPI_Get_elements`).
+    pub basic: usize,
     /// The runtime's type for reductions, if it has one.
     pub reduces_as: Option<Datatype>,
 }
@@ -41,10 +45,17 @@ pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
         _ => None,
     };
     if let Some(dtype) = reduces_as {
-        return Ok(TypeInfo { extent: dtype.size(), reduces_as });
+        let extent = dtype.size();
+        // A pair's data is its value and its int, without the padding.
+        let size = match handle {
+            MPI_DOUBLE_INT | MPI_LONG_INT => 12,
+            MPI_SHORT_INT => 6,
+            _ => extent,
+        };
+        return Ok(TypeInfo { extent, size, basic: size, reduces_as });
     }
     if handle == MPI_LONG_DOUBLE_INT {
-        return Ok(TypeInfo { extent: 32, reduces_as: None });
+        return Ok(TypeInfo { extent: 32, size: 20, basic: 20, reduces_as: None });
     }
     // Other predefined types (long double, complex, wchar, packed, ...): MPICH encodes
     // the size in bits 8..16 of handles of kind 0x4c.
@@ -52,13 +63,16 @@ pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
     if bits & 0xff00_0000 == 0x4c00_0000 {
         let extent = ((bits >> 8) & 0xff) as usize;
         if extent > 0 {
-            return Ok(TypeInfo { extent, reduces_as: None });
+            return Ok(TypeInfo { extent, size: extent, basic: extent, reduces_as: None });
         }
+    }
+    if let Some(info) = crate::derived::lookup(handle) {
+        return Ok(info);
     }
     if handle == MPI_DATATYPE_NULL {
         return fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
     }
-    fail(MPI_ERR_TYPE, format!("datatype {handle:#x} is not a predefined type (derived datatypes are not supported yet)"))
+    fail(MPI_ERR_TYPE, format!("{handle:#x} is not a datatype (of the derived ones, only contiguous ones are provided yet)"))
 }
 
 /// Bytes of `count` elements of `handle`.

@@ -11,6 +11,7 @@ mod coll;
 mod comm;
 mod consts;
 mod datatype;
+mod derived;
 mod env;
 mod error;
 mod externs;

@@ -124,12 +124,12 @@ mpi_fn! {
 
     /// Elements the status counts, or `MPI_UNDEFINED` if they are not whole.
     fn MPI_Get_count / PMPI_Get_count(status: *const MpiStatus, datatype: c_int, count: *mut c_int) {
-        get_count(status, datatype, count)
+        get_count(status, datatype, count, false)
     }
 
-    /// Predefined datatypes are their own basic elements: as `MPI_Get_count`.
+    /// The basic elements received (a predefined datatype is its own).
     fn MPI_Get_elements / PMPI_Get_elements(status: *const MpiStatus, datatype: c_int, count: *mut c_int) {
-        get_count(status, datatype, count)
+        get_count(status, datatype, count, true)
     }
 
     /// Blocks until a matching message has come; its status, the message left queued.
@@ -189,10 +189,18 @@ fn sendrecv(
 
 /// # Safety
 /// `status` is readable and `count` writable, or NULL.
-unsafe fn get_count(status: *const MpiStatus, datatype: c_int, count: *mut c_int) -> MpiResult {
+unsafe fn get_count(
+    status: *const MpiStatus,
+    datatype: c_int,
+    count: *mut c_int,
+    elements: bool,
+) -> MpiResult {
     // SAFETY: the caller's contract.
     let status = unsafe { get(status) }?;
-    let extent = type_info(datatype)?.extent as u64;
+    let info = type_info(datatype)?;
+    // Whole datatypes, or the basic elements they are made of.
+    let unit = if elements { info.extent * info.basic / info.size.max(1) } else { info.extent };
+    let extent = unit.max(1) as u64;
     let bytes = status::bytes(&status);
     let n = if bytes % extent == 0 {
         c_int::try_from(bytes / extent).unwrap_or(MPI_UNDEFINED)

@@ -220,7 +220,6 @@ crate::call::unsupported! {
     MPI_T_pvar_stop PMPI_T_pvar_stop MPI_T_pvar_write PMPI_T_pvar_write
     MPI_T_source_get_info PMPI_T_source_get_info MPI_T_source_get_num PMPI_T_source_get_num
     MPI_T_source_get_timestamp PMPI_T_source_get_timestamp MPI_Topo_test PMPI_Topo_test
-    MPI_Type_commit PMPI_Type_commit MPI_Type_contiguous PMPI_Type_contiguous
     MPI_Type_contiguous_c PMPI_Type_contiguous_c MPI_Type_create_darray PMPI_Type_create_darray
     MPI_Type_create_darray_c PMPI_Type_create_darray_c MPI_Type_create_f90_complex PMPI_Type_create_f90_complex
     MPI_Type_create_f90_integer PMPI_Type_create_f90_integer MPI_Type_create_f90_real PMPI_Type_create_f90_real
@@ -232,20 +231,17 @@ crate::call::unsupported! {
     MPI_Type_create_resized_c PMPI_Type_create_resized_c MPI_Type_create_struct PMPI_Type_create_struct
     MPI_Type_create_struct_c PMPI_Type_create_struct_c MPI_Type_create_subarray PMPI_Type_create_subarray
     MPI_Type_create_subarray_c PMPI_Type_create_subarray_c MPI_Type_delete_attr PMPI_Type_delete_attr
-    MPI_Type_dup PMPI_Type_dup MPI_Type_extent PMPI_Type_extent
-    MPI_Type_free PMPI_Type_free MPI_Type_free_keyval PMPI_Type_free_keyval
+    MPI_Type_extent PMPI_Type_extent MPI_Type_free_keyval PMPI_Type_free_keyval
     MPI_Type_get_attr PMPI_Type_get_attr MPI_Type_get_contents PMPI_Type_get_contents
     MPI_Type_get_contents_c PMPI_Type_get_contents_c MPI_Type_get_envelope PMPI_Type_get_envelope
-    MPI_Type_get_envelope_c PMPI_Type_get_envelope_c MPI_Type_get_extent PMPI_Type_get_extent
-    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_extent_x PMPI_Type_get_extent_x
-    MPI_Type_get_name PMPI_Type_get_name MPI_Type_get_true_extent PMPI_Type_get_true_extent
+    MPI_Type_get_envelope_c PMPI_Type_get_envelope_c MPI_Type_get_extent_c PMPI_Type_get_extent_c
+    MPI_Type_get_extent_x PMPI_Type_get_extent_x MPI_Type_get_name PMPI_Type_get_name
     MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_get_true_extent_x PMPI_Type_get_true_extent_x
     MPI_Type_hindexed PMPI_Type_hindexed MPI_Type_hvector PMPI_Type_hvector
     MPI_Type_indexed PMPI_Type_indexed MPI_Type_indexed_c PMPI_Type_indexed_c
     MPI_Type_lb PMPI_Type_lb MPI_Type_match_size PMPI_Type_match_size
     MPI_Type_set_attr PMPI_Type_set_attr MPI_Type_set_name PMPI_Type_set_name
-    MPI_Type_size PMPI_Type_size MPI_Type_size_c PMPI_Type_size_c
-    MPI_Type_size_x PMPI_Type_size_x MPI_Type_struct PMPI_Type_struct
+    MPI_Type_size_c PMPI_Type_size_c MPI_Type_struct PMPI_Type_struct
     MPI_Type_ub PMPI_Type_ub MPI_Type_vector PMPI_Type_vector
     MPI_Type_vector_c PMPI_Type_vector_c MPI_Unpack PMPI_Unpack
     MPI_Unpack_c PMPI_Unpack_c MPI_Unpack_external PMPI_Unpack_external
