@@ -87,6 +87,7 @@ mpi_fn! {
             s.comm(handle)?;
             s.comms.remove(&handle);
             s.errhandlers.remove(&handle);
+            s.names.remove(&handle);
             Ok(())
         })?;
         put(comm, MPI_COMM_NULL)

@@ -1,6 +1,6 @@
 //! The program's pointers: NULL checks, MPI's sentinel addresses, and slices over buffers.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
@@ -127,7 +127,12 @@ pub(crate) unsafe fn statuses<'a>(out: *mut MpiStatus, n: usize) -> Option<&'a m
 ///
 /// # Safety
 /// `out` is valid for `room` bytes and `len` for an `int`, or NULL.
-pub(crate) unsafe fn put_text(out: *mut i8, room: usize, len: *mut c_int, text: &str) -> MpiResult {
+pub(crate) unsafe fn put_text(
+    out: *mut c_char,
+    room: usize,
+    len: *mut c_int,
+    text: &str,
+) -> MpiResult {
     let n = text.len().min(room.saturating_sub(1));
     // SAFETY: the caller's contract for `out`.
     let dst = unsafe { array_mut(out.cast::<u8>(), n + 1) }?;
@@ -138,4 +143,17 @@ pub(crate) unsafe fn put_text(out: *mut i8, room: usize, len: *mut c_int, text: 
         unsafe { put(len, n as c_int) }?;
     }
     Ok(())
+}
+
+/// The C string at `text`.
+///
+/// # Safety
+/// `text` is NULL or a NUL-terminated string that lives for `'a`.
+pub(crate) unsafe fn c_str<'a>(text: *const c_char) -> MpiResult<&'a str> {
+    if text.is_null() {
+        return fail(MPI_ERR_ARG, "a string argument is NULL");
+    }
+    // SAFETY: NUL-terminated by the caller's contract.
+    let text = unsafe { std::ffi::CStr::from_ptr(text) };
+    text.to_str().or_else(|_| fail(MPI_ERR_ARG, "a string argument is not UTF-8"))
 }

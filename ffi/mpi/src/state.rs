@@ -36,6 +36,8 @@ pub(crate) struct State {
     pub errhandlers: HashMap<c_int, c_int>,
     /// Groups: the members' world ranks, in group order.
     pub groups: HashMap<c_int, Vec<usize>>,
+    /// Names given to communicators (`MPI_Comm_set_name`).
+    pub names: HashMap<c_int, String>,
     pub requests: HashMap<c_int, Pending>,
     /// Requests the program freed before they completed.
     pub detached: Vec<Request<'static>>,
@@ -51,6 +53,7 @@ impl State {
             comms: HashMap::new(),
             errhandlers: HashMap::new(),
             groups: HashMap::new(),
+            names: HashMap::new(),
             requests: HashMap::new(),
             detached: Vec::new(),
             thread_level,

@@ -42,6 +42,21 @@ int main(int argc, char **argv) {
     CHECK(cls == MPI_ERR_RANK);
     CHECK_RC(MPI_Error_class(-7, &cls), MPI_ERR_ARG);
 
+    /* Predefined attributes, names, profiling control, raising an error. */
+    int *tag_ub, *wtime_global;
+    CHECK_RC(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag), MPI_SUCCESS);
+    CHECK(flag == 1 && *tag_ub >= 32767);
+    CHECK_RC(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_WTIME_IS_GLOBAL, &wtime_global, &flag), MPI_SUCCESS);
+    CHECK(flag == 1 && (*wtime_global == 0 || *wtime_global == 1));
+    char cname[MPI_MAX_OBJECT_NAME];
+    MPI_Comm_get_name(MPI_COMM_WORLD, cname, &len);
+    CHECK(strcmp(cname, "MPI_COMM_WORLD") == 0 && len == 14);
+    MPI_Comm_set_name(MPI_COMM_SELF, "myself");
+    MPI_Comm_get_name(MPI_COMM_SELF, cname, &len);
+    CHECK(strcmp(cname, "myself") == 0 && len == 6);
+    CHECK_RC(MPI_Pcontrol(1), MPI_SUCCESS);
+    CHECK_RC(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER), MPI_SUCCESS);
+
     /* Not provided yet: an error naming the call, not a crash. */
     MPI_Datatype t;
     CHECK_RC(MPI_Type_vector(2, 1, 2, MPI_INT, &t), MPI_ERR_UNSUPPORTED_OPERATION);
