@@ -9,15 +9,6 @@ use crate::error::{class_text, fail, MpiError, MpiResult};
 use crate::ptr::{c_str, put, put_text};
 use crate::state;
 
-const MPI_TAG_UB: c_int = 0x6440_0001;
-const MPI_HOST: c_int = 0x6440_0003;
-const MPI_IO: c_int = 0x6440_0005;
-const MPI_WTIME_IS_GLOBAL: c_int = 0x6440_0007;
-const MPI_UNIVERSE_SIZE: c_int = 0x6440_0009;
-const MPI_LASTUSEDCODE: c_int = 0x6440_000b;
-const MPI_APPNUM: c_int = 0x6440_000d;
-const MPI_MAX_OBJECT_NAME: usize = 128;
-
 /// The values the predefined attributes point to (they must outlive every call).
 static TAG_UB: AtomicI32 = AtomicI32::new(i32::MAX);
 static HOST: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);

@@ -13,8 +13,8 @@ use crate::error::{fail, MpiResult};
 use crate::p2p::{dest, on_comm};
 use crate::ptr::{bytes, put};
 
-/// `MPI_BSEND_OVERHEAD`: bytes each buffered message costs beside its data.
-const OVERHEAD: usize = 96;
+/// Bytes each buffered message costs beside its data.
+const OVERHEAD: usize = MPI_BSEND_OVERHEAD;
 
 /// A buffered message in flight: its copy outlives the request that reads it.
 struct Buffered {

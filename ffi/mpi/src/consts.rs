@@ -62,6 +62,23 @@ pub const MPI_MAX_PROCESSOR_NAME: usize = 128;
 pub const MPI_MAX_LIBRARY_VERSION_STRING: usize = 8192;
 pub const MPI_MAX_ERROR_STRING: usize = 512;
 
+/// Info objects and the predefined attribute keys.
+pub const MPI_INFO_NULL: c_int = 0x1c00_0000;
+pub const MPI_INFO_ENV: c_int = 0x5c00_0001;
+pub const MPI_MAX_INFO_KEY: usize = 255;
+pub const MPI_ERR_INFO_KEY: c_int = 29;
+pub const MPI_ERR_INFO_NOKEY: c_int = 31;
+pub const MPI_ERR_INFO: c_int = 28;
+pub const MPI_TAG_UB: c_int = 0x6440_0001;
+pub const MPI_HOST: c_int = 0x6440_0003;
+pub const MPI_IO: c_int = 0x6440_0005;
+pub const MPI_WTIME_IS_GLOBAL: c_int = 0x6440_0007;
+pub const MPI_UNIVERSE_SIZE: c_int = 0x6440_0009;
+pub const MPI_LASTUSEDCODE: c_int = 0x6440_000b;
+pub const MPI_APPNUM: c_int = 0x6440_000d;
+pub const MPI_MAX_OBJECT_NAME: usize = 128;
+pub const MPI_BSEND_OVERHEAD: usize = 96;
+
 /// `MPI_IN_PLACE`: the address `(void *) -1`.
 pub const MPI_IN_PLACE: usize = usize::MAX;
 /// `MPI_BOTTOM`: the address 0.

@@ -17,6 +17,7 @@ mod env;
 mod error;
 mod externs;
 mod group;
+mod info;
 mod p2p;
 mod ptr;
 mod request;

@@ -57,6 +57,31 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Pcontrol(1), MPI_SUCCESS);
     CHECK_RC(MPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_OTHER), MPI_SUCCESS);
 
+    /* Info objects. */
+    MPI_Info info, info2;
+    char value[64], key[MPI_MAX_INFO_KEY + 1];
+    int nkeys;
+    CHECK_RC(MPI_Info_create(&info), MPI_SUCCESS);
+    MPI_Info_set(info, "host", "a");
+    MPI_Info_set(info, "wdir", "/tmp");
+    MPI_Info_set(info, "host", "b");
+    MPI_Info_get_nkeys(info, &nkeys);
+    CHECK(nkeys == 2);
+    MPI_Info_get(info, "host", sizeof value - 1, value, &flag);
+    CHECK(flag == 1 && strcmp(value, "b") == 0);
+    MPI_Info_get_nthkey(info, 1, key);
+    CHECK(strcmp(key, "wdir") == 0);
+    MPI_Info_dup(info, &info2);
+    MPI_Info_delete(info, "host");
+    MPI_Info_get(info, "host", sizeof value - 1, value, &flag);
+    CHECK(flag == 0);
+    MPI_Info_get_valuelen(info2, "wdir", &len, &flag);
+    CHECK(flag == 1 && len == 4);
+    CHECK_RC(MPI_Info_delete(info, "host"), MPI_ERR_INFO_NOKEY);
+    MPI_Info_free(&info);
+    MPI_Info_free(&info2);
+    CHECK(info == MPI_INFO_NULL);
+
     /* Not provided yet: an error naming the call, not a crash. */
     MPI_Datatype t;
     CHECK_RC(MPI_Type_vector(2, 1, 2, MPI_INT, &t), MPI_ERR_UNSUPPORTED_OPERATION);
