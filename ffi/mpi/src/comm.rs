@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use commcore_linux::runtime::{Comm, UNDEFINED};
+use commcore_linux::runtime::{Comm, MAX_GROUP_TAG, UNDEFINED};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
@@ -24,6 +24,23 @@ fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
             s.errhandlers.insert(handle, handler);
         }
         Ok(handle)
+    })
+}
+
+/// Communicator `comm` and the ranks in it of `group`'s members, in group order.
+fn group_ranks(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
+    state::with(|s| {
+        let c = s.comm(comm)?.clone();
+        let world = members(&c)?;
+        let ranks = s
+            .group(group)?
+            .iter()
+            .map(|member| match world.iter().position(|w| w == member) {
+                Some(rank) => Ok(rank),
+                None => fail(MPI_ERR_GROUP, "the group has a process outside the communicator"),
+            })
+            .collect::<MpiResult<Vec<usize>>>()?;
+        Ok((c, ranks))
     })
 }
 
@@ -64,18 +81,53 @@ mpi_fn! {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
-        let (c, ranks) = state::with(|s| {
-            let c = s.comm(comm)?.clone();
-            let world = members(&c)?;
-            let ranks = s.group(group)?.iter().map(|member| {
-                world.iter().position(|w| w == member).ok_or_else(|| {
-                    crate::error::MpiError::new(MPI_ERR_GROUP, "the group has a process outside the communicator")
-                })
-            }).collect::<MpiResult<Vec<usize>>>()?;
-            Ok((c, ranks))
-        })?;
+        let (c, ranks) = group_ranks(comm, group)?;
         let made = c.create(&ranks)?;
         put(newcomm, add(comm, made)?)
+    }
+
+    /// The communicator of `group`'s members, made by them alone (`tag` tells apart
+    /// creations that run at once).
+    fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) {
+        if newcomm.is_null() {
+            return fail(MPI_ERR_ARG, "newcomm is NULL");
+        }
+        // Tag 0 of the runtime is the one dup, split and create use.
+        let wire_tag = u32::try_from(tag).ok().filter(|&t| t < MAX_GROUP_TAG).map(|t| t + 1);
+        let Some(wire_tag) = wire_tag else {
+            return fail(MPI_ERR_TAG, format!("tag {tag} is negative or above {}", MAX_GROUP_TAG - 1));
+        };
+        let (c, ranks) = group_ranks(comm, group)?;
+        if !ranks.contains(&c.rank()) {
+            return fail(MPI_ERR_GROUP, "the calling process is not in the group");
+        }
+        let made = c.create_group(&ranks, wire_tag)?;
+        put(newcomm, add(comm, Some(made))?)
+    }
+
+    /// Splits into the processes that share memory (`MPI_COMM_TYPE_SHARED`, and the
+    /// hardware-guided split, which ends at the same level); `MPI_COMM_NULL` for
+    /// `MPI_UNDEFINED` and for the unguided split (there is no finer level).
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
+        if newcomm.is_null() {
+            return fail(MPI_ERR_ARG, "newcomm is NULL");
+        }
+        let node = state::with(|s| Ok(s.world.node()))?;
+        let color = match split_type {
+            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED => node as c_int,
+            MPI_COMM_TYPE_HW_UNGUIDED | MPI_UNDEFINED => UNDEFINED,
+            other => return fail(MPI_ERR_ARG, format!("split type {other} is not known")),
+        };
+        let part = on_comm(comm, |c| Ok(c.split(color, key)?))?;
+        put(newcomm, add(comm, part)?)
+    }
+
+    fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int) {
+        if newcomm.is_null() {
+            return fail(MPI_ERR_ARG, "newcomm is NULL");
+        }
+        let dup = on_comm(comm, |c| Ok(c.dup()?))?;
+        put(newcomm, add(comm, Some(dup))?)
     }
 
     fn MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) {

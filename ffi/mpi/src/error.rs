@@ -53,11 +53,19 @@ impl From<CollectiveError> for MpiError {
 
 impl From<CommError> for MpiError {
     fn from(error: CommError) -> Self {
-        match error {
-            CommError::P2p(p2p) => p2p.into(),
-            #[allow(unreachable_patterns)]
-            other => MpiError::new(MPI_ERR_OTHER, other.to_string()),
-        }
+        let class = match error {
+            CommError::P2p(p2p) => return p2p.into(),
+            CommError::Collective(coll) => return coll.into(),
+            CommError::BadGroup { .. } | CommError::NotInGroup | CommError::GroupsOverlap => {
+                MPI_ERR_GROUP
+            }
+            CommError::InvalidColor(_) | CommError::InconsistentHigh => MPI_ERR_ARG,
+            CommError::NotIntra | CommError::NotInter => MPI_ERR_COMM,
+            CommError::InvalidGroupTag(_) => MPI_ERR_TAG,
+            CommError::BadLeader { .. } => MPI_ERR_RANK,
+            _ => MPI_ERR_OTHER,
+        };
+        MpiError::new(class, error.to_string())
     }
 }
 

@@ -82,9 +82,33 @@ int main(int argc, char **argv) {
     } else {
         CHECK(ecomm == MPI_COMM_NULL);
     }
+    /* Comm_create_group: the odds alone make theirs. */
+    if (rank % 2 == 1) {
+        MPI_Comm ocomm;
+        CHECK_RC(MPI_Comm_create_group(MPI_COMM_WORLD, odds, 7, &ocomm), MPI_SUCCESS);
+        MPI_Comm_size(ocomm, &s);
+        MPI_Comm_rank(ocomm, &r);
+        CHECK(s == size - ne && r == rank / 2);
+        v = 1;
+        MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_SUM, ocomm);
+        CHECK(v == size - ne);
+        MPI_Comm_free(&ocomm);
+    } else {
+        MPI_Comm ocomm;
+        CHECK_RC(MPI_Comm_create_group(MPI_COMM_WORLD, odds, 7, &ocomm), MPI_ERR_GROUP);
+    }
     MPI_Group_free(&evens);
     MPI_Group_free(&odds);
     MPI_Group_free(&world);
+
+    /* Shared-memory split: one node here, so everyone. */
+    MPI_Comm node;
+    CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node), MPI_SUCCESS);
+    MPI_Comm_compare(MPI_COMM_WORLD, node, &res);
+    CHECK(res == MPI_CONGRUENT);
+    MPI_Comm_free(&node);
+    CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_UNDEFINED, rank, MPI_INFO_NULL, &node), MPI_SUCCESS);
+    CHECK(node == MPI_COMM_NULL);
 
     CHECK_RC(MPI_Comm_free(&half), MPI_SUCCESS);
     CHECK(half == MPI_COMM_NULL);
