@@ -1,9 +1,9 @@
-//! Collectives on contiguous buffers of predefined datatypes and predefined reductions,
+//! Collectives on contiguous buffers, with predefined and user reductions and
 //! with `MPI_IN_PLACE`; the data moves as bytes except where it is reduced.
 
 use std::ffi::{c_int, c_void};
 
-use commcore::coll::{reduce, Blocks, CollArgs, CollOp, Datatype, Op, ReduceOp, Root};
+use commcore::coll::{reduce, Blocks, CollArgs, CollOp, Datatype, Op, Root};
 use commcore_linux::runtime::Comm;
 
 use crate::call::mpi_fn;
@@ -45,12 +45,12 @@ fn reducing(
     c: &Comm,
     op: CollOp,
     dtype: Datatype,
-    rop: ReduceOp,
+    rop: Op,
     count: usize,
     send: &[u8],
     recv: &mut [u8],
 ) -> MpiResult {
-    let args = CollArgs::new(count, dtype).with_op(Op::Builtin(rop));
+    let args = CollArgs::new(count, dtype).with_op(rop);
     Ok(c.collective(op, &args, send, recv)?)
 }
 
@@ -105,7 +105,8 @@ mpi_fn! {
             let root = root_of(c, root)?;
             let recv = if c.rank() == root { bytes_mut(recvbuf, len)? } else { &mut [] };
             let send = operand(sendbuf, recv, len)?;
-            Ok(c.reduce(&send, recv, dtype, rop, root)?)
+            let args = CollArgs::new(send.len() / dtype.size(), dtype).with_op(rop).with_root(Root::Rank(root as u32));
+            Ok(c.collective(CollOp::Reduce, &args, &send, recv)?)
         })
     }
 
@@ -114,7 +115,7 @@ mpi_fn! {
         let len = span(count, datatype)?;
         let recv = bytes_mut(recvbuf, len)?;
         let send = operand(sendbuf, recv, len)?;
-        on_comm(comm, |c| Ok(c.allreduce(&send, recv, dtype, rop)?))
+        on_comm(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, len / dtype.size(), &send, recv))
     }
 
     /// `inoutbuf = inbuf op inoutbuf`, element-wise, locally.
@@ -122,7 +123,7 @@ mpi_fn! {
         let (dtype, rop) = reduction(datatype, op)?;
         let len = span(count, datatype)?;
         let (src, dst) = (bytes(inbuf, len)?, bytes_mut(inoutbuf, len)?);
-        reduce(&Op::Builtin(rop), dtype, src, dst, true)
+        reduce(&rop, dtype, src, dst, true)
             .or_else(|e| fail(MPI_ERR_OP, e.to_string()))
     }
 
@@ -158,7 +159,7 @@ mpi_fn! {
             let per = size / dtype.size();
             let counts: Vec<usize> = counts.iter().map(|&n| n * per).collect();
             let displs: Vec<usize> = displs.iter().map(|&d| d * per).collect();
-            let args = CollArgs::new(counts[c.rank()], dtype).with_op(Op::Builtin(rop)).with_recv(Blocks { counts: &counts, displs: &displs });
+            let args = CollArgs::new(counts[c.rank()], dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
             Ok(c.collective(CollOp::ReduceScatter, &args, &send, recv)?)
         })
     }

@@ -2,7 +2,7 @@
 
 use std::ffi::c_int;
 
-use commcore::coll::{Datatype, ReduceOp};
+use commcore::coll::{Datatype, Op, ReduceOp};
 
 use crate::consts::ops::*;
 use crate::consts::types::*;
@@ -83,8 +83,12 @@ pub(crate) fn span(count: c_int, handle: c_int) -> MpiResult<usize> {
 
 /// The runtime's type and reduction for `op` on `handle`: an error where the runtime
 /// cannot reduce them.
-pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, ReduceOp)> {
+pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, Op)> {
     let info = type_info(handle)?;
+    if crate::ops::is_user(op) {
+        let (dtype, user) = crate::ops::prepare(op, handle, &info)?;
+        return Ok((dtype, Op::User(user)));
+    }
     let op = reduce_op(op)?;
     let Some(dtype) = info.reduces_as else {
         return fail(MPI_ERR_TYPE, format!("datatype {handle:#x} cannot be reduced here"));
@@ -92,7 +96,7 @@ pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, Reduce
     if !op.supports(dtype) {
         return fail(MPI_ERR_OP, format!("{} is not defined on {}", op.name(), dtype));
     }
-    Ok((dtype, op))
+    Ok((dtype, Op::Builtin(op)))
 }
 
 /// The runtime's reduction for the predefined op `op`.

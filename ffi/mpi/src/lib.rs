@@ -18,6 +18,7 @@ mod error;
 mod externs;
 mod group;
 mod info;
+mod ops;
 mod p2p;
 mod ptr;
 mod request;

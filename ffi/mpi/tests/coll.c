@@ -3,6 +3,23 @@
 #include <stdlib.h>
 #include "check.h"
 
+/* inout = in * inout for upper triangular 2x2 matrices {a, b; 0, 1} stored as {a, b, 0, 1}:
+ * associative, not commutative. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *type) {
+    int *x = in, *y = inout;
+    (void)type;
+    for (int i = 0; i < *len; i++, x += 4, y += 4) {
+        int a = x[0] * y[0], b = x[0] * y[1] + x[1];
+        y[0] = a;
+        y[1] = b;
+    }
+}
+
+static void sum_ints(void *in, void *inout, int *len, MPI_Datatype *type) {
+    (void)type;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
 int main(int argc, char **argv) {
     int rank, size;
     MPI_Init(&argc, &argv);
@@ -101,6 +118,39 @@ int main(int argc, char **argv) {
     int a[2] = {1, 2}, b[2] = {10, 20};
     CHECK_RC(MPI_Reduce_local(a, b, 2, MPI_INT, MPI_SUM), MPI_SUCCESS);
     CHECK(b[0] == 11 && b[1] == 22);
+
+    /* User operations: commutative on ints, ordered on 16-byte matrices. */
+    MPI_Op sum_op, mat_op;
+    int commute;
+    CHECK_RC(MPI_Op_create(sum_ints, 1, &sum_op), MPI_SUCCESS);
+    CHECK_RC(MPI_Op_create(matmul, 0, &mat_op), MPI_SUCCESS);
+    MPI_Op_commutative(mat_op, &commute);
+    CHECK(commute == 0);
+    MPI_Op_commutative(MPI_SUM, &commute);
+    CHECK(commute == 1);
+    int us[2] = {rank, 1}, ur2[2];
+    CHECK_RC(MPI_Allreduce(us, ur2, 2, MPI_INT, sum_op, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(ur2[0] == tri && ur2[1] == n);
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_INT, &mat);
+    MPI_Type_commit(&mat);
+    int m[4] = {2, rank, 0, 1}, prod[4], want[4] = {1, 0, 0, 1};
+    for (int i = 0; i < n; i++) { int a = want[0] * 2, b = want[0] * i + want[1]; want[0] = a; want[1] = b; }
+    CHECK_RC(MPI_Reduce(m, prod, 1, mat, mat_op, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    if (rank == 0) CHECK(prod[0] == want[0] && prod[1] == want[1]);
+    CHECK_RC(MPI_Allreduce(m, prod, 1, mat, mat_op, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(prod[0] == want[0] && prod[1] == want[1]);
+    CHECK_RC(MPI_Scan(m, prod, 1, mat, mat_op, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(prod[0] == 2 << rank);
+    int l1[2] = {1, 2}, l2[2] = {10, 20};
+    CHECK_RC(MPI_Reduce_local(l1, l2, 2, MPI_INT, sum_op), MPI_SUCCESS);
+    CHECK(l2[0] == 11 && l2[1] == 22);
+    MPI_Type_free(&mat);
+    CHECK_RC(MPI_Op_free(&sum_op), MPI_SUCCESS);
+    CHECK(sum_op == MPI_OP_NULL);
+    MPI_Op_free(&mat_op);
+    MPI_Op predefined = MPI_SUM;
+    CHECK_RC(MPI_Op_free(&predefined), MPI_ERR_OP);
 
     /* Errors: an op the type has not, a type the runtime cannot reduce, a bad root. */
     double dd = 1, dr;
