@@ -1,5 +1,6 @@
 //! Collectives on contiguous buffers, with predefined and user reductions and
-//! with `MPI_IN_PLACE`; the data moves as bytes except where it is reduced.
+//! with `MPI_IN_PLACE`, on intra- and inter-communicators (the gathering and scattering
+//! ones are in `coll_blocks`).
 
 use std::ffi::{c_int, c_void};
 
@@ -13,31 +14,41 @@ use crate::error::{fail, MpiResult};
 use crate::p2p::on_comm;
 use crate::ptr::{array, bytes, bytes_mut, in_place};
 
-/// The root's rank, checked against the communicator.
-fn root_of(c: &Comm, root: c_int) -> MpiResult<usize> {
-    match usize::try_from(root).ok().filter(|&r| r < c.size()) {
-        Some(r) => Ok(r),
-        None => fail(MPI_ERR_ROOT, format!("root {root} is not a rank of the communicator")),
+/// The root as core takes it: a rank (of the remote group, on an inter-communicator),
+/// or on an inter-communicator `MPI_ROOT` (this process) or `MPI_PROC_NULL` (another
+/// process of its group).
+pub(crate) fn root_of(c: &Comm, root: c_int) -> MpiResult<Root> {
+    let ranks = c.remote_size().unwrap_or(c.size());
+    match root {
+        MPI_ROOT if c.is_inter() => Ok(Root::Here),
+        MPI_PROC_NULL if c.is_inter() => Ok(Root::Elsewhere),
+        r if usize::try_from(r).is_ok_and(|r| r < ranks) => Ok(Root::Rank(r as u32)),
+        r => fail(MPI_ERR_ROOT, format!("root {r} is not a rank of the communicator")),
     }
 }
 
-/// Per-rank counts and displacements in bytes (elements of `extent` bytes given), and the
-/// bytes the layout spans.
-fn byte_layout(
-    counts: &[c_int],
-    displs: &[c_int],
-    extent: usize,
-) -> MpiResult<(Vec<usize>, Vec<usize>, usize)> {
-    let mut c = Vec::with_capacity(counts.len());
-    let mut d = Vec::with_capacity(counts.len());
-    let mut end = 0;
-    for (&n, &at) in counts.iter().zip(displs) {
-        let (n, at) = (crate::ptr::count(n)? * extent, crate::ptr::count(at)? * extent);
-        end = end.max(if n > 0 { at + n } else { 0 });
-        c.push(n);
-        d.push(at);
+/// Whether this process is the root (it holds the gathered or scattered side).
+pub(crate) fn is_root(c: &Comm, root: Root) -> bool {
+    match root {
+        Root::Here => true,
+        Root::Rank(r) => !c.is_inter() && r as usize == c.rank(),
+        Root::Elsewhere => false,
     }
-    Ok((c, d, end))
+}
+
+/// Whether this process contributes or takes data (all but the root's idle group-mates
+/// and, on an inter-communicator, the root itself).
+pub(crate) fn takes_part(c: &Comm, root: Root) -> bool {
+    match root {
+        Root::Rank(_) => true,
+        Root::Here | Root::Elsewhere => !c.is_inter(),
+    }
+}
+
+/// The number of blocks of a gathered buffer: the remote group's size on an
+/// inter-communicator.
+pub(crate) fn blocks(c: &Comm) -> usize {
+    c.remote_size().unwrap_or(c.size())
 }
 
 /// Runs reducing collective `op` of `count` elements.
@@ -94,8 +105,11 @@ mpi_fn! {
     }
 
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
-        let data = bytes_mut(buffer, span(count, datatype)?)?;
-        on_comm(comm, |c| Ok(c.bcast(data, root_of(c, root)?)?))
+        on_comm(comm, |c| {
+            let root = root_of(c, root)?;
+            let data = if root == Root::Elsewhere { &mut [] } else { bytes_mut(buffer, span(count, datatype)?)? };
+            Ok(c.bcast_root(data, root)?)
+        })
     }
 
     fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
@@ -103,9 +117,9 @@ mpi_fn! {
         let len = span(count, datatype)?;
         on_comm(comm, |c| {
             let root = root_of(c, root)?;
-            let recv = if c.rank() == root { bytes_mut(recvbuf, len)? } else { &mut [] };
-            let send = operand(sendbuf, recv, len)?;
-            let args = CollArgs::new(send.len() / dtype.size(), dtype).with_op(rop).with_root(Root::Rank(root as u32));
+            let recv = if is_root(c, root) { bytes_mut(recvbuf, len)? } else { &mut [] };
+            let send = if takes_part(c, root) { operand(sendbuf, recv, len)? } else { Vec::new() };
+            let args = CollArgs::new(len / dtype.size(), dtype).with_op(rop).with_root(root);
             Ok(c.collective(CollOp::Reduce, &args, &send, recv)?)
         })
     }
@@ -161,119 +175,6 @@ mpi_fn! {
             let displs: Vec<usize> = displs.iter().map(|&d| d * per).collect();
             let args = CollArgs::new(counts[c.rank()], dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
             Ok(c.collective(CollOp::ReduceScatter, &args, &send, recv)?)
-        })
-    }
-
-    fn MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let root = root_of(c, root)?;
-            let at_root = c.rank() == root;
-            let block = if at_root { span(recvcount, recvtype)? } else { 0 };
-            let recv = if at_root { bytes_mut(recvbuf, block * c.size())? } else { &mut [] };
-            let send = if at_root && in_place(sendbuf) {
-                recv[root * block..(root + 1) * block].to_vec()
-            } else {
-                bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec()
-            };
-            Ok(c.gather(&send, recv, root)?)
-        })
-    }
-
-    fn MPI_Scatter / PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let root = root_of(c, root)?;
-            let at_root = c.rank() == root;
-            let block = if at_root { span(sendcount, sendtype)? } else { span(recvcount, recvtype)? };
-            let send = if at_root { bytes(sendbuf, block * c.size())? } else { &[] };
-            if at_root && in_place(recvbuf) {
-                let mut own = vec![0u8; block];
-                return Ok(c.scatter(send, &mut own, root)?);
-            }
-            Ok(c.scatter(send, bytes_mut(recvbuf, block)?, root)?)
-        })
-    }
-
-    fn MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let block = span(recvcount, recvtype)?;
-            let recv = bytes_mut(recvbuf, block * c.size())?;
-            let me = c.rank();
-            let send = if in_place(sendbuf) { recv[me * block..(me + 1) * block].to_vec() } else { bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec() };
-            Ok(c.allgather(&send, recv)?)
-        })
-    }
-
-    fn MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let len = span(recvcount, recvtype)? * c.size();
-            let recv = bytes_mut(recvbuf, len)?;
-            let send = if in_place(sendbuf) { recv.to_vec() } else { bytes(sendbuf, span(sendcount, sendtype)? * c.size())?.to_vec() };
-            Ok(c.alltoall(&send, recv)?)
-        })
-    }
-
-    fn MPI_Gatherv / PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let root = root_of(c, root)?;
-            if c.rank() != root {
-                let send = bytes(sendbuf, span(sendcount, sendtype)?)?;
-                let args = CollArgs::new(send.len(), Datatype::U8).with_root(Root::Rank(root as u32));
-                return Ok(c.collective(CollOp::Gatherv, &args, send, &mut [])?);
-            }
-            let extent = span(1, recvtype)?;
-            let (counts, at, end) = byte_layout(array(recvcounts, c.size())?, array(displs, c.size())?, extent)?;
-            let recv = bytes_mut(recvbuf, end)?;
-            let send = if in_place(sendbuf) { recv[at[root]..at[root] + counts[root]].to_vec() } else { bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec() };
-            let args = CollArgs::new(send.len(), Datatype::U8).with_root(Root::Rank(root as u32)).with_recv(Blocks { counts: &counts, displs: &at });
-            Ok(c.collective(CollOp::Gatherv, &args, &send, recv)?)
-        })
-    }
-
-    fn MPI_Scatterv / PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let root = root_of(c, root)?;
-            if c.rank() != root {
-                let recv = bytes_mut(recvbuf, span(recvcount, recvtype)?)?;
-                let args = CollArgs::new(recv.len(), Datatype::U8).with_root(Root::Rank(root as u32));
-                return Ok(c.collective(CollOp::Scatterv, &args, &[], recv)?);
-            }
-            let extent = span(1, sendtype)?;
-            let (counts, at, end) = byte_layout(array(sendcounts, c.size())?, array(displs, c.size())?, extent)?;
-            let send = bytes(sendbuf, end)?;
-            let mut own = Vec::new();
-            let recv = if in_place(recvbuf) { own.resize(counts[root], 0); &mut own[..] } else { bytes_mut(recvbuf, span(recvcount, recvtype)?)? };
-            let args = CollArgs::new(recv.len(), Datatype::U8).with_root(Root::Rank(root as u32)).with_send(Blocks { counts: &counts, displs: &at });
-            Ok(c.collective(CollOp::Scatterv, &args, send, recv)?)
-        })
-    }
-
-    fn MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let extent = span(1, recvtype)?;
-            let (counts, at, end) = byte_layout(array(recvcounts, c.size())?, array(displs, c.size())?, extent)?;
-            let recv = bytes_mut(recvbuf, end)?;
-            let me = c.rank();
-            let send = if in_place(sendbuf) { recv[at[me]..at[me] + counts[me]].to_vec() } else { bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec() };
-            let args = CollArgs::new(send.len(), Datatype::U8).with_recv(Blocks { counts: &counts, displs: &at });
-            Ok(c.collective(CollOp::Allgatherv, &args, &send, recv)?)
-        })
-    }
-
-    fn MPI_Alltoallv / PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
-            let n = c.size();
-            let (rc, rd, rend) = byte_layout(array(recvcounts, n)?, array(rdispls, n)?, span(1, recvtype)?)?;
-            let recv = bytes_mut(recvbuf, rend)?;
-            let (send, sc, sd) = if in_place(sendbuf) {
-                (recv.to_vec(), rc.clone(), rd.clone())
-            } else {
-                let (sc, sd, send_end) = byte_layout(array(sendcounts, n)?, array(sdispls, n)?, span(1, sendtype)?)?;
-                (bytes(sendbuf, send_end)?.to_vec(), sc, sd)
-            };
-            let args = CollArgs::new(sc[c.rank()], Datatype::U8)
-                .with_send(Blocks { counts: &sc, displs: &sd })
-                .with_recv(Blocks { counts: &rc, displs: &rd });
-            Ok(c.collective(CollOp::Alltoallv, &args, &send, recv)?)
         })
     }
 }

@@ -15,7 +15,7 @@ use crate::state::{self, COMM_KIND};
 
 /// Stores a communicator made from `parent` (it inherits its error handler) and returns
 /// its handle, `MPI_COMM_NULL` for none.
-fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
+pub(crate) fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
     let Some(comm) = comm else { return Ok(MPI_COMM_NULL) };
     state::with(|s| {
         let handle = s.new_handle(COMM_KIND);

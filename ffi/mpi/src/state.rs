@@ -41,6 +41,8 @@ pub(crate) struct State {
     pub requests: HashMap<c_int, Pending>,
     /// Requests the program freed before they completed.
     pub detached: Vec<Request<'static>>,
+    /// The inter-communicator to the spawning job (`MPI_COMM_NULL` if none).
+    pub parent: c_int,
     pub thread_level: c_int,
     pub main_thread: ThreadId,
     next_index: u32,
@@ -48,7 +50,8 @@ pub(crate) struct State {
 
 impl State {
     pub fn new(world: World, thread_level: c_int) -> Self {
-        State {
+        let parent = world.parent().cloned();
+        let mut state = State {
             world,
             comms: HashMap::new(),
             errhandlers: HashMap::new(),
@@ -59,7 +62,13 @@ impl State {
             thread_level,
             main_thread: std::thread::current().id(),
             next_index: 0,
+            parent: MPI_COMM_NULL,
+        };
+        if let Some(parent) = parent {
+            state.parent = state.new_handle(COMM_KIND);
+            state.comms.insert(state.parent, parent);
         }
+        state
     }
 
     /// The communicator behind `handle`; the call's errors now go to its handler.

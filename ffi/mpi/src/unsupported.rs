@@ -29,9 +29,8 @@ crate::call::unsupported! {
     MPI_Comm_create_errhandler PMPI_Comm_create_errhandler MPI_Comm_create_from_group PMPI_Comm_create_from_group
     MPI_Comm_create_keyval PMPI_Comm_create_keyval MPI_Comm_delete_attr PMPI_Comm_delete_attr
     MPI_Comm_disconnect PMPI_Comm_disconnect MPI_Comm_free_keyval PMPI_Comm_free_keyval
-    MPI_Comm_get_info PMPI_Comm_get_info MPI_Comm_get_parent PMPI_Comm_get_parent
-    MPI_Comm_idup PMPI_Comm_idup MPI_Comm_idup_with_info PMPI_Comm_idup_with_info
-    MPI_Comm_join PMPI_Comm_join MPI_Comm_remote_group PMPI_Comm_remote_group
+    MPI_Comm_get_info PMPI_Comm_get_info MPI_Comm_idup PMPI_Comm_idup
+    MPI_Comm_idup_with_info PMPI_Comm_idup_with_info MPI_Comm_join PMPI_Comm_join
     MPI_Comm_set_attr PMPI_Comm_set_attr MPI_Comm_set_info PMPI_Comm_set_info
     MPI_Comm_spawn PMPI_Comm_spawn MPI_Comm_spawn_multiple PMPI_Comm_spawn_multiple
     MPI_Compare_and_swap PMPI_Compare_and_swap MPI_DUP_FN PMPI_DUP_FN
@@ -117,8 +116,7 @@ crate::call::unsupported! {
     MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c
     MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c
     MPI_Info_create_env PMPI_Info_create_env MPI_Info_get_string PMPI_Info_get_string
-    MPI_Intercomm_create PMPI_Intercomm_create MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups
-    MPI_Intercomm_merge PMPI_Intercomm_merge MPI_Irecv_c PMPI_Irecv_c
+    MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups MPI_Irecv_c PMPI_Irecv_c
     MPI_Ireduce PMPI_Ireduce MPI_Ireduce_c PMPI_Ireduce_c
     MPI_Ireduce_scatter PMPI_Ireduce_scatter MPI_Ireduce_scatter_block PMPI_Ireduce_scatter_block
     MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c
