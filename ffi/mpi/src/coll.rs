@@ -14,6 +14,12 @@ use crate::error::{fail, MpiResult};
 use crate::p2p::on_comm;
 use crate::ptr::{array, bytes, bytes_mut, in_place};
 
+/// Runs blocking collective `f` on `comm` after the nonblocking ones started before it.
+pub(crate) fn on_coll<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
+    crate::progress::drain(comm);
+    on_comm(comm, f)
+}
+
 /// The root as core takes it: a rank (of the remote group, on an inter-communicator),
 /// or on an inter-communicator `MPI_ROOT` (this process) or `MPI_PROC_NULL` (another
 /// process of its group).
@@ -96,16 +102,16 @@ unsafe fn scan(
     let recv = unsafe { bytes_mut(recvbuf, len) }?;
     // SAFETY: the caller's contract.
     let send = unsafe { operand(sendbuf, recv, len) }?;
-    on_comm(comm, |c| reducing(c, op, dtype, rop, len / dtype.size(), &send, recv))
+    on_coll(comm, |c| reducing(c, op, dtype, rop, len / dtype.size(), &send, recv))
 }
 
 mpi_fn! {
     fn MPI_Barrier / PMPI_Barrier(comm: c_int) {
-        on_comm(comm, |c| Ok(c.barrier()?))
+        on_coll(comm, |c| Ok(c.barrier()?))
     }
 
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let root = root_of(c, root)?;
             let data = if root == Root::Elsewhere { &mut [] } else { bytes_mut(buffer, span(count, datatype)?)? };
             Ok(c.bcast_root(data, root)?)
@@ -115,7 +121,7 @@ mpi_fn! {
     fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
         let len = span(count, datatype)?;
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let root = root_of(c, root)?;
             let recv = if is_root(c, root) { bytes_mut(recvbuf, len)? } else { &mut [] };
             let send = if takes_part(c, root) { operand(sendbuf, recv, len)? } else { Vec::new() };
@@ -129,7 +135,7 @@ mpi_fn! {
         let len = span(count, datatype)?;
         let recv = bytes_mut(recvbuf, len)?;
         let send = operand(sendbuf, recv, len)?;
-        on_comm(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, len / dtype.size(), &send, recv))
+        on_coll(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, len / dtype.size(), &send, recv))
     }
 
     /// `inoutbuf = inbuf op inoutbuf`, element-wise, locally.
@@ -152,7 +158,7 @@ mpi_fn! {
     fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
         let len = span(recvcount, datatype)?;
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let total = len * c.size();
             let send = if in_place(sendbuf) { bytes(recvbuf, total)?.to_vec() } else { bytes(sendbuf, total)?.to_vec() };
             let recv = bytes_mut(recvbuf, len)?;
@@ -162,7 +168,7 @@ mpi_fn! {
 
     fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let counts: Vec<usize> = array(recvcounts, c.size())?.iter().map(|&n| crate::ptr::count(n)).collect::<MpiResult<_>>()?;
             let displs: Vec<usize> = counts.iter().scan(0, |at, &n| { let d = *at; *at += n; Some(d) }).collect();
             let total: usize = counts.iter().sum();

@@ -8,11 +8,11 @@ use commcore::coll::{Blocks, CollArgs, CollOp, Datatype, Root};
 use commcore_linux::runtime::Comm;
 
 use crate::call::mpi_fn;
+use crate::coll::on_coll;
 use crate::coll::{blocks, is_root, root_of, takes_part};
 use crate::consts::*;
 use crate::datatype::span;
 use crate::error::{fail, MpiResult};
-use crate::p2p::on_comm;
 use crate::ptr::{array, bytes, bytes_mut, in_place};
 
 /// Per-rank counts and displacements in bytes (elements of `extent` bytes given), and the
@@ -53,7 +53,7 @@ fn intra(c: &Comm) -> MpiResult {
 
 mpi_fn! {
     fn MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if !is_root(c, root) {
                 let send = if takes_part(c, root) { bytes(sendbuf, span(sendcount, sendtype)?)? } else { &[] };
@@ -71,7 +71,7 @@ mpi_fn! {
     }
 
     fn MPI_Scatter / PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if !is_root(c, root) {
                 let recv = if takes_part(c, root) { bytes_mut(recvbuf, span(recvcount, recvtype)?)? } else { &mut [] };
@@ -93,7 +93,7 @@ mpi_fn! {
     }
 
     fn MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let block = span(recvcount, recvtype)?;
             let recv = bytes_mut(recvbuf, block * blocks(c))?;
             let me = c.rank();
@@ -107,7 +107,7 @@ mpi_fn! {
     }
 
     fn MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             let block = span(recvcount, recvtype)?;
             let recv = bytes_mut(recvbuf, block * blocks(c))?;
             let send = if in_place(sendbuf) && !c.is_inter() {
@@ -120,7 +120,7 @@ mpi_fn! {
     }
 
     fn MPI_Gatherv / PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             intra(c)?;
             let Root::Rank(root) = root_of(c, root)? else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
             let root = root as usize;
@@ -139,7 +139,7 @@ mpi_fn! {
     }
 
     fn MPI_Scatterv / PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             intra(c)?;
             let Root::Rank(root) = root_of(c, root)? else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
             let root = root as usize;
@@ -159,7 +159,7 @@ mpi_fn! {
     }
 
     fn MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             intra(c)?;
             let extent = span(1, recvtype)?;
             let (counts, at, end) = byte_layout(array(recvcounts, c.size())?, array(displs, c.size())?, extent)?;
@@ -172,7 +172,7 @@ mpi_fn! {
     }
 
     fn MPI_Alltoallv / PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
-        on_comm(comm, |c| {
+        on_coll(comm, |c| {
             intra(c)?;
             let n = c.size();
             let (rc, rd, rend) = byte_layout(array(recvcounts, n)?, array(rdispls, n)?, span(1, recvtype)?)?;

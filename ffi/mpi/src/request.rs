@@ -2,7 +2,11 @@
 
 use std::ffi::{c_int, c_void};
 
+use std::sync::Arc;
+
 use commcore_linux::runtime::Request;
+
+use crate::progress::Completion;
 
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
@@ -26,6 +30,8 @@ enum Work {
     Live { request: Request<'static>, recv: bool },
     /// Finished when started (`MPI_PROC_NULL`) or cancelled.
     Done(MpiStatus),
+    /// A nonblocking collective running on its communicator's worker.
+    Collective(Arc<Completion>),
 }
 
 impl Pending {
@@ -34,6 +40,7 @@ impl Pending {
         match &mut self.work {
             Work::Done(status) => Ok(Some(*status)),
             Work::Live { request, .. } => Ok(request.test()?.map(status::of_runtime)),
+            Work::Collective(completion) => completion.test().map(collective_status).transpose(),
         }
     }
 
@@ -42,8 +49,30 @@ impl Pending {
         match self.work {
             Work::Done(status) => Ok(status),
             Work::Live { request, .. } => Ok(status::of_runtime(request.wait()?)),
+            Work::Collective(completion) => collective_status(completion.wait()),
         }
     }
+}
+
+/// The status of a finished collective, or its error (reported when it happened).
+fn collective_status(code: c_int) -> MpiResult<MpiStatus> {
+    if code == MPI_SUCCESS {
+        return Ok(status::empty());
+    }
+    fail(code, "the nonblocking collective failed")
+}
+
+/// Stores the request of a nonblocking collective on `comm`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+pub(crate) unsafe fn start_collective(
+    out: *mut c_int,
+    comm: c_int,
+    completion: Arc<Completion>,
+) -> MpiResult {
+    // SAFETY: the caller's contract.
+    unsafe { start(out, Pending { comm, work: Work::Collective(completion) }) }
 }
 
 /// Stores `pending` and writes its handle.

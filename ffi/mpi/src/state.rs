@@ -142,6 +142,7 @@ pub(crate) fn start(state: State) {
 /// Ends MPI: the world goes (the runtime finishes its traffic) at `MPI_Finalize`.
 pub(crate) fn finish() -> MpiResult {
     crate::bsend::drain();
+    crate::progress::shut_down();
     let state = lock().take();
     match state {
         Some(mut state) => {

@@ -97,17 +97,12 @@ crate::call::unsupported! {
     MPI_Graphdims_get PMPI_Graphdims_get MPI_Grequest_complete PMPI_Grequest_complete
     MPI_Grequest_start PMPI_Grequest_start MPI_Group_from_session_pset PMPI_Group_from_session_pset
     MPI_Group_range_excl PMPI_Group_range_excl MPI_Group_range_incl PMPI_Group_range_incl
-    MPI_Iallgather PMPI_Iallgather MPI_Iallgather_c PMPI_Iallgather_c
-    MPI_Iallgatherv PMPI_Iallgatherv MPI_Iallgatherv_c PMPI_Iallgatherv_c
-    MPI_Iallreduce PMPI_Iallreduce MPI_Iallreduce_c PMPI_Iallreduce_c
-    MPI_Ialltoall PMPI_Ialltoall MPI_Ialltoall_c PMPI_Ialltoall_c
-    MPI_Ialltoallv PMPI_Ialltoallv MPI_Ialltoallv_c PMPI_Ialltoallv_c
-    MPI_Ialltoallw PMPI_Ialltoallw MPI_Ialltoallw_c PMPI_Ialltoallw_c
-    MPI_Ibarrier PMPI_Ibarrier MPI_Ibcast PMPI_Ibcast
-    MPI_Ibcast_c PMPI_Ibcast_c MPI_Ibsend PMPI_Ibsend
-    MPI_Ibsend_c PMPI_Ibsend_c MPI_Iexscan PMPI_Iexscan
-    MPI_Iexscan_c PMPI_Iexscan_c MPI_Igather PMPI_Igather
-    MPI_Igather_c PMPI_Igather_c MPI_Igatherv PMPI_Igatherv
+    MPI_Iallgather_c PMPI_Iallgather_c MPI_Iallgatherv_c PMPI_Iallgatherv_c
+    MPI_Iallreduce_c PMPI_Iallreduce_c MPI_Ialltoall_c PMPI_Ialltoall_c
+    MPI_Ialltoallv_c PMPI_Ialltoallv_c MPI_Ialltoallw PMPI_Ialltoallw
+    MPI_Ialltoallw_c PMPI_Ialltoallw_c MPI_Ibcast_c PMPI_Ibcast_c
+    MPI_Ibsend PMPI_Ibsend MPI_Ibsend_c PMPI_Ibsend_c
+    MPI_Iexscan_c PMPI_Iexscan_c MPI_Igather_c PMPI_Igather_c
     MPI_Igatherv_c PMPI_Igatherv_c MPI_Improbe PMPI_Improbe
     MPI_Imrecv PMPI_Imrecv MPI_Imrecv_c PMPI_Imrecv_c
     MPI_Ineighbor_allgather PMPI_Ineighbor_allgather MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c
@@ -117,12 +112,9 @@ crate::call::unsupported! {
     MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c
     MPI_Info_create_env PMPI_Info_create_env MPI_Info_get_string PMPI_Info_get_string
     MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups MPI_Irecv_c PMPI_Irecv_c
-    MPI_Ireduce PMPI_Ireduce MPI_Ireduce_c PMPI_Ireduce_c
-    MPI_Ireduce_scatter PMPI_Ireduce_scatter MPI_Ireduce_scatter_block PMPI_Ireduce_scatter_block
-    MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c
-    MPI_Irsend_c PMPI_Irsend_c MPI_Iscan PMPI_Iscan
-    MPI_Iscan_c PMPI_Iscan_c MPI_Iscatter PMPI_Iscatter
-    MPI_Iscatter_c PMPI_Iscatter_c MPI_Iscatterv PMPI_Iscatterv
+    MPI_Ireduce_c PMPI_Ireduce_c MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c
+    MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c MPI_Irsend_c PMPI_Irsend_c
+    MPI_Iscan_c PMPI_Iscan_c MPI_Iscatter_c PMPI_Iscatter_c
     MPI_Iscatterv_c PMPI_Iscatterv_c MPI_Isend_c PMPI_Isend_c
     MPI_Isendrecv PMPI_Isendrecv MPI_Isendrecv_c PMPI_Isendrecv_c
     MPI_Isendrecv_replace PMPI_Isendrecv_replace MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c
