@@ -13,9 +13,9 @@ use crate::error::{class_text, fail, MpiResult};
 use crate::ptr::{get, put, put_text};
 use crate::state::{self, State};
 
-/// The highest thread level this library provides: calls are serialized by one lock, so
-/// two threads blocked on each other in one process would not progress.
-const THREAD_LEVEL: c_int = MPI_THREAD_SERIALIZED;
+/// The highest thread level this library provides: no call holds a lock while it waits,
+/// and the runtime agrees context ids across threads when asked to.
+const THREAD_LEVEL: c_int = MPI_THREAD_MULTIPLE;
 
 const LIBRARY_VERSION: &str = concat!(
     "commcore MPI ",
@@ -27,7 +27,10 @@ fn init(required: c_int) -> MpiResult<c_int> {
     if state::phase() != state::BEFORE_INIT {
         return fail(MPI_ERR_OTHER, "MPI was initialized before");
     }
-    let world = World::init().or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
+    let world =
+        if required >= MPI_THREAD_MULTIPLE { World::init_thread_multiple() } else { World::init() };
+    let world = world.or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
+    epoch();
     let provided = required.clamp(MPI_THREAD_SINGLE, THREAD_LEVEL);
     state::start(State::new(world, provided));
     Ok(provided)
