@@ -23,6 +23,19 @@ cmp -s ffi/mpi/src/unsupported.rs "$out.unsupported.rs" ||
 rm -f "$out.unsupported.rs"
 
 ffi/mpi/build.sh "$out"
+# Every function MPICH's headers declare is there: no program fails to load for a symbol.
+inc=$(mpicc.mpich -show | tr ' ' '\n' | sed -n 's/^-I//p' | head -n 1)
+cat "$inc/mpi_proto.h" "$inc/mpio.h" | grep -v '^typedef' |
+    sed -nE 's/^[A-Za-z_][A-Za-z0-9_ ]*[ *](P?MPI_[A-Za-z0-9_]+) *\(.*/\1/p' | sort -u >"$out.declared"
+nm -D --defined-only "$out/libmpich.so.12" | awk '{print $3}' | sort -u >"$out.exported"
+missing=$(comm -23 "$out.declared" "$out.exported")
+if [ -n "$missing" ]; then
+    fail "not exported: $(echo "$missing" | head -n 5 | tr '\n' ' ')"
+else
+    echo "symbols: PASS ($(wc -l <"$out.declared") MPI_/PMPI_ functions of mpi.h exported)"
+fi
+rm -f "$out.declared" "$out.exported"
+
 [ -x target/debug/commcore ] || nice -n 10 cargo build -q -p commcore-cli
 mkdir -p "$bin"
 for prog in p2p coll icoll comm env types inter threads fatal; do
