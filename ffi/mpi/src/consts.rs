@@ -81,6 +81,10 @@ pub const MPI_LASTUSEDCODE: c_int = 0x6440_000b;
 pub const MPI_APPNUM: c_int = 0x6440_000d;
 pub const MPI_MAX_OBJECT_NAME: usize = 128;
 pub const MPI_BSEND_OVERHEAD: usize = 96;
+pub const MPI_MAX_PORT_NAME: usize = 256;
+pub const MPI_ERR_NAME: c_int = 33;
+pub const MPI_ERR_PORT: c_int = 38;
+pub const MPI_ERR_SPAWN: c_int = 42;
 
 /// `MPI_IN_PLACE`: the address `(void *) -1`.
 pub const MPI_IN_PLACE: usize = usize::MAX;

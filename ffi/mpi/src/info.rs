@@ -34,6 +34,14 @@ fn with<T>(handle: c_int, f: impl FnOnce(&mut Pairs) -> MpiResult<T>) -> MpiResu
     }
 }
 
+/// The (key, value) pairs of `handle` (none for `MPI_INFO_NULL`).
+pub(crate) fn pairs(handle: c_int) -> MpiResult<Pairs> {
+    if handle == MPI_INFO_NULL {
+        return Ok(Vec::new());
+    }
+    with(handle, |pairs| Ok(pairs.clone()))
+}
+
 fn add(pairs: Pairs) -> c_int {
     let mut guard = INFOS.lock().unwrap_or_else(PoisonError::into_inner);
     let table = guard.get_or_insert_with(|| Table { infos: HashMap::new(), next: 0 });

@@ -38,15 +38,16 @@ rm -f "$out.declared" "$out.exported"
 
 [ -x target/debug/commcore ] || nice -n 10 cargo build -q -p commcore-cli
 mkdir -p "$bin"
-for prog in p2p coll icoll comm env types inter threads fatal; do
+for prog in p2p coll icoll comm env types inter threads spawn ports fatal; do
     mpicc.mpich -Wall -Wno-stringop-overflow -pthread -o "$bin/$prog" "$here/$prog.c"
 done
 # The programs load MPICH's soname and find ours first.
 LD_LIBRARY_PATH="$out" ldd "$bin/p2p" | grep -q "libmpich.so.12 => $out/" ||
     fail "p2p does not load $out/libmpich.so.12"
 
+# Spawn and the name service need commcore's launcher.
 for n in 1 2 3 4; do
-    for prog in p2p coll icoll comm env types inter threads; do
+    for prog in p2p coll icoll comm env types inter threads spawn ports; do
         LD_LIBRARY_PATH="$out" timeout 120 target/debug/commcore run -n "$n" "$bin/$prog" ||
             fail "$prog at $n ranks"
     done
