@@ -8,10 +8,10 @@ use commcore_linux::runtime::Request;
 
 use crate::call::mpi_fn;
 use crate::consts::*;
-use crate::datatype::span;
 use crate::error::{fail, MpiResult};
 use crate::p2p::{dest, on_comm};
-use crate::ptr::{bytes, put};
+use crate::pack::Place;
+use crate::ptr::put;
 
 /// Bytes each buffered message costs beside its data.
 const OVERHEAD: usize = MPI_BSEND_OVERHEAD;
@@ -49,7 +49,8 @@ unsafe fn bsend(
     tag: c_int,
     comm: c_int,
 ) -> MpiResult {
-    let len = span(count, datatype)?;
+    let place = Place::new(buf, count, datatype)?;
+    let len = place.packed_len();
     let Some(to) = dest(to)? else { return Ok(()) };
     let mut attached = ATTACHED.lock().unwrap_or_else(PoisonError::into_inner);
     if attached.reclaim() + len + OVERHEAD > attached.size {
@@ -59,7 +60,7 @@ unsafe fn bsend(
         );
     }
     // SAFETY: the caller's contract.
-    let data: Box<[u8]> = unsafe { bytes(buf, len) }?.into();
+    let data: Box<[u8]> = unsafe { place.outgoing() }?.into_owned().into_boxed_slice();
     // SAFETY: the box's heap bytes do not move and live in `Buffered` beside the request,
     // which is dropped first.
     let copy: &'static [u8] = unsafe { std::slice::from_raw_parts(data.as_ptr(), data.len()) };

@@ -9,17 +9,49 @@ use crate::consts::types::*;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
 
-/// What this library knows of a predefined datatype.
+/// What this library knows of a datatype.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TypeInfo {
-    /// Bytes per element in a contiguous buffer.
+    /// Bytes from one element to the next.
     pub extent: usize,
+    /// The lower bound: where an element starts, relative to its address.
+    pub lb: isize,
     /// Bytes of data per element (`MPI_Type_size`: the extent without padding).
     pub size: usize,
-    /// Bytes of each basic element it is made of (`MPI_Get_elements`).
+    /// Bytes an element takes packed (its size, with the padding of pair types).
+    pub packed: usize,
+    /// Basic elements in one element, and their size when all are alike (else 0), for
+    /// `MPI_Get_elements`.
+    pub elements: usize,
     pub basic: usize,
+    /// The alignment a structure of it rounds its extent to.
+    pub align: usize,
+    /// Whether `count` elements are the bytes `[0, count * extent)`: sent as they lie.
+    pub contiguous: bool,
+    /// The bytes the data spans: first and length (`MPI_Type_get_true_extent`).
+    pub true_lb: isize,
+    pub true_extent: usize,
     /// The runtime's type for reductions, if it has one.
     pub reduces_as: Option<Datatype>,
+}
+
+impl TypeInfo {
+    /// A predefined type: `extent` bytes, `size` of them data.
+    fn predefined(extent: usize, size: usize, reduces_as: Option<Datatype>) -> Self {
+        TypeInfo {
+            extent,
+            lb: 0,
+            size,
+            packed: extent,
+            elements: if size == extent { 1 } else { 2 },
+            basic: if size == extent { size } else { 0 },
+            align: extent.min(16),
+            contiguous: true,
+            true_lb: 0,
+            true_extent: extent,
+            reduces_as,
+        }
+    }
 }
 
 /// The predefined datatype `handle`.
@@ -52,10 +84,10 @@ pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
             MPI_SHORT_INT => 6,
             _ => extent,
         };
-        return Ok(TypeInfo { extent, size, basic: size, reduces_as });
+        return Ok(TypeInfo::predefined(extent, size, reduces_as));
     }
     if handle == MPI_LONG_DOUBLE_INT {
-        return Ok(TypeInfo { extent: 32, size: 20, basic: 20, reduces_as: None });
+        return Ok(TypeInfo::predefined(32, 20, None));
     }
     // Other predefined types (long double, complex, wchar, packed, ...): MPICH encodes
     // the size in bits 8..16 of handles of kind 0x4c.
@@ -63,22 +95,28 @@ pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
     if bits & 0xff00_0000 == 0x4c00_0000 {
         let extent = ((bits >> 8) & 0xff) as usize;
         if extent > 0 {
-            return Ok(TypeInfo { extent, size: extent, basic: extent, reduces_as: None });
+            return Ok(TypeInfo::predefined(extent, extent, None));
         }
     }
-    if let Some(info) = crate::derived::lookup(handle) {
+    if let Some((info, _)) = crate::typemap::lookup(handle) {
         return Ok(info);
     }
     if handle == MPI_DATATYPE_NULL {
         return fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
     }
-    fail(MPI_ERR_TYPE, format!("{handle:#x} is not a datatype (of the derived ones, only contiguous ones are provided yet)"))
+    fail(MPI_ERR_TYPE, format!("{handle:#x} is not a datatype"))
 }
 
-/// Bytes of `count` elements of `handle`.
+/// Bytes of `count` elements of `handle`, a datatype whose data lies contiguous (those
+/// that do not are packed by point-to-point calls only, so far).
 pub(crate) fn span(count: c_int, handle: c_int) -> MpiResult<usize> {
     let n = crate::ptr::count(count)?;
-    Ok(n * type_info(handle)?.extent)
+    let info = type_info(handle)?;
+    if !info.contiguous {
+        let message = "collectives on non-contiguous datatypes are not provided yet";
+        return fail(MPI_ERR_TYPE, message);
+    }
+    Ok(n * info.extent)
 }
 
 /// The runtime's type and reduction for `op` on `handle`: an error where the runtime

@@ -6,11 +6,12 @@ use commcore_linux::runtime::{Comm, Source, ANY_SOURCE};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
-use crate::datatype::{span, type_info};
 use crate::error::{fail, MpiResult};
-use crate::ptr::{bytes, bytes_mut, get, put, put_status};
+use crate::pack::{Incoming, Place};
+use crate::ptr::{get, put, put_status};
 use crate::state;
 use crate::status;
+use crate::typemap::layout;
 
 /// A destination rank; `None` for `MPI_PROC_NULL`.
 pub(crate) fn dest(rank: c_int) -> MpiResult<Option<usize>> {
@@ -48,12 +49,11 @@ unsafe fn send(
     tag: c_int,
     comm: c_int,
 ) -> MpiResult {
-    let len = span(count, datatype)?;
     // SAFETY: the caller's contract.
-    let data = unsafe { bytes(buf, len) }?;
+    let data = unsafe { Place::new(buf, count, datatype)?.outgoing() }?;
     on_comm(comm, |c| match dest(to)? {
         None => Ok(()),
-        Some(to) => Ok(c.send(data, to, tag)?),
+        Some(to) => Ok(c.send(&data, to, tag)?),
     })
 }
 
@@ -68,16 +68,21 @@ unsafe fn recv(
     comm: c_int,
     out: *mut MpiStatus,
 ) -> MpiResult {
-    let len = span(count, datatype)?;
     // SAFETY: the caller's contract.
-    let data = unsafe { bytes_mut(buf, len) }?;
+    let mut data = unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?;
     let result = on_comm(comm, |c| match source(from)? {
         None => Ok(status::empty()),
-        Some(from) => Ok(status::of_runtime(c.recv(data, from, tag)?)),
-    })?;
+        Some(from) => Ok(status::of_runtime(c.recv(data.bytes(), from, tag)?)),
+    });
     // SAFETY: the caller's contract.
-    unsafe { put_status(out, result) };
-    Ok(())
+    unsafe {
+        // A truncated message still fills the buffer.
+        data.finish(result.as_ref().map_or(usize::MAX, |s| status::bytes(s) as usize))?;
+        if let Ok(result) = result {
+            put_status(out, result);
+        }
+    }
+    result.map(drop)
 }
 
 mpi_fn! {
@@ -104,9 +109,10 @@ mpi_fn! {
         recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int,
         comm: c_int, status: *mut MpiStatus,
     ) {
-        let send = bytes(sendbuf, span(sendcount, sendtype)?)?;
-        let recv = bytes_mut(recvbuf, span(recvcount, recvtype)?)?;
-        let result = sendrecv(comm, send, dest, sendtag, recv, source, recvtag)?;
+        let send = Place::new(sendbuf, sendcount, sendtype)?.outgoing()?;
+        let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
+        let result = sendrecv(comm, &send, dest, sendtag, recv.bytes(), source, recvtag)?;
+        recv.finish(status::bytes(&result) as usize)?;
         put_status(status, result);
         Ok(())
     }
@@ -115,9 +121,11 @@ mpi_fn! {
         buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int,
         source: c_int, recvtag: c_int, comm: c_int, status: *mut MpiStatus,
     ) {
-        let data = bytes_mut(buf, span(count, datatype)?)?;
-        let copy = data.to_vec();
-        let result = sendrecv(comm, &copy, dest, sendtag, data, source, recvtag)?;
+        let place = Place::new(buf, count, datatype)?;
+        let copy = place.outgoing()?.into_owned();
+        let mut recv = Incoming::new(place)?;
+        let result = sendrecv(comm, &copy, dest, sendtag, recv.bytes(), source, recvtag)?;
+        recv.finish(status::bytes(&result) as usize)?;
         put_status(status, result);
         Ok(())
     }
@@ -197,16 +205,20 @@ unsafe fn get_count(
 ) -> MpiResult {
     // SAFETY: the caller's contract.
     let status = unsafe { get(status) }?;
-    let info = type_info(datatype)?;
-    // Whole datatypes, or the basic elements they are made of.
-    let unit = if elements { info.extent * info.basic / info.size.max(1) } else { info.extent };
-    let extent = unit.max(1) as u64;
+    let info = layout(datatype)?.0;
     let bytes = status::bytes(&status);
-    let n = if bytes % extent == 0 {
-        c_int::try_from(bytes / extent).unwrap_or(MPI_UNDEFINED)
-    } else {
-        MPI_UNDEFINED
+    let packed = info.packed.max(1) as u64;
+    let whole = bytes / packed;
+    // Whole datatypes, or the basic elements they are made of (as they travel: packed).
+    let n = match (elements, bytes % packed == 0) {
+        (false, true) => Some(whole),
+        (true, true) => Some(whole * info.elements as u64),
+        (true, false) if info.basic > 0 && bytes % info.basic as u64 == 0 => {
+            Some(bytes / info.basic as u64)
+        }
+        _ => None,
     };
+    let n = n.and_then(|n| c_int::try_from(n).ok()).unwrap_or(MPI_UNDEFINED);
     // SAFETY: the caller's contract.
     unsafe { put(count, n) }
 }

@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use commcore_linux::runtime::Request;
 
+use crate::pack::Place;
 use crate::progress::Completion;
+use std::borrow::Cow;
 
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
-use crate::datatype::span;
 use crate::error::{fail, MpiError, MpiResult};
 use crate::p2p::{dest, on_comm};
-use crate::ptr::{array_mut, bytes, bytes_mut, get, put, put_status, statuses};
+use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
 use crate::state::{self, REQUEST_KIND};
 use crate::status;
 
@@ -22,6 +23,11 @@ pub(crate) struct Pending {
     /// The communicator its errors go to.
     comm: c_int,
     work: Work,
+    /// The packed copy a non-contiguous datatype travels in (declared after `work`, whose
+    /// request reads or writes it, so dropped after it).
+    packed: Option<Box<[u8]>>,
+    /// Where a packed receive is unpacked to once complete.
+    unpack: Option<Place>,
 }
 
 enum Work {
@@ -35,22 +41,51 @@ enum Work {
 }
 
 impl Pending {
+    fn new(comm: c_int, work: Work) -> Self {
+        Pending { comm, work, packed: None, unpack: None }
+    }
+
     /// The status if the request has completed, without blocking.
     fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
-        match &mut self.work {
+        let found = match &mut self.work {
             Work::Done(status) => Ok(Some(*status)),
-            Work::Live { request, .. } => Ok(request.test()?.map(status::of_runtime)),
+            Work::Live { request, .. } => {
+                request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
+            }
             Work::Collective(completion) => completion.test().map(collective_status).transpose(),
-        }
+        };
+        self.settle(found)
     }
 
     /// Blocks until the request completes.
-    fn wait(self) -> MpiResult<MpiStatus> {
-        match self.work {
-            Work::Done(status) => Ok(status),
-            Work::Live { request, .. } => Ok(status::of_runtime(request.wait()?)),
-            Work::Collective(completion) => collective_status(completion.wait()),
+    fn wait(mut self) -> MpiResult<MpiStatus> {
+        let work = std::mem::replace(&mut self.work, Work::Done(status::empty()));
+        let found = match work {
+            Work::Done(status) => Ok(Some(status)),
+            Work::Live { request, .. } => {
+                request.wait().map(|s| Some(status::of_runtime(s))).map_err(MpiError::from)
+            }
+            Work::Collective(completion) => collective_status(completion.wait()).map(Some),
+        };
+        self.settle(found)?
+            .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "a waited request did not finish"))
+    }
+
+    /// Once complete: the runtime's request is dropped, then a packed receive unpacked.
+    fn settle(&mut self, found: MpiResult<Option<MpiStatus>>) -> MpiResult<Option<MpiStatus>> {
+        let received = match &found {
+            Ok(Some(status)) => status::bytes(status) as usize,
+            Ok(None) => return Ok(None),
+            // A truncated message still fills the buffer.
+            Err(_) => usize::MAX,
+        };
+        self.work =
+            Work::Done(*found.as_ref().ok().and_then(|s| s.as_ref()).unwrap_or(&status::empty()));
+        if let (Some(place), Some(packed)) = (self.unpack.take(), &self.packed) {
+            // SAFETY: the receive's buffer, which MPI keeps the request's until now.
+            unsafe { place.unpack(&packed[..received.min(packed.len())]) }?;
         }
+        found
     }
 }
 
@@ -72,7 +107,7 @@ pub(crate) unsafe fn start_collective(
     completion: Arc<Completion>,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
-    unsafe { start(out, Pending { comm, work: Work::Collective(completion) }) }
+    unsafe { start(out, Pending::new(comm, Work::Collective(completion))) }
 }
 
 /// Stores `pending` and writes its handle.
@@ -103,14 +138,23 @@ unsafe fn isend(
     comm: c_int,
     out: *mut c_int,
 ) -> MpiResult {
+    let place = Place::new(buf, count, datatype)?;
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
-    let data: &'static [u8] = unsafe { bytes(buf, span(count, datatype)?) }?;
+    let (data, packed) = match unsafe { place.outgoing() }? {
+        Cow::Borrowed(data) => (data, None),
+        Cow::Owned(copy) => {
+            let copy = copy.into_boxed_slice();
+            // SAFETY: the box's heap bytes do not move and outlive the request (`Pending`
+            // drops `work` first).
+            (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
+        }
+    };
     let work = on_comm(comm, |c| match dest(to)? {
         None => Ok(Work::Done(status::empty())),
         Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
     })?;
     // SAFETY: the caller's contract.
-    unsafe { start(out, Pending { comm, work }) }
+    unsafe { start(out, Pending { packed, ..Pending::new(comm, work) }) }
 }
 
 /// Removes request `handle` from the table; `None` for `MPI_REQUEST_NULL`.
@@ -229,14 +273,23 @@ mpi_fn! {
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        // MPI keeps the buffer the request's until it completes.
-        let data: &'static mut [u8] = bytes_mut(buf, span(count, datatype)?)?;
+        let place = Place::new(buf, count, datatype)?;
+        let (data, packed, unpack): (&'static mut [u8], _, _) = if place.contiguous() {
+            // MPI keeps the buffer the request's until it completes.
+            (bytes_mut(buf, place.packed_len())?, None, None)
+        } else {
+            let mut copy = vec![0u8; place.packed_len()].into_boxed_slice();
+            // The box's heap bytes do not move and outlive the request (`Pending` drops
+            // `work` first); nothing else touches them until it completes.
+            let data = std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len());
+            (data, Some(copy), Some(place))
+        };
         let from = source;
         let work = on_comm(comm, |c| match crate::p2p::source(from)? {
             None => Ok(Work::Done(status::empty())),
             Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
         })?;
-        start(request, Pending { comm, work })
+        start(request, Pending { packed, unpack, ..Pending::new(comm, work) })
     }
 
     fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {

@@ -4,88 +4,87 @@
 crate::call::unsupported! {
     MPI_Accumulate PMPI_Accumulate MPI_Accumulate_c PMPI_Accumulate_c
     MPI_Add_error_class PMPI_Add_error_class MPI_Add_error_code PMPI_Add_error_code
-    MPI_Add_error_string PMPI_Add_error_string MPI_Address PMPI_Address
-    MPI_Allgather_c PMPI_Allgather_c MPI_Allgather_init PMPI_Allgather_init
-    MPI_Allgather_init_c PMPI_Allgather_init_c MPI_Allgatherv_c PMPI_Allgatherv_c
-    MPI_Allgatherv_init PMPI_Allgatherv_init MPI_Allgatherv_init_c PMPI_Allgatherv_init_c
-    MPI_Alloc_mem PMPI_Alloc_mem MPI_Allreduce_c PMPI_Allreduce_c
-    MPI_Allreduce_init PMPI_Allreduce_init MPI_Allreduce_init_c PMPI_Allreduce_init_c
-    MPI_Alltoall_c PMPI_Alltoall_c MPI_Alltoall_init PMPI_Alltoall_init
-    MPI_Alltoall_init_c PMPI_Alltoall_init_c MPI_Alltoallv_c PMPI_Alltoallv_c
-    MPI_Alltoallv_init PMPI_Alltoallv_init MPI_Alltoallv_init_c PMPI_Alltoallv_init_c
-    MPI_Alltoallw PMPI_Alltoallw MPI_Alltoallw_c PMPI_Alltoallw_c
-    MPI_Alltoallw_init PMPI_Alltoallw_init MPI_Alltoallw_init_c PMPI_Alltoallw_init_c
-    MPI_Attr_delete PMPI_Attr_delete MPI_Attr_put PMPI_Attr_put
-    MPI_Barrier_init PMPI_Barrier_init MPI_Bcast_c PMPI_Bcast_c
-    MPI_Bcast_init PMPI_Bcast_init MPI_Bcast_init_c PMPI_Bcast_init_c
-    MPI_Bsend_c PMPI_Bsend_c MPI_Bsend_init PMPI_Bsend_init
-    MPI_Bsend_init_c PMPI_Bsend_init_c MPI_Buffer_attach_c PMPI_Buffer_attach_c
-    MPI_Buffer_detach_c PMPI_Buffer_detach_c MPI_Cart_coords PMPI_Cart_coords
-    MPI_Cart_create PMPI_Cart_create MPI_Cart_get PMPI_Cart_get
-    MPI_Cart_map PMPI_Cart_map MPI_Cart_rank PMPI_Cart_rank
-    MPI_Cart_shift PMPI_Cart_shift MPI_Cart_sub PMPI_Cart_sub
-    MPI_Cartdim_get PMPI_Cartdim_get MPI_Comm_create_errhandler PMPI_Comm_create_errhandler
-    MPI_Comm_create_from_group PMPI_Comm_create_from_group MPI_Comm_create_keyval PMPI_Comm_create_keyval
-    MPI_Comm_delete_attr PMPI_Comm_delete_attr MPI_Comm_free_keyval PMPI_Comm_free_keyval
-    MPI_Comm_get_info PMPI_Comm_get_info MPI_Comm_idup PMPI_Comm_idup
-    MPI_Comm_idup_with_info PMPI_Comm_idup_with_info MPI_Comm_set_attr PMPI_Comm_set_attr
-    MPI_Comm_set_info PMPI_Comm_set_info MPI_Compare_and_swap PMPI_Compare_and_swap
-    MPI_DUP_FN PMPI_DUP_FN MPI_Dims_create PMPI_Dims_create
-    MPI_Dist_graph_create PMPI_Dist_graph_create MPI_Dist_graph_create_adjacent PMPI_Dist_graph_create_adjacent
-    MPI_Dist_graph_neighbors PMPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count PMPI_Dist_graph_neighbors_count
-    MPI_Errhandler_create PMPI_Errhandler_create MPI_Errhandler_get PMPI_Errhandler_get
-    MPI_Errhandler_set PMPI_Errhandler_set MPI_Exscan_c PMPI_Exscan_c
-    MPI_Exscan_init PMPI_Exscan_init MPI_Exscan_init_c PMPI_Exscan_init_c
-    MPI_Fetch_and_op PMPI_Fetch_and_op MPI_File_call_errhandler PMPI_File_call_errhandler
-    MPI_File_close PMPI_File_close MPI_File_create_errhandler PMPI_File_create_errhandler
-    MPI_File_delete PMPI_File_delete MPI_File_get_amode PMPI_File_get_amode
-    MPI_File_get_atomicity PMPI_File_get_atomicity MPI_File_get_byte_offset PMPI_File_get_byte_offset
-    MPI_File_get_errhandler PMPI_File_get_errhandler MPI_File_get_group PMPI_File_get_group
-    MPI_File_get_info PMPI_File_get_info MPI_File_get_position PMPI_File_get_position
-    MPI_File_get_position_shared PMPI_File_get_position_shared MPI_File_get_size PMPI_File_get_size
-    MPI_File_get_type_extent PMPI_File_get_type_extent MPI_File_get_type_extent_c PMPI_File_get_type_extent_c
-    MPI_File_get_view PMPI_File_get_view MPI_File_iread PMPI_File_iread
-    MPI_File_iread_all PMPI_File_iread_all MPI_File_iread_all_c PMPI_File_iread_all_c
-    MPI_File_iread_at PMPI_File_iread_at MPI_File_iread_at_all PMPI_File_iread_at_all
-    MPI_File_iread_at_all_c PMPI_File_iread_at_all_c MPI_File_iread_at_c PMPI_File_iread_at_c
-    MPI_File_iread_c PMPI_File_iread_c MPI_File_iread_shared PMPI_File_iread_shared
-    MPI_File_iread_shared_c PMPI_File_iread_shared_c MPI_File_iwrite PMPI_File_iwrite
-    MPI_File_iwrite_all PMPI_File_iwrite_all MPI_File_iwrite_all_c PMPI_File_iwrite_all_c
-    MPI_File_iwrite_at PMPI_File_iwrite_at MPI_File_iwrite_at_all PMPI_File_iwrite_at_all
-    MPI_File_iwrite_at_all_c PMPI_File_iwrite_at_all_c MPI_File_iwrite_at_c PMPI_File_iwrite_at_c
-    MPI_File_iwrite_c PMPI_File_iwrite_c MPI_File_iwrite_shared PMPI_File_iwrite_shared
-    MPI_File_iwrite_shared_c PMPI_File_iwrite_shared_c MPI_File_open PMPI_File_open
-    MPI_File_preallocate PMPI_File_preallocate MPI_File_read PMPI_File_read
-    MPI_File_read_all PMPI_File_read_all MPI_File_read_all_begin PMPI_File_read_all_begin
-    MPI_File_read_all_begin_c PMPI_File_read_all_begin_c MPI_File_read_all_c PMPI_File_read_all_c
-    MPI_File_read_all_end PMPI_File_read_all_end MPI_File_read_at PMPI_File_read_at
-    MPI_File_read_at_all PMPI_File_read_at_all MPI_File_read_at_all_begin PMPI_File_read_at_all_begin
-    MPI_File_read_at_all_begin_c PMPI_File_read_at_all_begin_c MPI_File_read_at_all_c PMPI_File_read_at_all_c
-    MPI_File_read_at_all_end PMPI_File_read_at_all_end MPI_File_read_at_c PMPI_File_read_at_c
-    MPI_File_read_c PMPI_File_read_c MPI_File_read_ordered PMPI_File_read_ordered
-    MPI_File_read_ordered_begin PMPI_File_read_ordered_begin MPI_File_read_ordered_begin_c PMPI_File_read_ordered_begin_c
-    MPI_File_read_ordered_c PMPI_File_read_ordered_c MPI_File_read_ordered_end PMPI_File_read_ordered_end
-    MPI_File_read_shared PMPI_File_read_shared MPI_File_read_shared_c PMPI_File_read_shared_c
-    MPI_File_seek PMPI_File_seek MPI_File_seek_shared PMPI_File_seek_shared
-    MPI_File_set_atomicity PMPI_File_set_atomicity MPI_File_set_errhandler PMPI_File_set_errhandler
-    MPI_File_set_info PMPI_File_set_info MPI_File_set_size PMPI_File_set_size
-    MPI_File_set_view PMPI_File_set_view MPI_File_sync PMPI_File_sync
-    MPI_File_write PMPI_File_write MPI_File_write_all PMPI_File_write_all
-    MPI_File_write_all_begin PMPI_File_write_all_begin MPI_File_write_all_begin_c PMPI_File_write_all_begin_c
-    MPI_File_write_all_c PMPI_File_write_all_c MPI_File_write_all_end PMPI_File_write_all_end
-    MPI_File_write_at PMPI_File_write_at MPI_File_write_at_all PMPI_File_write_at_all
-    MPI_File_write_at_all_begin PMPI_File_write_at_all_begin MPI_File_write_at_all_begin_c PMPI_File_write_at_all_begin_c
-    MPI_File_write_at_all_c PMPI_File_write_at_all_c MPI_File_write_at_all_end PMPI_File_write_at_all_end
-    MPI_File_write_at_c PMPI_File_write_at_c MPI_File_write_c PMPI_File_write_c
-    MPI_File_write_ordered PMPI_File_write_ordered MPI_File_write_ordered_begin PMPI_File_write_ordered_begin
-    MPI_File_write_ordered_begin_c PMPI_File_write_ordered_begin_c MPI_File_write_ordered_c PMPI_File_write_ordered_c
-    MPI_File_write_ordered_end PMPI_File_write_ordered_end MPI_File_write_shared PMPI_File_write_shared
-    MPI_File_write_shared_c PMPI_File_write_shared_c MPI_Free_mem PMPI_Free_mem
-    MPI_Gather_c PMPI_Gather_c MPI_Gather_init PMPI_Gather_init
-    MPI_Gather_init_c PMPI_Gather_init_c MPI_Gatherv_c PMPI_Gatherv_c
-    MPI_Gatherv_init PMPI_Gatherv_init MPI_Gatherv_init_c PMPI_Gatherv_init_c
-    MPI_Get PMPI_Get MPI_Get_accumulate PMPI_Get_accumulate
-    MPI_Get_accumulate_c PMPI_Get_accumulate_c MPI_Get_address PMPI_Get_address
+    MPI_Add_error_string PMPI_Add_error_string MPI_Allgather_c PMPI_Allgather_c
+    MPI_Allgather_init PMPI_Allgather_init MPI_Allgather_init_c PMPI_Allgather_init_c
+    MPI_Allgatherv_c PMPI_Allgatherv_c MPI_Allgatherv_init PMPI_Allgatherv_init
+    MPI_Allgatherv_init_c PMPI_Allgatherv_init_c MPI_Alloc_mem PMPI_Alloc_mem
+    MPI_Allreduce_c PMPI_Allreduce_c MPI_Allreduce_init PMPI_Allreduce_init
+    MPI_Allreduce_init_c PMPI_Allreduce_init_c MPI_Alltoall_c PMPI_Alltoall_c
+    MPI_Alltoall_init PMPI_Alltoall_init MPI_Alltoall_init_c PMPI_Alltoall_init_c
+    MPI_Alltoallv_c PMPI_Alltoallv_c MPI_Alltoallv_init PMPI_Alltoallv_init
+    MPI_Alltoallv_init_c PMPI_Alltoallv_init_c MPI_Alltoallw PMPI_Alltoallw
+    MPI_Alltoallw_c PMPI_Alltoallw_c MPI_Alltoallw_init PMPI_Alltoallw_init
+    MPI_Alltoallw_init_c PMPI_Alltoallw_init_c MPI_Attr_delete PMPI_Attr_delete
+    MPI_Attr_put PMPI_Attr_put MPI_Barrier_init PMPI_Barrier_init
+    MPI_Bcast_c PMPI_Bcast_c MPI_Bcast_init PMPI_Bcast_init
+    MPI_Bcast_init_c PMPI_Bcast_init_c MPI_Bsend_c PMPI_Bsend_c
+    MPI_Bsend_init PMPI_Bsend_init MPI_Bsend_init_c PMPI_Bsend_init_c
+    MPI_Buffer_attach_c PMPI_Buffer_attach_c MPI_Buffer_detach_c PMPI_Buffer_detach_c
+    MPI_Cart_coords PMPI_Cart_coords MPI_Cart_create PMPI_Cart_create
+    MPI_Cart_get PMPI_Cart_get MPI_Cart_map PMPI_Cart_map
+    MPI_Cart_rank PMPI_Cart_rank MPI_Cart_shift PMPI_Cart_shift
+    MPI_Cart_sub PMPI_Cart_sub MPI_Cartdim_get PMPI_Cartdim_get
+    MPI_Comm_create_errhandler PMPI_Comm_create_errhandler MPI_Comm_create_from_group PMPI_Comm_create_from_group
+    MPI_Comm_create_keyval PMPI_Comm_create_keyval MPI_Comm_delete_attr PMPI_Comm_delete_attr
+    MPI_Comm_free_keyval PMPI_Comm_free_keyval MPI_Comm_get_info PMPI_Comm_get_info
+    MPI_Comm_idup PMPI_Comm_idup MPI_Comm_idup_with_info PMPI_Comm_idup_with_info
+    MPI_Comm_set_attr PMPI_Comm_set_attr MPI_Comm_set_info PMPI_Comm_set_info
+    MPI_Compare_and_swap PMPI_Compare_and_swap MPI_DUP_FN PMPI_DUP_FN
+    MPI_Dims_create PMPI_Dims_create MPI_Dist_graph_create PMPI_Dist_graph_create
+    MPI_Dist_graph_create_adjacent PMPI_Dist_graph_create_adjacent MPI_Dist_graph_neighbors PMPI_Dist_graph_neighbors
+    MPI_Dist_graph_neighbors_count PMPI_Dist_graph_neighbors_count MPI_Errhandler_create PMPI_Errhandler_create
+    MPI_Errhandler_get PMPI_Errhandler_get MPI_Errhandler_set PMPI_Errhandler_set
+    MPI_Exscan_c PMPI_Exscan_c MPI_Exscan_init PMPI_Exscan_init
+    MPI_Exscan_init_c PMPI_Exscan_init_c MPI_Fetch_and_op PMPI_Fetch_and_op
+    MPI_File_call_errhandler PMPI_File_call_errhandler MPI_File_close PMPI_File_close
+    MPI_File_create_errhandler PMPI_File_create_errhandler MPI_File_delete PMPI_File_delete
+    MPI_File_get_amode PMPI_File_get_amode MPI_File_get_atomicity PMPI_File_get_atomicity
+    MPI_File_get_byte_offset PMPI_File_get_byte_offset MPI_File_get_errhandler PMPI_File_get_errhandler
+    MPI_File_get_group PMPI_File_get_group MPI_File_get_info PMPI_File_get_info
+    MPI_File_get_position PMPI_File_get_position MPI_File_get_position_shared PMPI_File_get_position_shared
+    MPI_File_get_size PMPI_File_get_size MPI_File_get_type_extent PMPI_File_get_type_extent
+    MPI_File_get_type_extent_c PMPI_File_get_type_extent_c MPI_File_get_view PMPI_File_get_view
+    MPI_File_iread PMPI_File_iread MPI_File_iread_all PMPI_File_iread_all
+    MPI_File_iread_all_c PMPI_File_iread_all_c MPI_File_iread_at PMPI_File_iread_at
+    MPI_File_iread_at_all PMPI_File_iread_at_all MPI_File_iread_at_all_c PMPI_File_iread_at_all_c
+    MPI_File_iread_at_c PMPI_File_iread_at_c MPI_File_iread_c PMPI_File_iread_c
+    MPI_File_iread_shared PMPI_File_iread_shared MPI_File_iread_shared_c PMPI_File_iread_shared_c
+    MPI_File_iwrite PMPI_File_iwrite MPI_File_iwrite_all PMPI_File_iwrite_all
+    MPI_File_iwrite_all_c PMPI_File_iwrite_all_c MPI_File_iwrite_at PMPI_File_iwrite_at
+    MPI_File_iwrite_at_all PMPI_File_iwrite_at_all MPI_File_iwrite_at_all_c PMPI_File_iwrite_at_all_c
+    MPI_File_iwrite_at_c PMPI_File_iwrite_at_c MPI_File_iwrite_c PMPI_File_iwrite_c
+    MPI_File_iwrite_shared PMPI_File_iwrite_shared MPI_File_iwrite_shared_c PMPI_File_iwrite_shared_c
+    MPI_File_open PMPI_File_open MPI_File_preallocate PMPI_File_preallocate
+    MPI_File_read PMPI_File_read MPI_File_read_all PMPI_File_read_all
+    MPI_File_read_all_begin PMPI_File_read_all_begin MPI_File_read_all_begin_c PMPI_File_read_all_begin_c
+    MPI_File_read_all_c PMPI_File_read_all_c MPI_File_read_all_end PMPI_File_read_all_end
+    MPI_File_read_at PMPI_File_read_at MPI_File_read_at_all PMPI_File_read_at_all
+    MPI_File_read_at_all_begin PMPI_File_read_at_all_begin MPI_File_read_at_all_begin_c PMPI_File_read_at_all_begin_c
+    MPI_File_read_at_all_c PMPI_File_read_at_all_c MPI_File_read_at_all_end PMPI_File_read_at_all_end
+    MPI_File_read_at_c PMPI_File_read_at_c MPI_File_read_c PMPI_File_read_c
+    MPI_File_read_ordered PMPI_File_read_ordered MPI_File_read_ordered_begin PMPI_File_read_ordered_begin
+    MPI_File_read_ordered_begin_c PMPI_File_read_ordered_begin_c MPI_File_read_ordered_c PMPI_File_read_ordered_c
+    MPI_File_read_ordered_end PMPI_File_read_ordered_end MPI_File_read_shared PMPI_File_read_shared
+    MPI_File_read_shared_c PMPI_File_read_shared_c MPI_File_seek PMPI_File_seek
+    MPI_File_seek_shared PMPI_File_seek_shared MPI_File_set_atomicity PMPI_File_set_atomicity
+    MPI_File_set_errhandler PMPI_File_set_errhandler MPI_File_set_info PMPI_File_set_info
+    MPI_File_set_size PMPI_File_set_size MPI_File_set_view PMPI_File_set_view
+    MPI_File_sync PMPI_File_sync MPI_File_write PMPI_File_write
+    MPI_File_write_all PMPI_File_write_all MPI_File_write_all_begin PMPI_File_write_all_begin
+    MPI_File_write_all_begin_c PMPI_File_write_all_begin_c MPI_File_write_all_c PMPI_File_write_all_c
+    MPI_File_write_all_end PMPI_File_write_all_end MPI_File_write_at PMPI_File_write_at
+    MPI_File_write_at_all PMPI_File_write_at_all MPI_File_write_at_all_begin PMPI_File_write_at_all_begin
+    MPI_File_write_at_all_begin_c PMPI_File_write_at_all_begin_c MPI_File_write_at_all_c PMPI_File_write_at_all_c
+    MPI_File_write_at_all_end PMPI_File_write_at_all_end MPI_File_write_at_c PMPI_File_write_at_c
+    MPI_File_write_c PMPI_File_write_c MPI_File_write_ordered PMPI_File_write_ordered
+    MPI_File_write_ordered_begin PMPI_File_write_ordered_begin MPI_File_write_ordered_begin_c PMPI_File_write_ordered_begin_c
+    MPI_File_write_ordered_c PMPI_File_write_ordered_c MPI_File_write_ordered_end PMPI_File_write_ordered_end
+    MPI_File_write_shared PMPI_File_write_shared MPI_File_write_shared_c PMPI_File_write_shared_c
+    MPI_Free_mem PMPI_Free_mem MPI_Gather_c PMPI_Gather_c
+    MPI_Gather_init PMPI_Gather_init MPI_Gather_init_c PMPI_Gather_init_c
+    MPI_Gatherv_c PMPI_Gatherv_c MPI_Gatherv_init PMPI_Gatherv_init
+    MPI_Gatherv_init_c PMPI_Gatherv_init_c MPI_Get PMPI_Get
+    MPI_Get_accumulate PMPI_Get_accumulate MPI_Get_accumulate_c PMPI_Get_accumulate_c
     MPI_Get_c PMPI_Get_c MPI_Get_count_c PMPI_Get_count_c
     MPI_Get_elements_c PMPI_Get_elements_c MPI_Get_elements_x PMPI_Get_elements_x
     MPI_Graph_create PMPI_Graph_create MPI_Graph_get PMPI_Graph_get
@@ -128,10 +127,9 @@ crate::call::unsupported! {
     MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw PMPI_Neighbor_alltoallw
     MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init
     MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c MPI_Op_create_c PMPI_Op_create_c
-    MPI_Pack PMPI_Pack MPI_Pack_c PMPI_Pack_c
-    MPI_Pack_external PMPI_Pack_external MPI_Pack_external_c PMPI_Pack_external_c
-    MPI_Pack_external_size PMPI_Pack_external_size MPI_Pack_external_size_c PMPI_Pack_external_size_c
-    MPI_Pack_size PMPI_Pack_size MPI_Pack_size_c PMPI_Pack_size_c
+    MPI_Pack_c PMPI_Pack_c MPI_Pack_external PMPI_Pack_external
+    MPI_Pack_external_c PMPI_Pack_external_c MPI_Pack_external_size PMPI_Pack_external_size
+    MPI_Pack_external_size_c PMPI_Pack_external_size_c MPI_Pack_size_c PMPI_Pack_size_c
     MPI_Parrived PMPI_Parrived MPI_Pready PMPI_Pready
     MPI_Pready_list PMPI_Pready_list MPI_Pready_range PMPI_Pready_range
     MPI_Precv_init PMPI_Precv_init MPI_Psend_init PMPI_Psend_init
@@ -197,28 +195,22 @@ crate::call::unsupported! {
     MPI_Topo_test PMPI_Topo_test MPI_Type_contiguous_c PMPI_Type_contiguous_c
     MPI_Type_create_darray PMPI_Type_create_darray MPI_Type_create_darray_c PMPI_Type_create_darray_c
     MPI_Type_create_f90_complex PMPI_Type_create_f90_complex MPI_Type_create_f90_integer PMPI_Type_create_f90_integer
-    MPI_Type_create_f90_real PMPI_Type_create_f90_real MPI_Type_create_hindexed PMPI_Type_create_hindexed
-    MPI_Type_create_hindexed_block PMPI_Type_create_hindexed_block MPI_Type_create_hindexed_block_c PMPI_Type_create_hindexed_block_c
-    MPI_Type_create_hindexed_c PMPI_Type_create_hindexed_c MPI_Type_create_hvector PMPI_Type_create_hvector
-    MPI_Type_create_hvector_c PMPI_Type_create_hvector_c MPI_Type_create_indexed_block PMPI_Type_create_indexed_block
+    MPI_Type_create_f90_real PMPI_Type_create_f90_real MPI_Type_create_hindexed_block_c PMPI_Type_create_hindexed_block_c
+    MPI_Type_create_hindexed_c PMPI_Type_create_hindexed_c MPI_Type_create_hvector_c PMPI_Type_create_hvector_c
     MPI_Type_create_indexed_block_c PMPI_Type_create_indexed_block_c MPI_Type_create_keyval PMPI_Type_create_keyval
-    MPI_Type_create_resized PMPI_Type_create_resized MPI_Type_create_resized_c PMPI_Type_create_resized_c
-    MPI_Type_create_struct PMPI_Type_create_struct MPI_Type_create_struct_c PMPI_Type_create_struct_c
+    MPI_Type_create_resized_c PMPI_Type_create_resized_c MPI_Type_create_struct_c PMPI_Type_create_struct_c
     MPI_Type_create_subarray PMPI_Type_create_subarray MPI_Type_create_subarray_c PMPI_Type_create_subarray_c
     MPI_Type_delete_attr PMPI_Type_delete_attr MPI_Type_extent PMPI_Type_extent
     MPI_Type_free_keyval PMPI_Type_free_keyval MPI_Type_get_attr PMPI_Type_get_attr
     MPI_Type_get_contents PMPI_Type_get_contents MPI_Type_get_contents_c PMPI_Type_get_contents_c
     MPI_Type_get_envelope PMPI_Type_get_envelope MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
-    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_extent_x PMPI_Type_get_extent_x
-    MPI_Type_get_name PMPI_Type_get_name MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c
-    MPI_Type_get_true_extent_x PMPI_Type_get_true_extent_x MPI_Type_hindexed PMPI_Type_hindexed
-    MPI_Type_hvector PMPI_Type_hvector MPI_Type_indexed PMPI_Type_indexed
+    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_name PMPI_Type_get_name
+    MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_hindexed PMPI_Type_hindexed
     MPI_Type_indexed_c PMPI_Type_indexed_c MPI_Type_lb PMPI_Type_lb
     MPI_Type_match_size PMPI_Type_match_size MPI_Type_set_attr PMPI_Type_set_attr
     MPI_Type_set_name PMPI_Type_set_name MPI_Type_size_c PMPI_Type_size_c
     MPI_Type_struct PMPI_Type_struct MPI_Type_ub PMPI_Type_ub
-    MPI_Type_vector PMPI_Type_vector MPI_Type_vector_c PMPI_Type_vector_c
-    MPI_Unpack PMPI_Unpack MPI_Unpack_c PMPI_Unpack_c
+    MPI_Type_vector_c PMPI_Type_vector_c MPI_Unpack_c PMPI_Unpack_c
     MPI_Unpack_external PMPI_Unpack_external MPI_Unpack_external_c PMPI_Unpack_external_c
     MPI_Win_allocate PMPI_Win_allocate MPI_Win_allocate_c PMPI_Win_allocate_c
     MPI_Win_allocate_shared PMPI_Win_allocate_shared MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c

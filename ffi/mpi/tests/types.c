@@ -56,7 +56,78 @@ int main(int argc, char **argv) {
     MPI_Datatype predefined = MPI_INT;
     CHECK_RC(MPI_Type_free(&predefined), MPI_ERR_TYPE);
     CHECK_RC(MPI_Send(out, 1, three, right, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
-    MPI_Datatype vec;
-    CHECK_RC(MPI_Type_vector(2, 1, 2, MPI_INT, &vec), MPI_ERR_UNSUPPORTED_OPERATION);
+    /* A column of a 4x4 matrix: vector, sent by blocking and nonblocking calls. */
+    MPI_Datatype column;
+    CHECK_RC(MPI_Type_vector(4, 1, 4, MPI_DOUBLE, &column), MPI_SUCCESS);
+    MPI_Type_commit(&column);
+    MPI_Type_size(column, &s);
+    MPI_Type_get_extent(column, &lb, &extent);
+    CHECK(s == 32 && lb == 0 && extent == 13 * 8);
+    double m[16], got[16];
+    for (int i = 0; i < 16; i++) { m[i] = rank * 100 + i; got[i] = -1; }
+    CHECK_RC(MPI_Sendrecv(&m[1], 1, column, right, 2, &got[2], 1, column, left, 2, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    for (int r = 0; r < 4; r++) CHECK(got[4 * r + 2] == left * 100 + 4 * r + 1 && got[4 * r + 1] == -1);
+    MPI_Get_count(&st, column, &count);
+    CHECK(count == 1);
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    CHECK(count == 4);
+    /* Column into contiguous doubles, nonblocking. */
+    double flat[4] = {0};
+    MPI_Request rq[2];
+    MPI_Irecv(&got[0], 1, column, left, 3, MPI_COMM_WORLD, &rq[0]);
+    MPI_Isend(&m[3], 1, column, right, 3, MPI_COMM_WORLD, &rq[1]);
+    CHECK_RC(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    for (int r = 0; r < 4; r++) CHECK(got[4 * r] == left * 100 + 4 * r + 3);
+    MPI_Sendrecv(&m[0], 1, column, right, 4, flat, 4, MPI_DOUBLE, left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(flat[3] == left * 100 + 12);
+
+    /* A structure found with MPI_Get_address, and its resized array. */
+    struct item { char c; double d; int i; } items[3], back[3];
+    int lens[3] = {1, 1, 1};
+    MPI_Aint base, displs[3];
+    MPI_Datatype member_types[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT}, item_type, item_array;
+    MPI_Get_address(&items[0], &base);
+    MPI_Get_address(&items[0].c, &displs[0]);
+    MPI_Get_address(&items[0].d, &displs[1]);
+    MPI_Get_address(&items[0].i, &displs[2]);
+    for (int k = 0; k < 3; k++) displs[k] -= base;
+    CHECK_RC(MPI_Type_create_struct(3, lens, displs, member_types, &item_type), MPI_SUCCESS);
+    MPI_Type_get_extent(item_type, &lb, &extent);
+    CHECK(extent == sizeof(struct item));
+    MPI_Type_size(item_type, &s);
+    CHECK(s == 13);
+    MPI_Type_create_resized(item_type, 0, sizeof(struct item), &item_array);
+    MPI_Type_commit(&item_array);
+    for (int k = 0; k < 3; k++) { items[k].c = 'a' + k; items[k].d = rank + k * 0.5; items[k].i = rank * 10 + k; }
+    MPI_Sendrecv(items, 3, item_array, right, 5, back, 3, item_array, left, 5, MPI_COMM_WORLD, &st);
+    CHECK(back[2].c == 'c' && back[2].d == left + 1.0 && back[2].i == left * 10 + 2);
+    MPI_Get_elements(&st, item_array, &count);
+    CHECK(count == 9);
+
+    /* Pack and unpack: an int and a column. */
+    char packed[256];
+    int position = 0, psize;
+    MPI_Pack_size(1, column, MPI_COMM_WORLD, &psize);
+    CHECK(psize == 32);
+    MPI_Pack(&rank, 1, MPI_INT, packed, sizeof packed, &position, MPI_COMM_WORLD);
+    MPI_Pack(&m[0], 1, column, packed, sizeof packed, &position, MPI_COMM_WORLD);
+    CHECK(position == 36);
+    int unpacked_rank = -1;
+    double cols[16] = {0};
+    position = 0;
+    MPI_Unpack(packed, sizeof packed, &position, &unpacked_rank, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Unpack(packed, sizeof packed, &position, &cols[0], 1, column, MPI_COMM_WORLD);
+    CHECK(unpacked_rank == rank && cols[12] == m[12] && cols[1] == 0);
+    /* Sent packed, received as the type. */
+    position = 36;
+    MPI_Sendrecv(packed + 4, 32, MPI_PACKED, right, 6, &got[0], 1, column, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got[8] == left * 100 + 8);
+    CHECK_RC(MPI_Pack(&m[0], 1, column, packed, 16, &(int){0}, MPI_COMM_WORLD), MPI_ERR_TRUNCATE);
+
+    /* Collectives do not take non-contiguous types yet: an error, not a wrong answer. */
+    CHECK_RC(MPI_Bcast(&m[0], 1, column, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    MPI_Type_free(&column);
+    MPI_Type_free(&item_type);
+    MPI_Type_free(&item_array);
     FINISH("types");
 }
