@@ -9,10 +9,11 @@ use commcore_linux::runtime::Comm;
 
 use crate::call::mpi_fn;
 use crate::consts::*;
-use crate::datatype::{reduction, span};
+use crate::datatype::reduction;
 use crate::error::{fail, MpiResult};
 use crate::p2p::on_comm;
-use crate::ptr::{array, bytes, bytes_mut, in_place};
+use crate::pack::{copy, Incoming, Place};
+use crate::ptr::{array, in_place};
 
 /// Runs blocking collective `f` on `comm` after the nonblocking ones started before it.
 pub(crate) fn on_coll<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
@@ -71,16 +72,33 @@ fn reducing(
     Ok(c.collective(op, &args, send, recv)?)
 }
 
-/// The send data of a reducing call: the program's, or a copy of `recv` for `MPI_IN_PLACE`.
+/// The operand of a reducing call, packed: the program's, or for `MPI_IN_PLACE` the
+/// receive buffer's.
 ///
 /// # Safety
-/// `sendbuf` is `MPI_IN_PLACE` or holds `len` bytes.
-unsafe fn operand(sendbuf: *const c_void, recv: &[u8], len: usize) -> MpiResult<Vec<u8>> {
-    if in_place(sendbuf) {
-        return Ok(recv[..len.min(recv.len())].to_vec());
-    }
+/// The buffer read holds `count` elements of `datatype`.
+unsafe fn operand(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> MpiResult<Vec<u8>> {
+    let from = if in_place(sendbuf) { recvbuf as *const c_void } else { sendbuf };
     // SAFETY: the caller's contract.
-    Ok(unsafe { bytes(sendbuf, len) }?.to_vec())
+    unsafe { copy(from, count, datatype) }
+}
+
+/// The receive side of a reducing call: `count` elements at `recvbuf`.
+///
+/// # Safety
+/// `recvbuf` has room for them.
+unsafe fn result<'a>(
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> MpiResult<Incoming<'a>> {
+    // SAFETY: the caller's contract.
+    unsafe { Incoming::new(Place::new(recvbuf, count, datatype)?) }
 }
 
 /// `MPI_Scan` and `MPI_Exscan`.
@@ -97,12 +115,12 @@ unsafe fn scan(
     comm: c_int,
 ) -> MpiResult {
     let (dtype, rop) = reduction(datatype, rop)?;
-    let len = span(count, datatype)?;
     // SAFETY: the caller's contract.
-    let recv = unsafe { bytes_mut(recvbuf, len) }?;
+    let (send, mut recv) =
+        unsafe { (operand(sendbuf, recvbuf, count, datatype)?, result(recvbuf, count, datatype)?) };
+    on_coll(comm, |c| reducing(c, op, dtype, rop, send.len() / dtype.size(), &send, recv.bytes()))?;
     // SAFETY: the caller's contract.
-    let send = unsafe { operand(sendbuf, recv, len) }?;
-    on_coll(comm, |c| reducing(c, op, dtype, rop, len / dtype.size(), &send, recv))
+    unsafe { recv.finish(usize::MAX) }
 }
 
 mpi_fn! {
@@ -113,38 +131,47 @@ mpi_fn! {
     fn MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) {
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
-            let data = if root == Root::Elsewhere { &mut [] } else { bytes_mut(buffer, span(count, datatype)?)? };
-            Ok(c.bcast_root(data, root)?)
+            if root == Root::Elsewhere {
+                return Ok(c.bcast_root(&mut [], root)?);
+            }
+            let mut data = Incoming::inout(Place::new(buffer, count, datatype)?)?;
+            c.bcast_root(data.bytes(), root)?;
+            data.finish(usize::MAX)
         })
     }
 
     fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
-        let len = span(count, datatype)?;
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
-            let recv = if is_root(c, root) { bytes_mut(recvbuf, len)? } else { &mut [] };
-            let send = if takes_part(c, root) { operand(sendbuf, recv, len)? } else { Vec::new() };
+            let at_root = is_root(c, root);
+            let send = match (takes_part(c, root), at_root) {
+                (false, _) => Vec::new(),
+                (true, true) => operand(sendbuf, recvbuf, count, datatype)?,
+                (true, false) => copy(sendbuf, count, datatype)?,
+            };
+            let mut recv = if at_root { Some(result(recvbuf, count, datatype)?) } else { None };
+            let len = recv.as_mut().map_or(send.len(), |r| r.bytes().len());
             let args = CollArgs::new(len / dtype.size(), dtype).with_op(rop).with_root(root);
-            Ok(c.collective(CollOp::Reduce, &args, &send, recv)?)
+            c.collective(CollOp::Reduce, &args, &send, recv.as_mut().map_or(&mut [][..], |r| r.bytes()))?;
+            recv.map_or(Ok(()), |r| r.finish(usize::MAX))
         })
     }
 
     fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
-        let len = span(count, datatype)?;
-        let recv = bytes_mut(recvbuf, len)?;
-        let send = operand(sendbuf, recv, len)?;
-        on_coll(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, len / dtype.size(), &send, recv))
+        let (send, mut recv) = (operand(sendbuf, recvbuf, count, datatype)?, result(recvbuf, count, datatype)?);
+        on_coll(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, send.len() / dtype.size(), &send, recv.bytes()))?;
+        recv.finish(usize::MAX)
     }
 
     /// `inoutbuf = inbuf op inoutbuf`, element-wise, locally.
     fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
-        let len = span(count, datatype)?;
-        let (src, dst) = (bytes(inbuf, len)?, bytes_mut(inoutbuf, len)?);
-        reduce(&rop, dtype, src, dst, true)
-            .or_else(|e| fail(MPI_ERR_OP, e.to_string()))
+        let src = copy(inbuf, count, datatype)?;
+        let mut dst = Incoming::inout(Place::new(inoutbuf, count, datatype)?)?;
+        reduce(&rop, dtype, &src, dst.bytes(), true).or_else(|e| fail(MPI_ERR_OP, e.to_string()))?;
+        dst.finish(usize::MAX)
     }
 
     fn MPI_Scan / PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
@@ -157,30 +184,30 @@ mpi_fn! {
 
     fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
-        let len = span(recvcount, datatype)?;
         on_coll(comm, |c| {
-            let total = len * c.size();
-            let send = if in_place(sendbuf) { bytes(recvbuf, total)?.to_vec() } else { bytes(sendbuf, total)?.to_vec() };
-            let recv = bytes_mut(recvbuf, len)?;
-            reducing(c, CollOp::ReduceScatterBlock, dtype, rop, len / dtype.size(), &send, recv)
+            let total = c_int::try_from(crate::ptr::count(recvcount)? * c.size()).unwrap_or(c_int::MAX);
+            let send = operand(sendbuf, recvbuf, total, datatype)?;
+            let mut recv = result(recvbuf, recvcount, datatype)?;
+            let n = recv.bytes().len() / dtype.size();
+            reducing(c, CollOp::ReduceScatterBlock, dtype, rop, n, &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 
     fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
         on_coll(comm, |c| {
-            let counts: Vec<usize> = array(recvcounts, c.size())?.iter().map(|&n| crate::ptr::count(n)).collect::<MpiResult<_>>()?;
+            let counts = array(recvcounts, c.size())?;
+            let total: c_int = counts.iter().map(|&n| crate::ptr::count(n).map(|n| n as c_int)).sum::<MpiResult<c_int>>()?;
+            let send = operand(sendbuf, recvbuf, total, datatype)?;
+            let mut recv = result(recvbuf, counts[c.rank()], datatype)?;
+            // Elements of `dtype` per element of `datatype`, as packed.
+            let per = Place::new(recvbuf, 1, datatype)?.packed_len() / dtype.size();
+            let counts: Vec<usize> = counts.iter().map(|&n| n as usize * per).collect();
             let displs: Vec<usize> = counts.iter().scan(0, |at, &n| { let d = *at; *at += n; Some(d) }).collect();
-            let total: usize = counts.iter().sum();
-            // Bytes per element of `datatype` (a contiguous type holds several of `dtype`).
-            let size = span(1, datatype)?;
-            let send = if in_place(sendbuf) { bytes(recvbuf, total * size)?.to_vec() } else { bytes(sendbuf, total * size)?.to_vec() };
-            let recv = bytes_mut(recvbuf, counts[c.rank()] * size)?;
-            let per = size / dtype.size();
-            let counts: Vec<usize> = counts.iter().map(|&n| n * per).collect();
-            let displs: Vec<usize> = displs.iter().map(|&d| d * per).collect();
             let args = CollArgs::new(counts[c.rank()], dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
-            Ok(c.collective(CollOp::ReduceScatter, &args, &send, recv)?)
+            c.collective(CollOp::ReduceScatter, &args, &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 }

@@ -13,7 +13,8 @@ use crate::coll::{blocks, is_root, root_of, takes_part};
 use crate::consts::*;
 use crate::datatype::span;
 use crate::error::{fail, MpiResult};
-use crate::ptr::{array, bytes, bytes_mut, in_place};
+use crate::pack::{copy, element, Incoming, Place};
+use crate::ptr::{array, bytes, bytes_mut, count, in_place};
 
 /// Per-rank counts and displacements in bytes (elements of `extent` bytes given), and the
 /// bytes the layout spans.
@@ -40,6 +41,14 @@ fn run(c: &Comm, op: CollOp, block: usize, root: Root, send: &[u8], recv: &mut [
     Ok(c.collective(op, &args, send, recv)?)
 }
 
+/// `count` elements `n` times, as a count.
+fn times(count: c_int, n: usize) -> MpiResult<c_int> {
+    match c_int::try_from(crate::ptr::count(count)? * n) {
+        Ok(total) => Ok(total),
+        Err(_) => fail(MPI_ERR_COUNT, "the buffer holds more than an int counts"),
+    }
+}
+
 /// The `v` forms run on intra-communicators only, so far.
 fn intra(c: &Comm) -> MpiResult {
     if c.is_inter() {
@@ -56,17 +65,18 @@ mpi_fn! {
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if !is_root(c, root) {
-                let send = if takes_part(c, root) { bytes(sendbuf, span(sendcount, sendtype)?)? } else { &[] };
-                return run(c, CollOp::Gather, send.len(), root, send, &mut []);
+                let send = if takes_part(c, root) { copy(sendbuf, sendcount, sendtype)? } else { Vec::new() };
+                return run(c, CollOp::Gather, send.len(), root, &send, &mut []);
             }
-            let block = span(recvcount, recvtype)?;
-            let recv = bytes_mut(recvbuf, block * blocks(c))?;
             let send = match root {
                 Root::Here => Vec::new(),
-                _ if in_place(sendbuf) => recv[c.rank() * block..(c.rank() + 1) * block].to_vec(),
-                _ => bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec(),
+                _ if in_place(sendbuf) => copy(element(recvbuf, c.rank() * count(recvcount)?, recvtype)?, recvcount, recvtype)?,
+                _ => copy(sendbuf, sendcount, sendtype)?,
             };
-            run(c, CollOp::Gather, block, root, &send, recv)
+            let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, blocks(c))?, recvtype)?)?;
+            let block = recv.bytes().len() / blocks(c).max(1);
+            run(c, CollOp::Gather, block, root, &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 
@@ -74,48 +84,50 @@ mpi_fn! {
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if !is_root(c, root) {
-                let recv = if takes_part(c, root) { bytes_mut(recvbuf, span(recvcount, recvtype)?)? } else { &mut [] };
-                return run(c, CollOp::Scatter, recv.len(), root, &[], recv);
-            }
-            let block = span(sendcount, sendtype)?;
-            let send = bytes(sendbuf, block * blocks(c))?;
-            let mut own = Vec::new();
-            let recv = match root {
-                Root::Here => &mut own[..],
-                _ if in_place(recvbuf) => {
-                    own.resize(block, 0);
-                    &mut own[..]
+                if !takes_part(c, root) {
+                    return run(c, CollOp::Scatter, 0, root, &[], &mut []);
                 }
-                _ => bytes_mut(recvbuf, span(recvcount, recvtype)?)?,
-            };
-            run(c, CollOp::Scatter, block, root, send, recv)
+                let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
+                run(c, CollOp::Scatter, recv.bytes().len(), root, &[], recv.bytes())?;
+                return recv.finish(usize::MAX);
+            }
+            let send = copy(sendbuf, times(sendcount, blocks(c))?, sendtype)?;
+            let block = send.len() / blocks(c).max(1);
+            if root == Root::Here || in_place(recvbuf) {
+                let mut own = vec![0u8; if root == Root::Here { 0 } else { block }];
+                return run(c, CollOp::Scatter, block, root, &send, &mut own);
+            }
+            let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
+            run(c, CollOp::Scatter, block, root, &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 
     fn MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            let block = span(recvcount, recvtype)?;
-            let recv = bytes_mut(recvbuf, block * blocks(c))?;
-            let me = c.rank();
             let send = if in_place(sendbuf) && !c.is_inter() {
-                recv[me * block..(me + 1) * block].to_vec()
+                copy(element(recvbuf, c.rank() * count(recvcount)?, recvtype)?, recvcount, recvtype)?
             } else {
-                bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec()
+                copy(sendbuf, sendcount, sendtype)?
             };
-            run(c, CollOp::Allgather, send.len(), Root::Rank(0), &send, recv)
+            let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, blocks(c))?, recvtype)?)?;
+            run(c, CollOp::Allgather, send.len(), Root::Rank(0), &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 
     fn MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            let block = span(recvcount, recvtype)?;
-            let recv = bytes_mut(recvbuf, block * blocks(c))?;
+            let n = blocks(c);
             let send = if in_place(sendbuf) && !c.is_inter() {
-                recv.to_vec()
+                copy(recvbuf, times(recvcount, n)?, recvtype)?
             } else {
-                bytes(sendbuf, span(sendcount, sendtype)? * blocks(c))?.to_vec()
+                copy(sendbuf, times(sendcount, n)?, sendtype)?
             };
-            run(c, CollOp::Alltoall, block, Root::Rank(0), &send, recv)
+            let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, n)?, recvtype)?)?;
+            let block = recv.bytes().len() / n.max(1);
+            run(c, CollOp::Alltoall, block, Root::Rank(0), &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 

@@ -71,6 +71,12 @@ pub(crate) fn prepare(
     let Some(defined) = defined(op) else {
         return fail(MPI_ERR_OP, format!("{op:#x} is not an operation"));
     };
+    if !info.contiguous {
+        return fail(
+            MPI_ERR_TYPE,
+            "user operations on non-contiguous datatypes are not provided yet",
+        );
+    }
     let dtype = match info.extent {
         1 => Datatype::U8,
         2 => Datatype::U16,

@@ -88,6 +88,21 @@ impl Place {
     }
 }
 
+/// The data of `count` elements at `buf`, packed into a copy.
+///
+/// # Safety
+/// `buf` holds the elements.
+pub(crate) unsafe fn copy(buf: *const c_void, count: c_int, datatype: c_int) -> MpiResult<Vec<u8>> {
+    // SAFETY: the caller's contract.
+    Ok(unsafe { Place::new(buf, count, datatype)?.outgoing() }?.into_owned())
+}
+
+/// The address of element `n` of `datatype` from `buf`.
+pub(crate) fn element(buf: *const c_void, n: usize, datatype: c_int) -> MpiResult<*const c_void> {
+    let extent = layout(datatype)?.0.extent;
+    Ok((buf as usize).wrapping_add(n * extent) as *const c_void)
+}
+
 /// Where a receive puts its bytes: the program's buffer, or a packed copy to unpack.
 pub(crate) enum Incoming<'a> {
     Direct(&'a mut [u8]),
@@ -104,6 +119,20 @@ impl<'a> Incoming<'a> {
             return Ok(Incoming::Direct(direct));
         }
         Ok(Incoming::Packed { data: vec![0; place.packed_len()], place })
+    }
+
+    /// As [`Incoming::new`], holding the elements' present data (an in-out buffer).
+    ///
+    /// # Safety
+    /// As for [`Incoming::new`].
+    pub unsafe fn inout(place: Place) -> MpiResult<Self> {
+        if place.contiguous() {
+            // SAFETY: the caller's contract.
+            return unsafe { Incoming::new(place) };
+        }
+        // SAFETY: the caller's contract.
+        let data = unsafe { place.outgoing() }?.into_owned();
+        Ok(Incoming::Packed { data, place })
     }
 
     pub fn bytes(&mut self) -> &mut [u8] {

@@ -124,8 +124,24 @@ int main(int argc, char **argv) {
     CHECK(got[8] == left * 100 + 8);
     CHECK_RC(MPI_Pack(&m[0], 1, column, packed, 16, &(int){0}, MPI_COMM_WORLD), MPI_ERR_TRUNCATE);
 
-    /* Collectives do not take non-contiguous types yet: an error, not a wrong answer. */
-    CHECK_RC(MPI_Bcast(&m[0], 1, column, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    /* Collectives pack non-contiguous types: a column broadcast, summed, gathered. */
+    double cm[16];
+    for (int i = 0; i < 16; i++) cm[i] = rank == 0 ? i : -1;
+    CHECK_RC(MPI_Bcast(&cm[1], 1, column, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(cm[13] == 13 && (rank == 0 || cm[0] == -1));
+    double csum[16];
+    for (int i = 0; i < 16; i++) { cm[i] = rank; csum[i] = -1; }
+    CHECK_RC(MPI_Allreduce(&cm[0], &csum[2], 1, column, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(csum[14] == size * (size - 1) / 2 && csum[3] == -1);
+    CHECK_RC(MPI_Allreduce(MPI_IN_PLACE, &cm[0], 1, column, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(cm[12] == size - 1 && cm[1] == rank);
+    double cols_all[4 * 64];
+    CHECK_RC(MPI_Gather(&cm[0], 1, column, cols_all, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    if (rank == 0) CHECK(cols_all[4 * (size - 1) + 3] == size - 1);
+    /* The v forms do not take them yet: an error, not a wrong answer. */
+    int ones[64], seq[64];
+    for (int i = 0; i < size; i++) { ones[i] = 1; seq[i] = i; }
+    CHECK_RC(MPI_Allgatherv(&cm[0], 1, column, cols_all, ones, seq, column, MPI_COMM_WORLD), MPI_ERR_TYPE);
     MPI_Type_free(&column);
     MPI_Type_free(&item_type);
     MPI_Type_free(&item_array);
