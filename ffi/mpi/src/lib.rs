@@ -26,6 +26,7 @@ mod join_socket;
 mod ops;
 mod p2p;
 mod pack;
+mod persist;
 mod progress;
 mod ptr;
 mod request;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use commcore_linux::runtime::Request;
 
 use crate::pack::Place;
+use crate::persist::Persist;
 use crate::progress::Completion;
 use std::borrow::Cow;
 
@@ -28,6 +29,8 @@ pub(crate) struct Pending {
     packed: Option<Box<[u8]>>,
     /// Where a packed receive is unpacked to once complete.
     unpack: Option<Place>,
+    /// What a persistent request starts each time (`MPI_Start`).
+    pub(crate) persist: Option<Persist>,
 }
 
 enum Work {
@@ -41,8 +44,25 @@ enum Work {
 }
 
 impl Pending {
+    /// The communicator of the request.
+    pub(crate) fn comm(&self) -> c_int {
+        self.comm
+    }
+
+    /// An inactive persistent request.
+    pub(crate) fn inactive(comm: c_int, persist: Persist) -> Self {
+        Pending { persist: Some(persist), ..Pending::new(comm, Work::Done(status::empty())) }
+    }
+
+    /// Starts the operation `other` (just begun) in this persistent request.
+    pub(crate) fn restart(&mut self, other: Pending) {
+        self.work = other.work;
+        self.packed = other.packed;
+        self.unpack = other.unpack;
+    }
+
     fn new(comm: c_int, work: Work) -> Self {
-        Pending { comm, work, packed: None, unpack: None }
+        Pending { comm, work, packed: None, unpack: None, persist: None }
     }
 
     /// The status if the request has completed, without blocking.
@@ -127,17 +147,18 @@ unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     unsafe { put(out, handle) }
 }
 
+/// Starts a send; its request.
+///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
-unsafe fn isend(
+pub(crate) unsafe fn begin_send(
     buf: *const c_void,
     count: c_int,
     datatype: c_int,
     to: c_int,
     tag: c_int,
     comm: c_int,
-    out: *mut c_int,
-) -> MpiResult {
+) -> MpiResult<Pending> {
     let place = Place::new(buf, count, datatype)?;
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
     let (data, packed) = match unsafe { place.outgoing() }? {
@@ -153,8 +174,39 @@ unsafe fn isend(
         None => Ok(Work::Done(status::empty())),
         Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
     })?;
-    // SAFETY: the caller's contract.
-    unsafe { start(out, Pending { packed, ..Pending::new(comm, work) }) }
+    Ok(Pending { packed, ..Pending::new(comm, work) })
+}
+
+/// Starts a receive; its request.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `datatype`, untouched until the request
+/// completes.
+pub(crate) unsafe fn begin_recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    from: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult<Pending> {
+    let place = Place::new(buf, count, datatype)?;
+    let (data, packed, unpack): (&'static mut [u8], _, _) = if place.contiguous() {
+        // SAFETY: the caller's contract: MPI keeps the buffer the request's until it
+        // completes.
+        (unsafe { bytes_mut(buf, place.packed_len()) }?, None, None)
+    } else {
+        let mut copy = vec![0u8; place.packed_len()].into_boxed_slice();
+        // SAFETY: the box's heap bytes do not move and outlive the request (`Pending` drops
+        // `work` first); nothing else touches them until it completes.
+        let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
+        (data, Some(copy), Some(place))
+    };
+    let work = on_comm(comm, |c| match crate::p2p::source(from)? {
+        None => Ok(Work::Done(status::empty())),
+        Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
+    })?;
+    Ok(Pending { packed, unpack, ..Pending::new(comm, work) })
 }
 
 /// Removes request `handle` from the table; `None` for `MPI_REQUEST_NULL`.
@@ -171,17 +223,41 @@ fn take(handle: c_int) -> MpiResult<Option<Pending>> {
     })
 }
 
-/// Tests request `handle` in place: its status once complete (it is then removed).
-fn test_one(handle: c_int) -> MpiResult<Option<MpiStatus>> {
+/// What handle `handle` becomes once its request completed: `MPI_REQUEST_NULL`, or itself
+/// for a persistent request, inactive again.
+fn retire(handle: c_int, comm: c_int, persist: Option<Persist>) -> MpiResult<c_int> {
+    let Some(persist) = persist else { return Ok(MPI_REQUEST_NULL) };
+    state::with(|s| {
+        s.requests.insert(handle, Pending::inactive(comm, persist));
+        Ok(handle)
+    })
+}
+
+/// Waits for request `handle`: its outcome, and what the handle becomes.
+fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
+    let Some(pending) = take(handle)? else { return Ok((Ok(status::empty()), MPI_REQUEST_NULL)) };
+    let (comm, persist) = (pending.comm, pending.persist.clone());
+    let outcome = pending.wait();
+    Ok((outcome, retire(handle, comm, persist)?))
+}
+
+/// Tests request `handle`: once complete, its status and what the handle becomes.
+fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
     if handle == MPI_REQUEST_NULL {
-        return Ok(Some(status::empty()));
+        return Ok(Some((status::empty(), MPI_REQUEST_NULL)));
     }
-    let Some(mut pending) = take(handle)? else { return Ok(Some(status::empty())) };
-    let result = pending.test();
-    if let Ok(None) = result {
-        state::with(|s| Ok(s.requests.insert(handle, pending)))?;
+    let Some(mut pending) = take(handle)? else { return Ok(None) };
+    match pending.test() {
+        Ok(None) => {
+            state::with(|s| Ok(s.requests.insert(handle, pending)))?;
+            Ok(None)
+        }
+        Ok(Some(status)) => Ok(Some((status, retire(handle, pending.comm, pending.persist)?))),
+        Err(error) => {
+            retire(handle, pending.comm, pending.persist)?;
+            Err(error)
+        }
     }
-    result
 }
 
 /// Whether request `handle` has completed (kept in the table either way).
@@ -206,19 +282,17 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
     let mut out = unsafe { statuses(out, n) };
     let mut failed = None;
     for (i, handle) in handles.iter_mut().enumerate() {
-        let status = match take(*handle)? {
-            None => status::empty(),
-            Some(pending) => match pending.wait() {
-                Ok(status) => status,
-                Err(error) => {
-                    let mut status = status::empty();
-                    status.error = error.class;
-                    failed.get_or_insert(error);
-                    status
-                }
-            },
+        let (outcome, after) = complete(*handle)?;
+        let status = match outcome {
+            Ok(status) => status,
+            Err(error) => {
+                let mut status = status::empty();
+                status.error = error.class;
+                failed.get_or_insert(error);
+                status
+            }
         };
-        *handle = MPI_REQUEST_NULL;
+        *handle = after;
         if let Some(out) = out.as_deref_mut() {
             out[i] = status;
         }
@@ -260,56 +334,38 @@ fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Opti
 
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        isend(buf, count, datatype, dest, tag, comm, request)
+        let pending = begin_send(buf, count, datatype, dest, tag, comm)?;
+        start(request, pending)
     }
 
     /// As `MPI_Isend` (see `MPI_Ssend`).
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        isend(buf, count, datatype, dest, tag, comm, request)
+        let pending = begin_send(buf, count, datatype, dest, tag, comm)?;
+        start(request, pending)
     }
 
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        isend(buf, count, datatype, dest, tag, comm, request)
+        let pending = begin_send(buf, count, datatype, dest, tag, comm)?;
+        start(request, pending)
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let place = Place::new(buf, count, datatype)?;
-        let (data, packed, unpack): (&'static mut [u8], _, _) = if place.contiguous() {
-            // MPI keeps the buffer the request's until it completes.
-            (bytes_mut(buf, place.packed_len())?, None, None)
-        } else {
-            let mut copy = vec![0u8; place.packed_len()].into_boxed_slice();
-            // The box's heap bytes do not move and outlive the request (`Pending` drops
-            // `work` first); nothing else touches them until it completes.
-            let data = std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len());
-            (data, Some(copy), Some(place))
-        };
-        let from = source;
-        let work = on_comm(comm, |c| match crate::p2p::source(from)? {
-            None => Ok(Work::Done(status::empty())),
-            Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
-        })?;
-        start(request, Pending { packed, unpack, ..Pending::new(comm, work) })
+        let pending = begin_recv(buf, count, datatype, source, tag, comm)?;
+        start(request, pending)
     }
 
     fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {
-        let handle = get(request)?;
-        let result = match take(handle)? {
-            None => status::empty(),
-            Some(pending) => {
-                put(request, MPI_REQUEST_NULL)?;
-                pending.wait()?
-            }
-        };
-        put_status(status, result);
+        let (outcome, after) = complete(get(request)?)?;
+        put(request, after)?;
+        put_status(status, outcome?);
         Ok(())
     }
 
     fn MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
         let handle = get(request)?;
         match test_one(handle)? {
-            Some(result) => {
-                put(request, MPI_REQUEST_NULL)?;
+            Some((result, after)) => {
+                put(request, after)?;
                 put_status(status, result);
                 put(flag, 1)
             }
@@ -402,13 +458,9 @@ unsafe fn any(
         Some(found) => match found.first() {
             None => (false, (MPI_UNDEFINED, status::empty())),
             Some(&i) => {
-                let pending = take(handles[i])?;
-                handles[i] = MPI_REQUEST_NULL;
-                let status = match pending {
-                    Some(pending) => pending.wait()?,
-                    None => status::empty(),
-                };
-                (true, (i as c_int, status))
+                let (outcome, after) = complete(handles[i])?;
+                handles[i] = after;
+                (true, (i as c_int, outcome?))
             }
         },
     };
@@ -447,11 +499,9 @@ unsafe fn some(
     // SAFETY: the caller's contract.
     let (slots, mut out) = unsafe { (array_mut(indices, done.len())?, statuses(out, n)) };
     for (k, &i) in done.iter().enumerate() {
-        let status = match take(handles[i])? {
-            Some(pending) => pending.wait()?,
-            None => status::empty(),
-        };
-        handles[i] = MPI_REQUEST_NULL;
+        let (outcome, after) = complete(handles[i])?;
+        handles[i] = after;
+        let status = outcome?;
         slots[k] = i as c_int;
         if let Some(out) = out.as_deref_mut() {
             out[k] = status;

@@ -135,33 +135,30 @@ crate::call::unsupported! {
     MPI_Precv_init PMPI_Precv_init MPI_Psend_init PMPI_Psend_init
     MPI_Put PMPI_Put MPI_Put_c PMPI_Put_c
     MPI_Raccumulate PMPI_Raccumulate MPI_Raccumulate_c PMPI_Raccumulate_c
-    MPI_Recv_c PMPI_Recv_c MPI_Recv_init PMPI_Recv_init
-    MPI_Recv_init_c PMPI_Recv_init_c MPI_Reduce_c PMPI_Reduce_c
-    MPI_Reduce_init PMPI_Reduce_init MPI_Reduce_init_c PMPI_Reduce_init_c
-    MPI_Reduce_local_c PMPI_Reduce_local_c MPI_Reduce_scatter_block_c PMPI_Reduce_scatter_block_c
-    MPI_Reduce_scatter_block_init PMPI_Reduce_scatter_block_init MPI_Reduce_scatter_block_init_c PMPI_Reduce_scatter_block_init_c
-    MPI_Reduce_scatter_c PMPI_Reduce_scatter_c MPI_Reduce_scatter_init PMPI_Reduce_scatter_init
-    MPI_Reduce_scatter_init_c PMPI_Reduce_scatter_init_c MPI_Register_datarep PMPI_Register_datarep
-    MPI_Register_datarep_c PMPI_Register_datarep_c MPI_Request_get_status PMPI_Request_get_status
-    MPI_Rget PMPI_Rget MPI_Rget_accumulate PMPI_Rget_accumulate
-    MPI_Rget_accumulate_c PMPI_Rget_accumulate_c MPI_Rget_c PMPI_Rget_c
-    MPI_Rput PMPI_Rput MPI_Rput_c PMPI_Rput_c
-    MPI_Rsend_c PMPI_Rsend_c MPI_Rsend_init PMPI_Rsend_init
+    MPI_Recv_c PMPI_Recv_c MPI_Recv_init_c PMPI_Recv_init_c
+    MPI_Reduce_c PMPI_Reduce_c MPI_Reduce_init PMPI_Reduce_init
+    MPI_Reduce_init_c PMPI_Reduce_init_c MPI_Reduce_local_c PMPI_Reduce_local_c
+    MPI_Reduce_scatter_block_c PMPI_Reduce_scatter_block_c MPI_Reduce_scatter_block_init PMPI_Reduce_scatter_block_init
+    MPI_Reduce_scatter_block_init_c PMPI_Reduce_scatter_block_init_c MPI_Reduce_scatter_c PMPI_Reduce_scatter_c
+    MPI_Reduce_scatter_init PMPI_Reduce_scatter_init MPI_Reduce_scatter_init_c PMPI_Reduce_scatter_init_c
+    MPI_Register_datarep PMPI_Register_datarep MPI_Register_datarep_c PMPI_Register_datarep_c
+    MPI_Request_get_status PMPI_Request_get_status MPI_Rget PMPI_Rget
+    MPI_Rget_accumulate PMPI_Rget_accumulate MPI_Rget_accumulate_c PMPI_Rget_accumulate_c
+    MPI_Rget_c PMPI_Rget_c MPI_Rput PMPI_Rput
+    MPI_Rput_c PMPI_Rput_c MPI_Rsend_c PMPI_Rsend_c
     MPI_Rsend_init_c PMPI_Rsend_init_c MPI_Scan_c PMPI_Scan_c
     MPI_Scan_init PMPI_Scan_init MPI_Scan_init_c PMPI_Scan_init_c
     MPI_Scatter_c PMPI_Scatter_c MPI_Scatter_init PMPI_Scatter_init
     MPI_Scatter_init_c PMPI_Scatter_init_c MPI_Scatterv_c PMPI_Scatterv_c
     MPI_Scatterv_init PMPI_Scatterv_init MPI_Scatterv_init_c PMPI_Scatterv_init_c
-    MPI_Send_c PMPI_Send_c MPI_Send_init PMPI_Send_init
-    MPI_Send_init_c PMPI_Send_init_c MPI_Sendrecv_c PMPI_Sendrecv_c
-    MPI_Sendrecv_replace_c PMPI_Sendrecv_replace_c MPI_Session_call_errhandler PMPI_Session_call_errhandler
-    MPI_Session_create_errhandler PMPI_Session_create_errhandler MPI_Session_finalize PMPI_Session_finalize
-    MPI_Session_get_errhandler PMPI_Session_get_errhandler MPI_Session_get_info PMPI_Session_get_info
-    MPI_Session_get_nth_pset PMPI_Session_get_nth_pset MPI_Session_get_num_psets PMPI_Session_get_num_psets
-    MPI_Session_get_pset_info PMPI_Session_get_pset_info MPI_Session_init PMPI_Session_init
-    MPI_Session_set_errhandler PMPI_Session_set_errhandler MPI_Ssend_c PMPI_Ssend_c
-    MPI_Ssend_init PMPI_Ssend_init MPI_Ssend_init_c PMPI_Ssend_init_c
-    MPI_Start PMPI_Start MPI_Startall PMPI_Startall
+    MPI_Send_c PMPI_Send_c MPI_Send_init_c PMPI_Send_init_c
+    MPI_Sendrecv_c PMPI_Sendrecv_c MPI_Sendrecv_replace_c PMPI_Sendrecv_replace_c
+    MPI_Session_call_errhandler PMPI_Session_call_errhandler MPI_Session_create_errhandler PMPI_Session_create_errhandler
+    MPI_Session_finalize PMPI_Session_finalize MPI_Session_get_errhandler PMPI_Session_get_errhandler
+    MPI_Session_get_info PMPI_Session_get_info MPI_Session_get_nth_pset PMPI_Session_get_nth_pset
+    MPI_Session_get_num_psets PMPI_Session_get_num_psets MPI_Session_get_pset_info PMPI_Session_get_pset_info
+    MPI_Session_init PMPI_Session_init MPI_Session_set_errhandler PMPI_Session_set_errhandler
+    MPI_Ssend_c PMPI_Ssend_c MPI_Ssend_init_c PMPI_Ssend_init_c
     MPI_Status_c2f PMPI_Status_c2f MPI_Status_c2f08 PMPI_Status_c2f08
     MPI_Status_f082c PMPI_Status_f082c MPI_Status_f082f PMPI_Status_f082f
     MPI_Status_f2c PMPI_Status_f2c MPI_Status_f2f08 PMPI_Status_f2f08

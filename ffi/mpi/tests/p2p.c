@@ -160,6 +160,28 @@ int main(int argc, char **argv) {
     MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
     CHECK(b == left);
 
+    /* Persistent requests: set up once, started five times, inactive between. */
+    int pout = 0, pin = -1;
+    MPI_Request preq[2];
+    CHECK_RC(MPI_Recv_init(&pin, 1, MPI_INT, left, 40, MPI_COMM_WORLD, &preq[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Send_init(&pout, 1, MPI_INT, right, 40, MPI_COMM_WORLD, &preq[1]), MPI_SUCCESS);
+    for (int k = 0; k < 5; k++) {
+        pout = rank * 10 + k;
+        CHECK_RC(MPI_Startall(2, preq), MPI_SUCCESS);
+        CHECK_RC(MPI_Waitall(2, preq, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+        CHECK(pin == left * 10 + k && preq[0] != MPI_REQUEST_NULL);
+    }
+    CHECK_RC(MPI_Wait(&preq[0], &st), MPI_SUCCESS);
+    CHECK(preq[0] != MPI_REQUEST_NULL);
+    MPI_Start(&preq[0]);
+    MPI_Send(&a, 1, MPI_INT, right, 40, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) MPI_Test(&preq[0], &flag, &st);
+    CHECK(pin == left && st.MPI_TAG == 40 && preq[0] != MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Request_free(&preq[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Request_free(&preq[1]), MPI_SUCCESS);
+    CHECK(preq[0] == MPI_REQUEST_NULL);
+
     /* Errors return their class. */
     CHECK_RC(MPI_Send(&a, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
     CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, -5, MPI_COMM_WORLD), MPI_ERR_TAG);
