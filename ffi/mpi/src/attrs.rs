@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
-use crate::error::{class_text, fail, MpiError, MpiResult};
+use crate::error::{class_text, MpiError, MpiResult};
 use crate::ptr::{c_str, put, put_text};
 use crate::state;
 
@@ -35,9 +35,16 @@ unsafe fn get_attr(comm: c_int, keyval: c_int, value: *mut c_void, flag: *mut c_
         MPI_LASTUSEDCODE => &LASTUSEDCODE,
         MPI_APPNUM => &APPNUM,
         other => {
-            let message =
-                format!("keyval {other:#x} is not predefined (user attributes come later)");
-            return fail(MPI_ERR_UNSUPPORTED_OPERATION, message);
+            // SAFETY: the caller's contract: the value (a pointer) goes through `value`.
+            return unsafe {
+                match crate::keyval::value(comm, other)? {
+                    Some(v) => {
+                        put(value.cast::<*mut c_void>(), v as *mut c_void)?;
+                        put(flag, 1)
+                    }
+                    None => put(flag, 0),
+                }
+            };
         }
     };
     // SAFETY: the caller's contract: MPI writes the attribute (a pointer) through `value`.

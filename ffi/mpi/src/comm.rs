@@ -60,7 +60,9 @@ mpi_fn! {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let dup = on_comm(comm, |c| Ok(c.dup()?))?;
-        put(newcomm, add(comm, Some(dup))?)
+        let handle = add(comm, Some(dup))?;
+        crate::keyval::copy_all(comm, handle)?;
+        put(newcomm, handle)
     }
 
     fn MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
@@ -127,7 +129,9 @@ mpi_fn! {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let dup = on_comm(comm, |c| Ok(c.dup()?))?;
-        put(newcomm, add(comm, Some(dup))?)
+        let handle = add(comm, Some(dup))?;
+        crate::keyval::copy_all(comm, handle)?;
+        put(newcomm, handle)
     }
 
     fn MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) {
@@ -135,8 +139,9 @@ mpi_fn! {
         if handle == MPI_COMM_WORLD || handle == MPI_COMM_SELF {
             return fail(MPI_ERR_COMM, "the world and self communicators cannot be freed");
         }
+        state::with(|s| s.comm(handle).map(drop))?;
+        crate::keyval::delete_all(handle)?;
         state::with(|s| {
-            s.comm(handle)?;
             s.comms.remove(&handle);
             s.errhandlers.remove(&handle);
             s.names.remove(&handle);

@@ -23,6 +23,7 @@ mod icoll;
 mod info;
 mod inter;
 mod join_socket;
+mod keyval;
 mod ops;
 mod p2p;
 mod pack;

@@ -14,8 +14,7 @@ crate::call::unsupported! {
     MPI_Alltoallv_c PMPI_Alltoallv_c MPI_Alltoallv_init PMPI_Alltoallv_init
     MPI_Alltoallv_init_c PMPI_Alltoallv_init_c MPI_Alltoallw PMPI_Alltoallw
     MPI_Alltoallw_c PMPI_Alltoallw_c MPI_Alltoallw_init PMPI_Alltoallw_init
-    MPI_Alltoallw_init_c PMPI_Alltoallw_init_c MPI_Attr_delete PMPI_Attr_delete
-    MPI_Attr_put PMPI_Attr_put MPI_Barrier_init PMPI_Barrier_init
+    MPI_Alltoallw_init_c PMPI_Alltoallw_init_c MPI_Barrier_init PMPI_Barrier_init
     MPI_Bcast_c PMPI_Bcast_c MPI_Bcast_init PMPI_Bcast_init
     MPI_Bcast_init_c PMPI_Bcast_init_c MPI_Bsend_c PMPI_Bsend_c
     MPI_Bsend_init PMPI_Bsend_init MPI_Bsend_init_c PMPI_Bsend_init_c
@@ -25,10 +24,8 @@ crate::call::unsupported! {
     MPI_Cart_rank PMPI_Cart_rank MPI_Cart_shift PMPI_Cart_shift
     MPI_Cart_sub PMPI_Cart_sub MPI_Cartdim_get PMPI_Cartdim_get
     MPI_Comm_create_errhandler PMPI_Comm_create_errhandler MPI_Comm_create_from_group PMPI_Comm_create_from_group
-    MPI_Comm_create_keyval PMPI_Comm_create_keyval MPI_Comm_delete_attr PMPI_Comm_delete_attr
-    MPI_Comm_free_keyval PMPI_Comm_free_keyval MPI_Comm_get_info PMPI_Comm_get_info
-    MPI_Comm_idup PMPI_Comm_idup MPI_Comm_idup_with_info PMPI_Comm_idup_with_info
-    MPI_Comm_set_attr PMPI_Comm_set_attr MPI_Comm_set_info PMPI_Comm_set_info
+    MPI_Comm_get_info PMPI_Comm_get_info MPI_Comm_idup PMPI_Comm_idup
+    MPI_Comm_idup_with_info PMPI_Comm_idup_with_info MPI_Comm_set_info PMPI_Comm_set_info
     MPI_Compare_and_swap PMPI_Compare_and_swap MPI_DUP_FN PMPI_DUP_FN
     MPI_Dims_create PMPI_Dims_create MPI_Dist_graph_create PMPI_Dist_graph_create
     MPI_Dist_graph_create_adjacent PMPI_Dist_graph_create_adjacent MPI_Dist_graph_neighbors PMPI_Dist_graph_neighbors
@@ -114,7 +111,6 @@ crate::call::unsupported! {
     MPI_Isend_c PMPI_Isend_c MPI_Isendrecv PMPI_Isendrecv
     MPI_Isendrecv_c PMPI_Isendrecv_c MPI_Isendrecv_replace PMPI_Isendrecv_replace
     MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c MPI_Issend_c PMPI_Issend_c
-    MPI_Keyval_create PMPI_Keyval_create MPI_Keyval_free PMPI_Keyval_free
     MPI_Mprobe PMPI_Mprobe MPI_Mrecv PMPI_Mrecv
     MPI_Mrecv_c PMPI_Mrecv_c MPI_Neighbor_allgather PMPI_Neighbor_allgather
     MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init

@@ -2,6 +2,13 @@
 #include <mpi.h>
 #include "check.h"
 
+static int deleted = 0;
+static int count_delete(MPI_Comm comm, int keyval, void *value, void *extra) {
+    (void)comm; (void)keyval; (void)value;
+    deleted += *(int *)extra;
+    return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
     int rank, size, r, s, res;
     MPI_Init(&argc, &argv);
@@ -109,6 +116,28 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&node);
     CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_UNDEFINED, rank, MPI_INFO_NULL, &node), MPI_SUCCESS);
     CHECK(node == MPI_COMM_NULL);
+
+    /* User attributes: copied by MPI_COMM_DUP_FN on dup, deleted on free. */
+    int key, extra = 1, flag;
+    static int payload = 77;
+    int *got;
+    CHECK_RC(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, count_delete, &key, &extra), MPI_SUCCESS);
+    MPI_Comm_get_attr(half, key, &got, &flag);
+    CHECK(flag == 0);
+    CHECK_RC(MPI_Comm_set_attr(half, key, &payload), MPI_SUCCESS);
+    MPI_Comm_get_attr(half, key, &got, &flag);
+    CHECK(flag == 1 && got == &payload);
+    MPI_Comm half2;
+    MPI_Comm_dup(half, &half2);
+    MPI_Comm_get_attr(half2, key, &got, &flag);
+    CHECK(flag == 1 && *got == 77);
+    MPI_Comm_free(&half2);
+    CHECK(deleted == 1);
+    CHECK_RC(MPI_Comm_delete_attr(half, key), MPI_SUCCESS);
+    CHECK(deleted == 2);
+    CHECK_RC(MPI_Comm_delete_attr(half, key), MPI_ERR_KEYVAL);
+    MPI_Comm_free_keyval(&key);
+    CHECK(key == MPI_KEYVAL_INVALID);
 
     CHECK_RC(MPI_Comm_free(&half), MPI_SUCCESS);
     CHECK(half == MPI_COMM_NULL);
