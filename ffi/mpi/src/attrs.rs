@@ -91,9 +91,16 @@ mpi_fn! {
     /// Raises `errorcode` on `comm`: its error handler decides.
     fn MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: c_int, errorcode: c_int) {
         state::with(|s| s.comm(comm).map(drop))?;
-        if state::errhandler(comm) == Some(MPI_ERRORS_RETURN) {
-            // The handler ran (it does nothing).
-            return Ok(());
+        match state::errhandler(comm) {
+            // The handler runs and the call returns.
+            Some(MPI_ERRORS_RETURN) => return Ok(()),
+            Some(handler) => {
+                if let Some(function) = crate::errhandler::user(handler) {
+                    crate::errhandler::call(function, comm, errorcode);
+                    return Ok(());
+                }
+            }
+            None => {}
         }
         call::on_comm(comm);
         let text = class_text(errorcode).unwrap_or("error raised by the program");

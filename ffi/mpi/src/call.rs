@@ -38,6 +38,10 @@ pub(crate) fn report(name: &str, error: MpiError) -> c_int {
     if handler == MPI_ERRORS_RETURN {
         return error.class;
     }
+    if let Some(function) = crate::errhandler::user(handler) {
+        crate::errhandler::call(function, comm, error.class);
+        return error.class;
+    }
     let message = format!("{name}: {}", error.message);
     eprintln!("{message}");
     state::abort(error.class.max(1), &message)

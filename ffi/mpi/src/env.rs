@@ -112,8 +112,8 @@ mpi_fn! {
         put(errorclass, errorcode)
     }
 
-    /// Sets `comm`'s error handler: `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_ABORT` or
-    /// `MPI_ERRORS_RETURN` (user handlers are not supported yet).
+    /// Sets `comm`'s error handler: `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_ABORT`,
+    /// `MPI_ERRORS_RETURN` or the program's.
     fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: c_int, errhandler: c_int) {
         set_errhandler(comm, errhandler)
     }
@@ -129,7 +129,8 @@ mpi_fn! {
     /// The predefined handlers are never freed; the handle becomes NULL.
     fn MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut c_int) {
         let handler = get(errhandler)?;
-        if !predefined_handler(handler) {
+        // Communicators that use a freed user handler keep it.
+        if !predefined_handler(handler) && crate::errhandler::user(handler).is_none() {
             return fail(MPI_ERR_ARG, format!("{handler:#x} is not an error handler"));
         }
         put(errhandler, MPI_ERRHANDLER_NULL)
@@ -143,8 +144,8 @@ fn predefined_handler(handler: c_int) -> bool {
 pub(crate) fn set_errhandler(comm: c_int, handler: c_int) -> MpiResult {
     state::with(|s| {
         s.comm(comm)?;
-        if !predefined_handler(handler) {
-            return fail(MPI_ERR_ARG, format!("{handler:#x} is not a predefined error handler"));
+        if !crate::errhandler::exists(handler) {
+            return fail(MPI_ERR_ARG, format!("{handler:#x} is not an error handler"));
         }
         s.errhandlers.insert(comm, handler);
         Ok(())

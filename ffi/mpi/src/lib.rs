@@ -16,6 +16,7 @@ mod datatype;
 mod derived;
 mod dpm;
 mod env;
+mod errhandler;
 mod error;
 mod externs;
 mod group;

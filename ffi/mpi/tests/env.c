@@ -4,6 +4,13 @@
 #include <string.h>
 #include "check.h"
 
+static int handled = 0, handled_code = 0;
+static void on_error(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    handled++;
+    handled_code = *code;
+}
+
 int main(int argc, char **argv) {
     int flag, provided, v, sv, len, cls;
     MPI_Initialized(&flag);
@@ -81,6 +88,18 @@ int main(int argc, char **argv) {
     MPI_Info_free(&info);
     MPI_Info_free(&info2);
     CHECK(info == MPI_INFO_NULL);
+
+    /* A user error handler: called with the code, which the call then returns. */
+    MPI_Errhandler mine;
+    CHECK_RC(MPI_Comm_create_errhandler(on_error, &mine), MPI_SUCCESS);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, mine);
+    int x = 0;
+    CHECK_RC(MPI_Send(&x, 1, MPI_INT, 5, 0, MPI_COMM_SELF), MPI_ERR_RANK);
+    CHECK(handled == 1 && handled_code == MPI_ERR_RANK);
+    CHECK_RC(MPI_Comm_call_errhandler(MPI_COMM_SELF, MPI_ERR_OTHER), MPI_SUCCESS);
+    CHECK(handled == 2 && handled_code == MPI_ERR_OTHER);
+    CHECK_RC(MPI_Errhandler_free(&mine), MPI_SUCCESS);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
 
     /* Not provided yet: an error naming the call, not a crash. */
     MPI_File fh;
