@@ -27,8 +27,16 @@ pub(crate) fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
     })
 }
 
+/// Runs communicator creation `f` on `comm` after the nonblocking collectives (and
+/// `MPI_Comm_idup`s) started on it before.
+fn on_parent<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
+    crate::progress::drain(comm);
+    on_comm(comm, f)
+}
+
 /// Communicator `comm` and the ranks in it of `group`'s members, in group order.
 fn group_ranks(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
+    crate::progress::drain(comm);
     state::with(|s| {
         let c = s.comm(comm)?.clone();
         let world = members(&c)?;
@@ -59,7 +67,7 @@ mpi_fn! {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
-        let dup = on_comm(comm, |c| Ok(c.dup()?))?;
+        let dup = on_parent(comm, |c| Ok(c.dup()?))?;
         let handle = add(comm, Some(dup))?;
         crate::keyval::copy_all(comm, handle)?;
         put(newcomm, handle)
@@ -74,7 +82,7 @@ mpi_fn! {
             c if c >= 0 => c,
             c => return fail(MPI_ERR_ARG, format!("color {c} is negative")),
         };
-        let part = on_comm(comm, |c| Ok(c.split(color, key)?))?;
+        let part = on_parent(comm, |c| Ok(c.split(color, key)?))?;
         put(newcomm, add(comm, part)?)
     }
 
@@ -120,7 +128,7 @@ mpi_fn! {
             MPI_COMM_TYPE_HW_UNGUIDED | MPI_UNDEFINED => UNDEFINED,
             other => return fail(MPI_ERR_ARG, format!("split type {other} is not known")),
         };
-        let part = on_comm(comm, |c| Ok(c.split(color, key)?))?;
+        let part = on_parent(comm, |c| Ok(c.split(color, key)?))?;
         put(newcomm, add(comm, part)?)
     }
 
@@ -128,10 +136,36 @@ mpi_fn! {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
-        let dup = on_comm(comm, |c| Ok(c.dup()?))?;
+        let dup = on_parent(comm, |c| Ok(c.dup()?))?;
         let handle = add(comm, Some(dup))?;
         crate::keyval::copy_all(comm, handle)?;
         put(newcomm, handle)
+    }
+
+    /// `MPI_Comm_dup` run on the communicator's worker, in order with its nonblocking
+    /// collectives; `newcomm` is set when the request completes.
+    fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) {
+        if newcomm.is_null() || request.is_null() {
+            return fail(MPI_ERR_ARG, "newcomm or request is NULL");
+        }
+        state::with(|s| s.comm(comm).map(drop))?;
+        let out = newcomm as usize;
+        // The program keeps `newcomm` valid until the request completes, as MPI requires.
+        let job = Box::new(move || PMPI_Comm_dup(comm, out as *mut c_int));
+        crate::request::start_collective(request, comm, crate::progress::start(comm, job))
+    }
+
+    fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: c_int, _info: c_int) {
+        state::with(|s| s.comm(comm).map(drop))
+    }
+
+    /// No hints are kept: an empty info object.
+    fn MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info_used: *mut c_int) {
+        state::with(|s| s.comm(comm).map(drop))?;
+        if info_used.is_null() {
+            return fail(MPI_ERR_ARG, "info_used is NULL");
+        }
+        put(info_used, crate::info::add(Vec::new()))
     }
 
     fn MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) {

@@ -40,6 +40,23 @@ fn checked(ranks: &[c_int], size: usize) -> MpiResult<Vec<usize>> {
         .collect()
 }
 
+/// The ranks that triplets (first, last, stride) name.
+fn expand(ranges: &[[c_int; 3]]) -> MpiResult<Vec<c_int>> {
+    let mut ranks = Vec::new();
+    for &[first, last, stride] in ranges {
+        if stride == 0 || (last - first).signum() * stride.signum() < 0 {
+            return fail(MPI_ERR_ARG, format!("range ({first}, {last}, {stride}) is malformed"));
+        }
+        let mut r = first;
+        while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+            ranks.push(r);
+            let Some(next) = r.checked_add(stride) else { break };
+            r = next;
+        }
+    }
+    Ok(ranks)
+}
+
 /// # Safety
 /// `newgroup` is valid for a write, or NULL.
 unsafe fn new_group(members: Vec<usize>, newgroup: *mut c_int) -> MpiResult {
@@ -82,6 +99,26 @@ mpi_fn! {
         let list = state::with(|s| {
             let all = s.group(group)?;
             let out = checked(ranks, all.len())?;
+            Ok(all.iter().enumerate().filter(|(r, _)| !out.contains(r)).map(|(_, &m)| m).collect())
+        })?;
+        new_group(list, newgroup)
+    }
+
+    /// The ranks of `n` triplets (first, last, stride), in order.
+    fn MPI_Group_range_incl / PMPI_Group_range_incl(group: c_int, n: c_int, ranges: *const [c_int; 3], newgroup: *mut c_int) {
+        let ranks = expand(array(ranges, count(n)?)?)?;
+        let list = state::with(|s| {
+            let all = s.group(group)?;
+            Ok(checked(&ranks, all.len())?.into_iter().map(|r| all[r]).collect())
+        })?;
+        new_group(list, newgroup)
+    }
+
+    fn MPI_Group_range_excl / PMPI_Group_range_excl(group: c_int, n: c_int, ranges: *const [c_int; 3], newgroup: *mut c_int) {
+        let ranks = expand(array(ranges, count(n)?)?)?;
+        let list = state::with(|s| {
+            let all = s.group(group)?;
+            let out = checked(&ranks, all.len())?;
             Ok(all.iter().enumerate().filter(|(r, _)| !out.contains(r)).map(|(_, &m)| m).collect())
         })?;
         new_group(list, newgroup)

@@ -42,7 +42,7 @@ pub(crate) fn pairs(handle: c_int) -> MpiResult<Pairs> {
     with(handle, |pairs| Ok(pairs.clone()))
 }
 
-fn add(pairs: Pairs) -> c_int {
+pub(crate) fn add(pairs: Pairs) -> c_int {
     let mut guard = INFOS.lock().unwrap_or_else(PoisonError::into_inner);
     let table = guard.get_or_insert_with(|| Table { infos: HashMap::new(), next: 0 });
     table.next = (table.next + 1) & 0x03ff_ffff;

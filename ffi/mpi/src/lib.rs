@@ -25,6 +25,8 @@ mod info;
 mod inter;
 mod join_socket;
 mod keyval;
+mod misc;
+mod mprobe;
 mod ops;
 mod p2p;
 mod pack;

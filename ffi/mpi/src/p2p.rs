@@ -59,7 +59,7 @@ unsafe fn send(
 
 /// # Safety
 /// `buf` has room for `count` elements of `datatype`; `out` is a status or ignored.
-unsafe fn recv(
+pub(crate) unsafe fn recv(
     buf: *mut c_void,
     count: c_int,
     datatype: c_int,

@@ -134,7 +134,7 @@ pub(crate) unsafe fn start_collective(
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
-unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
+pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     if out.is_null() {
         return fail(MPI_ERR_ARG, "the request argument is NULL");
     }
@@ -352,6 +352,23 @@ mpi_fn! {
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
         let pending = begin_recv(buf, count, datatype, source, tag, comm)?;
         start(request, pending)
+    }
+
+    /// Whether the request has completed, and its status, leaving it as it is.
+    fn MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let found = if request == MPI_REQUEST_NULL {
+            Some(status::empty())
+        } else {
+            state::with(|s| match s.requests.get_mut(&request) {
+                Some(pending) => pending.test(),
+                None => fail(MPI_ERR_REQUEST, format!("{request:#x} is not a request")),
+            })?
+        };
+        put(flag, found.is_some() as c_int)?;
+        if let Some(found) = found {
+            put_status(status, found);
+        }
+        Ok(())
     }
 
     fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {

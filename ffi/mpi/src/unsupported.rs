@@ -7,25 +7,23 @@ crate::call::unsupported! {
     MPI_Add_error_string PMPI_Add_error_string MPI_Allgather_c PMPI_Allgather_c
     MPI_Allgather_init PMPI_Allgather_init MPI_Allgather_init_c PMPI_Allgather_init_c
     MPI_Allgatherv_c PMPI_Allgatherv_c MPI_Allgatherv_init PMPI_Allgatherv_init
-    MPI_Allgatherv_init_c PMPI_Allgatherv_init_c MPI_Alloc_mem PMPI_Alloc_mem
-    MPI_Allreduce_c PMPI_Allreduce_c MPI_Allreduce_init PMPI_Allreduce_init
-    MPI_Allreduce_init_c PMPI_Allreduce_init_c MPI_Alltoall_c PMPI_Alltoall_c
-    MPI_Alltoall_init PMPI_Alltoall_init MPI_Alltoall_init_c PMPI_Alltoall_init_c
-    MPI_Alltoallv_c PMPI_Alltoallv_c MPI_Alltoallv_init PMPI_Alltoallv_init
-    MPI_Alltoallv_init_c PMPI_Alltoallv_init_c MPI_Alltoallw PMPI_Alltoallw
-    MPI_Alltoallw_c PMPI_Alltoallw_c MPI_Alltoallw_init PMPI_Alltoallw_init
-    MPI_Alltoallw_init_c PMPI_Alltoallw_init_c MPI_Barrier_init PMPI_Barrier_init
-    MPI_Bcast_c PMPI_Bcast_c MPI_Bcast_init PMPI_Bcast_init
-    MPI_Bcast_init_c PMPI_Bcast_init_c MPI_Bsend_c PMPI_Bsend_c
-    MPI_Bsend_init PMPI_Bsend_init MPI_Bsend_init_c PMPI_Bsend_init_c
-    MPI_Buffer_attach_c PMPI_Buffer_attach_c MPI_Buffer_detach_c PMPI_Buffer_detach_c
-    MPI_Cart_coords PMPI_Cart_coords MPI_Cart_create PMPI_Cart_create
-    MPI_Cart_get PMPI_Cart_get MPI_Cart_map PMPI_Cart_map
-    MPI_Cart_rank PMPI_Cart_rank MPI_Cart_shift PMPI_Cart_shift
-    MPI_Cart_sub PMPI_Cart_sub MPI_Cartdim_get PMPI_Cartdim_get
-    MPI_Comm_create_from_group PMPI_Comm_create_from_group MPI_Comm_get_info PMPI_Comm_get_info
-    MPI_Comm_idup PMPI_Comm_idup MPI_Comm_idup_with_info PMPI_Comm_idup_with_info
-    MPI_Comm_set_info PMPI_Comm_set_info MPI_Compare_and_swap PMPI_Compare_and_swap
+    MPI_Allgatherv_init_c PMPI_Allgatherv_init_c MPI_Allreduce_c PMPI_Allreduce_c
+    MPI_Allreduce_init PMPI_Allreduce_init MPI_Allreduce_init_c PMPI_Allreduce_init_c
+    MPI_Alltoall_c PMPI_Alltoall_c MPI_Alltoall_init PMPI_Alltoall_init
+    MPI_Alltoall_init_c PMPI_Alltoall_init_c MPI_Alltoallv_c PMPI_Alltoallv_c
+    MPI_Alltoallv_init PMPI_Alltoallv_init MPI_Alltoallv_init_c PMPI_Alltoallv_init_c
+    MPI_Alltoallw PMPI_Alltoallw MPI_Alltoallw_c PMPI_Alltoallw_c
+    MPI_Alltoallw_init PMPI_Alltoallw_init MPI_Alltoallw_init_c PMPI_Alltoallw_init_c
+    MPI_Barrier_init PMPI_Barrier_init MPI_Bcast_c PMPI_Bcast_c
+    MPI_Bcast_init PMPI_Bcast_init MPI_Bcast_init_c PMPI_Bcast_init_c
+    MPI_Bsend_c PMPI_Bsend_c MPI_Bsend_init PMPI_Bsend_init
+    MPI_Bsend_init_c PMPI_Bsend_init_c MPI_Buffer_attach_c PMPI_Buffer_attach_c
+    MPI_Buffer_detach_c PMPI_Buffer_detach_c MPI_Cart_coords PMPI_Cart_coords
+    MPI_Cart_create PMPI_Cart_create MPI_Cart_get PMPI_Cart_get
+    MPI_Cart_map PMPI_Cart_map MPI_Cart_rank PMPI_Cart_rank
+    MPI_Cart_shift PMPI_Cart_shift MPI_Cart_sub PMPI_Cart_sub
+    MPI_Cartdim_get PMPI_Cartdim_get MPI_Comm_create_from_group PMPI_Comm_create_from_group
+    MPI_Comm_idup_with_info PMPI_Comm_idup_with_info MPI_Compare_and_swap PMPI_Compare_and_swap
     MPI_DUP_FN PMPI_DUP_FN MPI_Dims_create PMPI_Dims_create
     MPI_Dist_graph_create PMPI_Dist_graph_create MPI_Dist_graph_create_adjacent PMPI_Dist_graph_create_adjacent
     MPI_Dist_graph_neighbors PMPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count PMPI_Dist_graph_neighbors_count
@@ -76,68 +74,64 @@ crate::call::unsupported! {
     MPI_File_write_ordered PMPI_File_write_ordered MPI_File_write_ordered_begin PMPI_File_write_ordered_begin
     MPI_File_write_ordered_begin_c PMPI_File_write_ordered_begin_c MPI_File_write_ordered_c PMPI_File_write_ordered_c
     MPI_File_write_ordered_end PMPI_File_write_ordered_end MPI_File_write_shared PMPI_File_write_shared
-    MPI_File_write_shared_c PMPI_File_write_shared_c MPI_Free_mem PMPI_Free_mem
-    MPI_Gather_c PMPI_Gather_c MPI_Gather_init PMPI_Gather_init
-    MPI_Gather_init_c PMPI_Gather_init_c MPI_Gatherv_c PMPI_Gatherv_c
-    MPI_Gatherv_init PMPI_Gatherv_init MPI_Gatherv_init_c PMPI_Gatherv_init_c
-    MPI_Get PMPI_Get MPI_Get_accumulate PMPI_Get_accumulate
-    MPI_Get_accumulate_c PMPI_Get_accumulate_c MPI_Get_c PMPI_Get_c
-    MPI_Get_count_c PMPI_Get_count_c MPI_Get_elements_c PMPI_Get_elements_c
-    MPI_Get_elements_x PMPI_Get_elements_x MPI_Graph_create PMPI_Graph_create
-    MPI_Graph_get PMPI_Graph_get MPI_Graph_map PMPI_Graph_map
-    MPI_Graph_neighbors PMPI_Graph_neighbors MPI_Graph_neighbors_count PMPI_Graph_neighbors_count
-    MPI_Graphdims_get PMPI_Graphdims_get MPI_Grequest_complete PMPI_Grequest_complete
-    MPI_Grequest_start PMPI_Grequest_start MPI_Group_from_session_pset PMPI_Group_from_session_pset
-    MPI_Group_range_excl PMPI_Group_range_excl MPI_Group_range_incl PMPI_Group_range_incl
-    MPI_Iallgather_c PMPI_Iallgather_c MPI_Iallgatherv_c PMPI_Iallgatherv_c
-    MPI_Iallreduce_c PMPI_Iallreduce_c MPI_Ialltoall_c PMPI_Ialltoall_c
-    MPI_Ialltoallv_c PMPI_Ialltoallv_c MPI_Ialltoallw PMPI_Ialltoallw
-    MPI_Ialltoallw_c PMPI_Ialltoallw_c MPI_Ibcast_c PMPI_Ibcast_c
-    MPI_Ibsend PMPI_Ibsend MPI_Ibsend_c PMPI_Ibsend_c
-    MPI_Iexscan_c PMPI_Iexscan_c MPI_Igather_c PMPI_Igather_c
-    MPI_Igatherv_c PMPI_Igatherv_c MPI_Improbe PMPI_Improbe
-    MPI_Imrecv PMPI_Imrecv MPI_Imrecv_c PMPI_Imrecv_c
-    MPI_Ineighbor_allgather PMPI_Ineighbor_allgather MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c
-    MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c
-    MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c
-    MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c
-    MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c
-    MPI_Info_create_env PMPI_Info_create_env MPI_Info_get_string PMPI_Info_get_string
-    MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups MPI_Irecv_c PMPI_Irecv_c
-    MPI_Ireduce_c PMPI_Ireduce_c MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c
-    MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c MPI_Irsend_c PMPI_Irsend_c
-    MPI_Iscan_c PMPI_Iscan_c MPI_Iscatter_c PMPI_Iscatter_c
-    MPI_Iscatterv_c PMPI_Iscatterv_c MPI_Isend_c PMPI_Isend_c
-    MPI_Isendrecv PMPI_Isendrecv MPI_Isendrecv_c PMPI_Isendrecv_c
-    MPI_Isendrecv_replace PMPI_Isendrecv_replace MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c
-    MPI_Issend_c PMPI_Issend_c MPI_Mprobe PMPI_Mprobe
-    MPI_Mrecv PMPI_Mrecv MPI_Mrecv_c PMPI_Mrecv_c
-    MPI_Neighbor_allgather PMPI_Neighbor_allgather MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c
-    MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c PMPI_Neighbor_allgather_init_c
-    MPI_Neighbor_allgatherv PMPI_Neighbor_allgatherv MPI_Neighbor_allgatherv_c PMPI_Neighbor_allgatherv_c
-    MPI_Neighbor_allgatherv_init PMPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c PMPI_Neighbor_allgatherv_init_c
-    MPI_Neighbor_alltoall PMPI_Neighbor_alltoall MPI_Neighbor_alltoall_c PMPI_Neighbor_alltoall_c
-    MPI_Neighbor_alltoall_init PMPI_Neighbor_alltoall_init MPI_Neighbor_alltoall_init_c PMPI_Neighbor_alltoall_init_c
-    MPI_Neighbor_alltoallv PMPI_Neighbor_alltoallv MPI_Neighbor_alltoallv_c PMPI_Neighbor_alltoallv_c
-    MPI_Neighbor_alltoallv_init PMPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c
-    MPI_Neighbor_alltoallw PMPI_Neighbor_alltoallw MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c
-    MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c
-    MPI_Op_create_c PMPI_Op_create_c MPI_Pack_c PMPI_Pack_c
-    MPI_Pack_external PMPI_Pack_external MPI_Pack_external_c PMPI_Pack_external_c
-    MPI_Pack_external_size PMPI_Pack_external_size MPI_Pack_external_size_c PMPI_Pack_external_size_c
-    MPI_Pack_size_c PMPI_Pack_size_c MPI_Parrived PMPI_Parrived
-    MPI_Pready PMPI_Pready MPI_Pready_list PMPI_Pready_list
-    MPI_Pready_range PMPI_Pready_range MPI_Precv_init PMPI_Precv_init
-    MPI_Psend_init PMPI_Psend_init MPI_Put PMPI_Put
-    MPI_Put_c PMPI_Put_c MPI_Raccumulate PMPI_Raccumulate
-    MPI_Raccumulate_c PMPI_Raccumulate_c MPI_Recv_c PMPI_Recv_c
-    MPI_Recv_init_c PMPI_Recv_init_c MPI_Reduce_c PMPI_Reduce_c
-    MPI_Reduce_init PMPI_Reduce_init MPI_Reduce_init_c PMPI_Reduce_init_c
-    MPI_Reduce_local_c PMPI_Reduce_local_c MPI_Reduce_scatter_block_c PMPI_Reduce_scatter_block_c
-    MPI_Reduce_scatter_block_init PMPI_Reduce_scatter_block_init MPI_Reduce_scatter_block_init_c PMPI_Reduce_scatter_block_init_c
-    MPI_Reduce_scatter_c PMPI_Reduce_scatter_c MPI_Reduce_scatter_init PMPI_Reduce_scatter_init
-    MPI_Reduce_scatter_init_c PMPI_Reduce_scatter_init_c MPI_Register_datarep PMPI_Register_datarep
-    MPI_Register_datarep_c PMPI_Register_datarep_c MPI_Request_get_status PMPI_Request_get_status
+    MPI_File_write_shared_c PMPI_File_write_shared_c MPI_Gather_c PMPI_Gather_c
+    MPI_Gather_init PMPI_Gather_init MPI_Gather_init_c PMPI_Gather_init_c
+    MPI_Gatherv_c PMPI_Gatherv_c MPI_Gatherv_init PMPI_Gatherv_init
+    MPI_Gatherv_init_c PMPI_Gatherv_init_c MPI_Get PMPI_Get
+    MPI_Get_accumulate PMPI_Get_accumulate MPI_Get_accumulate_c PMPI_Get_accumulate_c
+    MPI_Get_c PMPI_Get_c MPI_Get_count_c PMPI_Get_count_c
+    MPI_Get_elements_c PMPI_Get_elements_c MPI_Get_elements_x PMPI_Get_elements_x
+    MPI_Graph_create PMPI_Graph_create MPI_Graph_get PMPI_Graph_get
+    MPI_Graph_map PMPI_Graph_map MPI_Graph_neighbors PMPI_Graph_neighbors
+    MPI_Graph_neighbors_count PMPI_Graph_neighbors_count MPI_Graphdims_get PMPI_Graphdims_get
+    MPI_Grequest_complete PMPI_Grequest_complete MPI_Grequest_start PMPI_Grequest_start
+    MPI_Group_from_session_pset PMPI_Group_from_session_pset MPI_Iallgather_c PMPI_Iallgather_c
+    MPI_Iallgatherv_c PMPI_Iallgatherv_c MPI_Iallreduce_c PMPI_Iallreduce_c
+    MPI_Ialltoall_c PMPI_Ialltoall_c MPI_Ialltoallv_c PMPI_Ialltoallv_c
+    MPI_Ialltoallw PMPI_Ialltoallw MPI_Ialltoallw_c PMPI_Ialltoallw_c
+    MPI_Ibcast_c PMPI_Ibcast_c MPI_Ibsend PMPI_Ibsend
+    MPI_Ibsend_c PMPI_Ibsend_c MPI_Iexscan_c PMPI_Iexscan_c
+    MPI_Igather_c PMPI_Igather_c MPI_Igatherv_c PMPI_Igatherv_c
+    MPI_Imrecv_c PMPI_Imrecv_c MPI_Ineighbor_allgather PMPI_Ineighbor_allgather
+    MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv
+    MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall
+    MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv
+    MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw
+    MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c MPI_Info_create_env PMPI_Info_create_env
+    MPI_Info_get_string PMPI_Info_get_string MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups
+    MPI_Irecv_c PMPI_Irecv_c MPI_Ireduce_c PMPI_Ireduce_c
+    MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c
+    MPI_Irsend_c PMPI_Irsend_c MPI_Iscan_c PMPI_Iscan_c
+    MPI_Iscatter_c PMPI_Iscatter_c MPI_Iscatterv_c PMPI_Iscatterv_c
+    MPI_Isend_c PMPI_Isend_c MPI_Isendrecv PMPI_Isendrecv
+    MPI_Isendrecv_c PMPI_Isendrecv_c MPI_Isendrecv_replace PMPI_Isendrecv_replace
+    MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c MPI_Issend_c PMPI_Issend_c
+    MPI_Mrecv_c PMPI_Mrecv_c MPI_Neighbor_allgather PMPI_Neighbor_allgather
+    MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init
+    MPI_Neighbor_allgather_init_c PMPI_Neighbor_allgather_init_c MPI_Neighbor_allgatherv PMPI_Neighbor_allgatherv
+    MPI_Neighbor_allgatherv_c PMPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init PMPI_Neighbor_allgatherv_init
+    MPI_Neighbor_allgatherv_init_c PMPI_Neighbor_allgatherv_init_c MPI_Neighbor_alltoall PMPI_Neighbor_alltoall
+    MPI_Neighbor_alltoall_c PMPI_Neighbor_alltoall_c MPI_Neighbor_alltoall_init PMPI_Neighbor_alltoall_init
+    MPI_Neighbor_alltoall_init_c PMPI_Neighbor_alltoall_init_c MPI_Neighbor_alltoallv PMPI_Neighbor_alltoallv
+    MPI_Neighbor_alltoallv_c PMPI_Neighbor_alltoallv_c MPI_Neighbor_alltoallv_init PMPI_Neighbor_alltoallv_init
+    MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw PMPI_Neighbor_alltoallw
+    MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init
+    MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c MPI_Op_create_c PMPI_Op_create_c
+    MPI_Pack_c PMPI_Pack_c MPI_Pack_external PMPI_Pack_external
+    MPI_Pack_external_c PMPI_Pack_external_c MPI_Pack_external_size PMPI_Pack_external_size
+    MPI_Pack_external_size_c PMPI_Pack_external_size_c MPI_Pack_size_c PMPI_Pack_size_c
+    MPI_Parrived PMPI_Parrived MPI_Pready PMPI_Pready
+    MPI_Pready_list PMPI_Pready_list MPI_Pready_range PMPI_Pready_range
+    MPI_Precv_init PMPI_Precv_init MPI_Psend_init PMPI_Psend_init
+    MPI_Put PMPI_Put MPI_Put_c PMPI_Put_c
+    MPI_Raccumulate PMPI_Raccumulate MPI_Raccumulate_c PMPI_Raccumulate_c
+    MPI_Recv_c PMPI_Recv_c MPI_Recv_init_c PMPI_Recv_init_c
+    MPI_Reduce_c PMPI_Reduce_c MPI_Reduce_init PMPI_Reduce_init
+    MPI_Reduce_init_c PMPI_Reduce_init_c MPI_Reduce_local_c PMPI_Reduce_local_c
+    MPI_Reduce_scatter_block_c PMPI_Reduce_scatter_block_c MPI_Reduce_scatter_block_init PMPI_Reduce_scatter_block_init
+    MPI_Reduce_scatter_block_init_c PMPI_Reduce_scatter_block_init_c MPI_Reduce_scatter_c PMPI_Reduce_scatter_c
+    MPI_Reduce_scatter_init PMPI_Reduce_scatter_init MPI_Reduce_scatter_init_c PMPI_Reduce_scatter_init_c
+    MPI_Register_datarep PMPI_Register_datarep MPI_Register_datarep_c PMPI_Register_datarep_c
     MPI_Rget PMPI_Rget MPI_Rget_accumulate PMPI_Rget_accumulate
     MPI_Rget_accumulate_c PMPI_Rget_accumulate_c MPI_Rget_c PMPI_Rget_c
     MPI_Rput PMPI_Rput MPI_Rput_c PMPI_Rput_c
@@ -157,8 +151,7 @@ crate::call::unsupported! {
     MPI_Ssend_init_c PMPI_Ssend_init_c MPI_Status_c2f PMPI_Status_c2f
     MPI_Status_c2f08 PMPI_Status_c2f08 MPI_Status_f082c PMPI_Status_f082c
     MPI_Status_f082f PMPI_Status_f082f MPI_Status_f2c PMPI_Status_f2c
-    MPI_Status_f2f08 PMPI_Status_f2f08 MPI_Status_set_cancelled PMPI_Status_set_cancelled
-    MPI_Status_set_elements PMPI_Status_set_elements MPI_Status_set_elements_x PMPI_Status_set_elements_x
+    MPI_Status_f2f08 PMPI_Status_f2f08 MPI_Status_set_elements_x PMPI_Status_set_elements_x
     MPI_T_category_changed PMPI_T_category_changed MPI_T_category_get_categories PMPI_T_category_get_categories
     MPI_T_category_get_cvars PMPI_T_category_get_cvars MPI_T_category_get_events PMPI_T_category_get_events
     MPI_T_category_get_index PMPI_T_category_get_index MPI_T_category_get_info PMPI_T_category_get_info

@@ -66,6 +66,15 @@ int main(int argc, char **argv) {
     int from[2] = {0, ne - 1}, to[2];
     MPI_Group_translate_ranks(evens, 2, from, world, to);
     CHECK(to[0] == 0 && to[1] == 2 * (ne - 1));
+    int range[1][3] = {{0, size - 1, 2}};
+    MPI_Group_range_incl(world, 1, range, &g);
+    MPI_Group_compare(g, evens, &res);
+    CHECK(res == MPI_IDENT);
+    MPI_Group_free(&g);
+    MPI_Group_range_excl(world, 1, range, &g);
+    MPI_Group_compare(g, odds, &res);
+    CHECK(res == MPI_IDENT);
+    MPI_Group_free(&g);
     MPI_Group_union(evens, odds, &g);
     MPI_Group_size(g, &s);
     CHECK(s == size);
@@ -116,6 +125,20 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&node);
     CHECK_RC(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_UNDEFINED, rank, MPI_INFO_NULL, &node), MPI_SUCCESS);
     CHECK(node == MPI_COMM_NULL);
+
+    /* Comm_idup, in order with a nonblocking collective. */
+    MPI_Comm idup;
+    MPI_Request ireqs[2];
+    int iv = 1, ivr = 0;
+    MPI_Iallreduce(&iv, &ivr, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &ireqs[0]);
+    CHECK_RC(MPI_Comm_idup(MPI_COMM_WORLD, &idup, &ireqs[1]), MPI_SUCCESS);
+    MPI_Waitall(2, ireqs, MPI_STATUSES_IGNORE);
+    MPI_Comm_size(idup, &s);
+    CHECK(s == size && ivr == size);
+    MPI_Comm_free(&idup);
+    MPI_Info used;
+    CHECK_RC(MPI_Comm_get_info(MPI_COMM_WORLD, &used), MPI_SUCCESS);
+    MPI_Info_free(&used);
 
     /* User attributes: copied by MPI_COMM_DUP_FN on dup, deleted on free. */
     int key, extra = 1, flag;

@@ -101,6 +101,11 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Errhandler_free(&mine), MPI_SUCCESS);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
 
+    void *mem;
+    CHECK_RC(MPI_Alloc_mem(1024, MPI_INFO_NULL, &mem), MPI_SUCCESS);
+    ((char *)mem)[1023] = 1;
+    CHECK_RC(MPI_Free_mem(mem), MPI_SUCCESS);
+
     /* Not provided yet: an error naming the call, not a crash. */
     MPI_File fh;
     CHECK_RC(MPI_File_open(MPI_COMM_SELF, "/tmp/x", MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), MPI_ERR_UNSUPPORTED_OPERATION);

@@ -145,6 +145,39 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Buffer_detach(&detached, &detached_size), MPI_SUCCESS);
     CHECK(detached == bsend_space && detached_size == (int)sizeof bsend_space);
 
+    /* Matched probes: the message found is the one received. */
+    MPI_Message message;
+    pv = rank * 5;
+    MPI_Send(&pv, 1, MPI_INT, right, 13, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &message, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 13);
+    CHECK_RC(MPI_Mrecv(&pv, 1, MPI_INT, &message, &st), MPI_SUCCESS);
+    CHECK(pv == left * 5 && message == MPI_MESSAGE_NULL);
+    MPI_Send(&pv, 1, MPI_INT, right, 14, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) MPI_Improbe(left, 14, MPI_COMM_WORLD, &flag, &message, &st);
+    MPI_Request mreq;
+    CHECK_RC(MPI_Imrecv(&pv, 1, MPI_INT, &message, &mreq), MPI_SUCCESS);
+    MPI_Wait(&mreq, &st);
+    CHECK(st.MPI_TAG == 14 && pv == ((left + size - 1) % size) * 5);
+    MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &message, &st);
+    CHECK(message == MPI_MESSAGE_NO_PROC);
+    MPI_Mrecv(&pv, 1, MPI_INT, &message, &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL);
+    /* Request_get_status leaves the request; status fields set by hand. */
+    MPI_Irecv(&b, 1, MPI_INT, left, 15, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(&a, 1, MPI_INT, right, 15, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) MPI_Request_get_status(reqs[0], &flag, &st);
+    CHECK(reqs[0] != MPI_REQUEST_NULL && st.MPI_TAG == 15);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    MPI_Status_set_elements(&st, MPI_DOUBLE, 3);
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    MPI_Status_set_cancelled(&st, 1);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(count == 3 && flag == 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Cancel an unmatched receive. */
     MPI_Irecv(&b, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &reqs[0]);
     CHECK_RC(MPI_Cancel(&reqs[0]), MPI_SUCCESS);
