@@ -70,6 +70,7 @@ mpi_fn! {
         let dup = on_parent(comm, |c| Ok(c.dup()?))?;
         let handle = add(comm, Some(dup))?;
         crate::keyval::copy_all(comm, handle)?;
+        crate::topo::copy(comm, handle);
         put(newcomm, handle)
     }
 
@@ -139,6 +140,7 @@ mpi_fn! {
         let dup = on_parent(comm, |c| Ok(c.dup()?))?;
         let handle = add(comm, Some(dup))?;
         crate::keyval::copy_all(comm, handle)?;
+        crate::topo::copy(comm, handle);
         put(newcomm, handle)
     }
 
@@ -175,6 +177,7 @@ mpi_fn! {
         }
         state::with(|s| s.comm(handle).map(drop))?;
         crate::keyval::delete_all(handle)?;
+        crate::topo::forget(handle);
         state::with(|s| {
             s.comms.remove(&handle);
             s.errhandlers.remove(&handle);

@@ -36,5 +36,6 @@ mod ptr;
 mod request;
 mod state;
 mod status;
+mod topo;
 mod typemap;
 mod unsupported;
