@@ -107,3 +107,30 @@ pub(crate) fn not_provided(name: &str) -> c_int {
         ))
     })
 }
+
+/// Declares MPI-1 names that are other calls under another name: `MPI_X` calls `PMPI_X`,
+/// which calls the current call's profiling entry point with the same arguments.
+macro_rules! alias {
+    ($( fn $name:ident / $pname:ident => $target:ident ( $($arg:ident : $ty:ty),* ) )*) => { $(
+        /// The older name of a current call.
+        ///
+        /// # Safety
+        /// As for the call it stands for.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
+            // SAFETY: the same arguments under the same contract.
+            unsafe { $target($($arg),*) }
+        }
+
+        /// The older name of a current call.
+        ///
+        /// # Safety
+        /// As for the call it stands for.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> std::ffi::c_int {
+            // SAFETY: the same arguments under the same contract.
+            unsafe { $pname($($arg),*) }
+        }
+    )* };
+}
+pub(crate) use alias;

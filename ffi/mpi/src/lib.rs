@@ -27,6 +27,7 @@ mod join_socket;
 mod keyval;
 mod misc;
 mod mprobe;
+mod older;
 mod ops;
 mod p2p;
 mod pack;

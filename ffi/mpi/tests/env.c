@@ -101,6 +101,14 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Errhandler_free(&mine), MPI_SUCCESS);
     MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
 
+    /* MPI-1 names. */
+    MPI_Errhandler old;
+    CHECK_RC(MPI_Errhandler_set(MPI_COMM_WORLD, MPI_ERRORS_RETURN), MPI_SUCCESS);
+    MPI_Errhandler_get(MPI_COMM_WORLD, &old);
+    CHECK(old == MPI_ERRORS_RETURN);
+    MPI_Aint ext;
+    MPI_Type_extent(MPI_DOUBLE, &ext);
+    CHECK(ext == 8);
     void *mem;
     CHECK_RC(MPI_Alloc_mem(1024, MPI_INFO_NULL, &mem), MPI_SUCCESS);
     ((char *)mem)[1023] = 1;
