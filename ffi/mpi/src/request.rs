@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
-use crate::p2p::{dest, on_comm};
+use crate::p2p::{at_comm, dest};
 use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
 use crate::state::{self, REQUEST_KIND};
 use crate::status;
@@ -170,7 +170,7 @@ pub(crate) unsafe fn begin_send(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
-    let work = on_comm(comm, |c| match dest(to)? {
+    let work = at_comm(comm, |c| match dest(to)? {
         None => Ok(Work::Done(status::empty())),
         Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
     })?;
@@ -202,7 +202,7 @@ pub(crate) unsafe fn begin_recv(
         let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
         (data, Some(copy), Some(place))
     };
-    let work = on_comm(comm, |c| match crate::p2p::source(from)? {
+    let work = at_comm(comm, |c| match crate::p2p::source(from)? {
         None => Ok(Work::Done(status::empty())),
         Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
     })?;

@@ -32,11 +32,23 @@ pub(crate) fn lookup(handle: c_int) -> Option<(TypeInfo, Segments)> {
 
 /// The layout of any datatype: a predefined one is one segment over its extent.
 pub(crate) fn layout(handle: c_int) -> MpiResult<(TypeInfo, Segments)> {
-    if let Some(found) = lookup(handle) {
-        return Ok(found);
+    if (handle as u32) & 0xfff0_0000 == TYPE_KIND {
+        if let Some(found) = lookup(handle) {
+            return Ok(found);
+        }
     }
     let info = type_info(handle)?;
-    Ok((info, Arc::new(vec![(0, info.extent)])))
+    Ok((info, one_segment(info.extent)))
+}
+
+/// The segments `[(0, extent)]`, shared (no allocation on the message path).
+fn one_segment(extent: usize) -> Segments {
+    thread_local! {
+        static MADE: std::cell::RefCell<HashMap<usize, Segments>> = std::cell::RefCell::new(HashMap::new());
+    }
+    MADE.with(|made| {
+        made.borrow_mut().entry(extent).or_insert_with(|| Arc::new(vec![(0, extent)])).clone()
+    })
 }
 
 /// Stores a new derived datatype; its handle.
