@@ -2,6 +2,7 @@
 //! alltoall and their `v` forms, with `MPI_IN_PLACE`; the regular forms on
 //! inter-communicators too.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use commcore::coll::{Blocks, CollArgs, CollOp, Datatype, Root};
@@ -11,10 +12,133 @@ use crate::call::mpi_fn;
 use crate::coll::on_coll;
 use crate::coll::{blocks, is_root, root_of, takes_part};
 use crate::consts::*;
-use crate::datatype::span;
 use crate::error::{fail, MpiResult};
 use crate::pack::{copy, element, Incoming, Place};
 use crate::ptr::{array, bytes, bytes_mut, count, in_place};
+
+/// The blocks of a `v` call's receive side, in bytes: the program's buffer where the
+/// datatype lies contiguous, else a packed copy (blocks end to end) unpacked at the end.
+struct BlocksIn<'a> {
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+    area: Area<'a>,
+    places: Vec<Place>,
+}
+
+enum Area<'a> {
+    Direct(&'a mut [u8]),
+    Packed(Vec<u8>),
+}
+
+impl Area<'_> {
+    fn bytes(&mut self) -> &mut [u8] {
+        match self {
+            Area::Direct(buf) => buf,
+            Area::Packed(data) => data,
+        }
+    }
+}
+
+impl BlocksIn<'_> {
+    /// Unpacks the blocks, if they came packed.
+    ///
+    /// # Safety
+    /// The blocks' elements are writable.
+    unsafe fn finish(self) -> MpiResult {
+        let Area::Packed(data) = self.area else { return Ok(()) };
+        for ((place, &at), &len) in self.places.iter().zip(&self.displs).zip(&self.counts) {
+            // SAFETY: the caller's contract.
+            unsafe { place.unpack(&data[at..at + len]) }?;
+        }
+        Ok(())
+    }
+}
+
+/// Blocks of `counts[i]` elements at `displs[i]` extents of `datatype` from `buf`, packed
+/// end to end (the packed bytes, per-block byte counts and offsets).
+fn packed_blocks(
+    buf: *const c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    datatype: c_int,
+) -> MpiResult<(Vec<Place>, Vec<usize>, Vec<usize>)> {
+    let (mut places, mut sizes, mut offsets, mut at) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for (&n, &d) in counts.iter().zip(displs) {
+        let start = element(buf, count(d)?, datatype)?;
+        let place = Place::new(start, n, datatype)?;
+        offsets.push(at);
+        sizes.push(place.packed_len());
+        at += place.packed_len();
+        places.push(place);
+    }
+    Ok((places, sizes, offsets))
+}
+
+/// The receive side of a `v` call.
+///
+/// # Safety
+/// `buf` has room for the blocks.
+unsafe fn blocks_in<'a>(
+    buf: *mut c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    datatype: c_int,
+) -> MpiResult<BlocksIn<'a>> {
+    let info = crate::typemap::layout(datatype)?.0;
+    if info.contiguous {
+        let (counts, displs, end) = byte_layout(counts, displs, info.extent)?;
+        // SAFETY: the caller's contract.
+        let area = Area::Direct(unsafe { bytes_mut(buf, end) }?);
+        return Ok(BlocksIn { counts, displs, area, places: Vec::new() });
+    }
+    let (places, counts, displs) = packed_blocks(buf, counts, displs, datatype)?;
+    let total = counts.iter().sum();
+    Ok(BlocksIn { counts, displs, area: Area::Packed(vec![0; total]), places })
+}
+
+/// The bytes of a `v` call's send side, its per-block byte counts and offsets.
+type BlocksOut<'a> = (Cow<'a, [u8]>, Vec<usize>, Vec<usize>);
+
+/// The send side of a `v` call.
+///
+/// # Safety
+/// `buf` holds the blocks.
+unsafe fn blocks_out<'a>(
+    buf: *const c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    datatype: c_int,
+) -> MpiResult<BlocksOut<'a>> {
+    let info = crate::typemap::layout(datatype)?.0;
+    if info.contiguous {
+        let (counts, displs, end) = byte_layout(counts, displs, info.extent)?;
+        // SAFETY: the caller's contract.
+        return Ok((Cow::Borrowed(unsafe { bytes(buf, end) }?), counts, displs));
+    }
+    let (places, counts, displs) = packed_blocks(buf, counts, displs, datatype)?;
+    let mut data = Vec::with_capacity(counts.iter().sum());
+    for place in &places {
+        // SAFETY: the caller's contract.
+        data.extend_from_slice(&unsafe { place.outgoing() }?);
+    }
+    Ok((Cow::Owned(data), counts, displs))
+}
+
+/// Block `rank` of a `v` layout at `buf`, packed (the data of `MPI_IN_PLACE`).
+///
+/// # Safety
+/// `buf` holds the block.
+unsafe fn own_block(
+    buf: *const c_void,
+    counts: &[c_int],
+    displs: &[c_int],
+    rank: usize,
+    datatype: c_int,
+) -> MpiResult<Vec<u8>> {
+    let start = element(buf, count(displs[rank])?, datatype)?;
+    // SAFETY: the caller's contract.
+    unsafe { copy(start, counts[rank], datatype) }
+}
 
 /// Per-rank counts and displacements in bytes (elements of `extent` bytes given), and the
 /// bytes the layout spans.
@@ -135,18 +259,18 @@ mpi_fn! {
         on_coll(comm, |c| {
             intra(c)?;
             let Root::Rank(root) = root_of(c, root)? else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
+            let args = CollArgs::new(0, Datatype::U8).with_root(Root::Rank(root));
             let root = root as usize;
             if c.rank() != root {
-                let send = bytes(sendbuf, span(sendcount, sendtype)?)?;
-                let args = CollArgs::new(send.len(), Datatype::U8).with_root(Root::Rank(root as u32));
-                return Ok(c.collective(CollOp::Gatherv, &args, send, &mut [])?);
+                let send = copy(sendbuf, sendcount, sendtype)?;
+                return Ok(c.collective(CollOp::Gatherv, &CollArgs { count: send.len(), ..args }, &send, &mut [])?);
             }
-            let extent = span(1, recvtype)?;
-            let (counts, at, end) = byte_layout(array(recvcounts, c.size())?, array(displs, c.size())?, extent)?;
-            let recv = bytes_mut(recvbuf, end)?;
-            let send = if in_place(sendbuf) { recv[at[root]..at[root] + counts[root]].to_vec() } else { bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec() };
-            let args = CollArgs::new(send.len(), Datatype::U8).with_root(Root::Rank(root as u32)).with_recv(Blocks { counts: &counts, displs: &at });
-            Ok(c.collective(CollOp::Gatherv, &args, &send, recv)?)
+            let (counts, displs) = (array(recvcounts, c.size())?, array(displs, c.size())?);
+            let send = if in_place(sendbuf) { own_block(recvbuf, counts, displs, root, recvtype)? } else { copy(sendbuf, sendcount, sendtype)? };
+            let mut recv = blocks_in(recvbuf, counts, displs, recvtype)?;
+            let args = CollArgs { count: send.len(), ..args }.with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
+            c.collective(CollOp::Gatherv, &args, &send, recv.area.bytes())?;
+            recv.finish()
         })
     }
 
@@ -154,32 +278,34 @@ mpi_fn! {
         on_coll(comm, |c| {
             intra(c)?;
             let Root::Rank(root) = root_of(c, root)? else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
+            let args = CollArgs::new(0, Datatype::U8).with_root(Root::Rank(root));
             let root = root as usize;
             if c.rank() != root {
-                let recv = bytes_mut(recvbuf, span(recvcount, recvtype)?)?;
-                let args = CollArgs::new(recv.len(), Datatype::U8).with_root(Root::Rank(root as u32));
-                return Ok(c.collective(CollOp::Scatterv, &args, &[], recv)?);
+                let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
+                c.collective(CollOp::Scatterv, &CollArgs { count: recv.bytes().len(), ..args }, &[], recv.bytes())?;
+                return recv.finish(usize::MAX);
             }
-            let extent = span(1, sendtype)?;
-            let (counts, at, end) = byte_layout(array(sendcounts, c.size())?, array(displs, c.size())?, extent)?;
-            let send = bytes(sendbuf, end)?;
-            let mut own = Vec::new();
-            let recv = if in_place(recvbuf) { own.resize(counts[root], 0); &mut own[..] } else { bytes_mut(recvbuf, span(recvcount, recvtype)?)? };
-            let args = CollArgs::new(recv.len(), Datatype::U8).with_root(Root::Rank(root as u32)).with_send(Blocks { counts: &counts, displs: &at });
-            Ok(c.collective(CollOp::Scatterv, &args, send, recv)?)
+            let (send, counts, at) = blocks_out(sendbuf, array(sendcounts, c.size())?, array(displs, c.size())?, sendtype)?;
+            let args = CollArgs { count: counts[root], ..args }.with_send(Blocks { counts: &counts, displs: &at });
+            if in_place(recvbuf) {
+                let mut own = vec![0u8; counts[root]];
+                return Ok(c.collective(CollOp::Scatterv, &args, &send, &mut own)?);
+            }
+            let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
+            c.collective(CollOp::Scatterv, &args, &send, recv.bytes())?;
+            recv.finish(usize::MAX)
         })
     }
 
     fn MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
             intra(c)?;
-            let extent = span(1, recvtype)?;
-            let (counts, at, end) = byte_layout(array(recvcounts, c.size())?, array(displs, c.size())?, extent)?;
-            let recv = bytes_mut(recvbuf, end)?;
-            let me = c.rank();
-            let send = if in_place(sendbuf) { recv[at[me]..at[me] + counts[me]].to_vec() } else { bytes(sendbuf, span(sendcount, sendtype)?)?.to_vec() };
-            let args = CollArgs::new(send.len(), Datatype::U8).with_recv(Blocks { counts: &counts, displs: &at });
-            Ok(c.collective(CollOp::Allgatherv, &args, &send, recv)?)
+            let (counts, displs) = (array(recvcounts, c.size())?, array(displs, c.size())?);
+            let send = if in_place(sendbuf) { own_block(recvbuf, counts, displs, c.rank(), recvtype)? } else { copy(sendbuf, sendcount, sendtype)? };
+            let mut recv = blocks_in(recvbuf, counts, displs, recvtype)?;
+            let args = CollArgs::new(send.len(), Datatype::U8).with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
+            c.collective(CollOp::Allgatherv, &args, &send, recv.area.bytes())?;
+            recv.finish()
         })
     }
 
@@ -187,18 +313,20 @@ mpi_fn! {
         on_coll(comm, |c| {
             intra(c)?;
             let n = c.size();
-            let (rc, rd, rend) = byte_layout(array(recvcounts, n)?, array(rdispls, n)?, span(1, recvtype)?)?;
-            let recv = bytes_mut(recvbuf, rend)?;
+            let (rcounts, rdispls) = (array(recvcounts, n)?, array(rdispls, n)?);
             let (send, sc, sd) = if in_place(sendbuf) {
-                (recv.to_vec(), rc.clone(), rd.clone())
+                let (data, sc, sd) = blocks_out(recvbuf, rcounts, rdispls, recvtype)?;
+                (data.into_owned(), sc, sd)
             } else {
-                let (sc, sd, send_end) = byte_layout(array(sendcounts, n)?, array(sdispls, n)?, span(1, sendtype)?)?;
-                (bytes(sendbuf, send_end)?.to_vec(), sc, sd)
+                let (data, sc, sd) = blocks_out(sendbuf, array(sendcounts, n)?, array(sdispls, n)?, sendtype)?;
+                (data.into_owned(), sc, sd)
             };
+            let mut recv = blocks_in(recvbuf, rcounts, rdispls, recvtype)?;
             let args = CollArgs::new(sc[c.rank()], Datatype::U8)
                 .with_send(Blocks { counts: &sc, displs: &sd })
-                .with_recv(Blocks { counts: &rc, displs: &rd });
-            Ok(c.collective(CollOp::Alltoallv, &args, &send, recv)?)
+                .with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
+            c.collective(CollOp::Alltoallv, &args, &send, recv.area.bytes())?;
+            recv.finish()
         })
     }
 }

@@ -107,18 +107,6 @@ pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
     fail(MPI_ERR_TYPE, format!("{handle:#x} is not a datatype"))
 }
 
-/// Bytes of `count` elements of `handle`, a datatype whose data lies contiguous (those
-/// that do not are packed by point-to-point calls only, so far).
-pub(crate) fn span(count: c_int, handle: c_int) -> MpiResult<usize> {
-    let n = crate::ptr::count(count)?;
-    let info = type_info(handle)?;
-    if !info.contiguous {
-        let message = "collectives on non-contiguous datatypes are not provided yet";
-        return fail(MPI_ERR_TYPE, message);
-    }
-    Ok(n * info.extent)
-}
-
 /// The runtime's type and reduction for `op` on `handle`: an error where the runtime
 /// cannot reduce them.
 pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, Op)> {
