@@ -20,6 +20,7 @@ mod errhandler;
 mod error;
 mod externs;
 mod group;
+mod handles;
 mod icoll;
 mod info;
 mod inter;

@@ -12,6 +12,7 @@ use commcore_linux::runtime::{Comm, Request, World};
 use crate::call;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
+use crate::handles::HandleMap;
 use crate::request::Pending;
 
 /// Kind bits of the handles this library makes (as MPICH's indirect handles).
@@ -31,14 +32,14 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 pub(crate) struct State {
     pub world: World,
     /// Communicators made by the program (the world and self are the world's).
-    pub comms: HashMap<c_int, Comm>,
+    pub comms: HandleMap<Comm>,
     /// Error handlers set on communicators; the rest have `MPI_ERRORS_ARE_FATAL`.
     pub errhandlers: HashMap<c_int, c_int>,
     /// Groups: the members' world ranks, in group order.
     pub groups: HashMap<c_int, Vec<usize>>,
     /// Names given to communicators (`MPI_Comm_set_name`).
     pub names: HashMap<c_int, String>,
-    pub requests: HashMap<c_int, Pending>,
+    pub requests: HandleMap<Pending>,
     /// Requests the program freed before they completed.
     pub detached: Vec<Request<'static>>,
     /// The inter-communicator to the spawning job (`MPI_COMM_NULL` if none).
@@ -53,11 +54,11 @@ impl State {
         let parent = world.parent().cloned();
         let mut state = State {
             world,
-            comms: HashMap::new(),
+            comms: HandleMap::default(),
             errhandlers: HashMap::new(),
             groups: HashMap::new(),
             names: HashMap::new(),
-            requests: HashMap::new(),
+            requests: HandleMap::default(),
             detached: Vec::new(),
             thread_level,
             main_thread: std::thread::current().id(),
