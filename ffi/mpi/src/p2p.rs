@@ -45,6 +45,8 @@ pub(crate) fn at_comm<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> 
     state::with(|s| f(s.comm(comm)?))
 }
 
+/// A standard send, or a synchronous one (`sync`: it returns once a receive took it).
+///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`.
 unsafe fn send(
@@ -54,11 +56,13 @@ unsafe fn send(
     to: c_int,
     tag: c_int,
     comm: c_int,
+    sync: bool,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
     let data = unsafe { Place::new(buf, count, datatype)?.outgoing() }?;
     on_comm(comm, |c| match dest(to)? {
         None => Ok(()),
+        Some(to) if sync => Ok(c.ssend(&data, to, tag)?),
         Some(to) => Ok(c.send(&data, to, tag)?),
     })
 }
@@ -93,17 +97,17 @@ pub(crate) unsafe fn recv(
 
 mpi_fn! {
     fn MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
-        send(buf, count, datatype, dest, tag, comm)
+        send(buf, count, datatype, dest, tag, comm, false)
     }
 
-    /// As `MPI_Send`: the runtime's send does not wait for the matching receive, so this
-    /// completes as early as a standard send may.
+    /// Returns once a receive has taken the message (between processes of this job on one
+    /// node with single-copy transfers; elsewhere as `MPI_Send`).
     fn MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
-        send(buf, count, datatype, dest, tag, comm)
+        send(buf, count, datatype, dest, tag, comm, true)
     }
 
     fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
-        send(buf, count, datatype, dest, tag, comm)
+        send(buf, count, datatype, dest, tag, comm, false)
     }
 
     fn MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut MpiStatus) {

@@ -14,6 +14,7 @@ use crate::state::{self, REQUEST_KIND};
 #[derive(Clone, Debug)]
 pub(crate) struct Persist {
     recv: bool,
+    sync: bool,
     buf: usize,
     count: c_int,
     datatype: c_int,
@@ -58,7 +59,7 @@ fn start(handle: c_int) -> MpiResult {
         if p.recv {
             begin_recv(p.buf as *mut c_void, p.count, p.datatype, p.peer, p.tag, comm)
         } else {
-            begin_send(p.buf as *const c_void, p.count, p.datatype, p.peer, p.tag, comm)
+            begin_send(p.buf as *const c_void, p.count, p.datatype, p.peer, p.tag, comm, p.sync)
         }
     };
     let result = begun.map(|op| pending.restart(op));
@@ -71,20 +72,20 @@ fn start(handle: c_int) -> MpiResult {
 
 mpi_fn! {
     fn MPI_Send_init / PMPI_Send_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: false, buf: buf as usize, count, datatype, peer: dest, tag }, comm, request)
+        init(Persist { recv: false, sync: false, buf: buf as usize, count, datatype, peer: dest, tag }, comm, request)
     }
 
-    /// As `MPI_Send_init` (see `MPI_Ssend`).
+    /// Synchronous (see `MPI_Ssend`).
     fn MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: false, buf: buf as usize, count, datatype, peer: dest, tag }, comm, request)
+        init(Persist { recv: false, sync: true, buf: buf as usize, count, datatype, peer: dest, tag }, comm, request)
     }
 
     fn MPI_Rsend_init / PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: false, buf: buf as usize, count, datatype, peer: dest, tag }, comm, request)
+        init(Persist { recv: false, sync: false, buf: buf as usize, count, datatype, peer: dest, tag }, comm, request)
     }
 
     fn MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: true, buf: buf as usize, count, datatype, peer: source, tag }, comm, request)
+        init(Persist { recv: true, sync: false, buf: buf as usize, count, datatype, peer: source, tag }, comm, request)
     }
 
     fn MPI_Start / PMPI_Start(request: *mut c_int) {

@@ -147,7 +147,7 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     unsafe { put(out, handle) }
 }
 
-/// Starts a send; its request.
+/// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request.
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
@@ -158,6 +158,7 @@ pub(crate) unsafe fn begin_send(
     to: c_int,
     tag: c_int,
     comm: c_int,
+    sync: bool,
 ) -> MpiResult<Pending> {
     let place = Place::new(buf, count, datatype)?;
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
@@ -172,6 +173,7 @@ pub(crate) unsafe fn begin_send(
     };
     let work = at_comm(comm, |c| match dest(to)? {
         None => Ok(Work::Done(status::empty())),
+        Some(to) if sync => Ok(Work::Live { request: c.issend(data, to, tag)?, recv: false }),
         Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
     })?;
     Ok(Pending { packed, ..Pending::new(comm, work) })
@@ -334,18 +336,18 @@ fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Opti
 
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm)?;
+        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
         start(request, pending)
     }
 
-    /// As `MPI_Isend` (see `MPI_Ssend`).
+    /// Completes once a receive has taken the message (see `MPI_Ssend`).
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm)?;
+        let pending = begin_send(buf, count, datatype, dest, tag, comm, true)?;
         start(request, pending)
     }
 
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm)?;
+        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
         start(request, pending)
     }
 

@@ -215,6 +215,29 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Request_free(&preq[1]), MPI_SUCCESS);
     CHECK(preq[0] == MPI_REQUEST_NULL);
 
+    /* Synchronous mode: an Issend does not complete before its receive is posted (ranks
+     * of one node with single-copy transfers, as here). */
+    if (size > 1) {
+        int sv = 7, rv = 0, early = 0;
+        if (rank == 0) {
+            MPI_Request sreq;
+            MPI_Issend(&sv, 1, MPI_INT, 1, 50, MPI_COMM_WORLD, &sreq);
+            for (int k = 0; k < 2000 && !early; k++) MPI_Test(&sreq, &early, MPI_STATUS_IGNORE);
+            CHECK(early == 0);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (!early) MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+            /* A blocking Ssend returns once rank 1 took it. */
+            CHECK_RC(MPI_Ssend(&sv, 1, MPI_INT, 1, 51, MPI_COMM_WORLD), MPI_SUCCESS);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 1) {
+                MPI_Recv(&rv, 1, MPI_INT, 0, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                CHECK(rv == 7);
+                MPI_Recv(&rv, 1, MPI_INT, 0, 51, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        }
+    }
+
     /* Errors return their class. */
     CHECK_RC(MPI_Send(&a, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
     CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, -5, MPI_COMM_WORLD), MPI_ERR_TAG);
