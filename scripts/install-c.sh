@@ -4,7 +4,9 @@
 #   PKG_CONFIG_PATH=PREFIX/lib/pkgconfig cc prog.c $(pkg-config --cflags --libs commcore)
 # builds (add --static for the static library). Also builds and installs the PMPI library
 # once per MPI, PREFIX/lib/openmpi/libcommcore_pmpi.so and PREFIX/lib/mpich/libcommcore_pmpi.so
-# (installing Debian's Open MPI and MPICH first when they are missing).
+# (installing Debian's Open MPI and MPICH first when they are missing), and the MPI library
+# that MPICH-built programs load, PREFIX/lib/commcore-mpi/libmpich.so.12 (and libmpi.so.12):
+#   LD_LIBRARY_PATH=PREFIX/lib/commcore-mpi commcore run -n 4 ./prog
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=${1:-}
@@ -31,4 +33,5 @@ for mpi in openmpi mpich; do
     install -d "$prefix/lib/$mpi"
     install -m 0755 "target/pmpi/$mpi/libcommcore_pmpi.so" "$prefix/lib/$mpi/"
 done
+ffi/mpi/build.sh "$prefix/lib/commcore-mpi" --release
 echo "installed libcommcore $version under $prefix"

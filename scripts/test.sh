@@ -121,6 +121,12 @@ pmpi() {
     [ "$status" = 3 ] || { echo "pmix_check abort: mpirun exited $status, not 3" >&2; exit 1; }
 }
 
+mpi_library() {
+    step "MPI library: MPICH-built C programs on libmpich.so.12 over the runtime (commcore run, mpiexec.mpich)"
+    nice -n 10 cargo build --locked -p commcore-cli
+    ffi/mpi/tests/run.sh target/mpi
+}
+
 # In a subshell, so that the trap stops the cluster however the step ends.
 slurm_srun() (
     step "Slurm: a one-node cluster in a temporary directory; Open MPI's hello under srun --mpi=pmix"
@@ -241,6 +247,7 @@ bare_kernel
 loom_models
 c_abi
 pmpi
+mpi_library
 slurm_srun
 miri
 fuzz_smoke

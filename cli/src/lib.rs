@@ -12,6 +12,7 @@ pub mod args;
 pub mod bench;
 pub mod demo;
 mod help;
+pub mod mpi_library;
 pub mod nameserver;
 pub mod report;
 pub mod run;

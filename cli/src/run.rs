@@ -35,6 +35,12 @@ pub fn spec(args: RunArgs) -> Result<JobSpec, String> {
     spec.timeout = args.timeout;
     spec.tag_output = args.tag_output;
     spec.dedicated_launcher = true;
+    // MPICH-built programs load commcore's MPI library (unless -x sets the path).
+    if let Some(dir) = crate::mpi_library::directory() {
+        let current = std::env::var("LD_LIBRARY_PATH").ok();
+        let path = crate::mpi_library::library_path(&dir, current.as_deref());
+        spec.env.push(("LD_LIBRARY_PATH".to_string(), path));
+    }
     for export in &args.export {
         spec.env.push(exported(export)?);
     }

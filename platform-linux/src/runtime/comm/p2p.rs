@@ -89,6 +89,31 @@ impl Comm {
         }
     }
 
+    /// Sends `buf` to rank `dest` with `tag` and returns once a receive has taken it
+    /// (`MPI_Ssend`): so between processes of this job on one node with single-copy
+    /// transfers; elsewhere it returns as [`Comm::send`] does.
+    pub fn ssend(&self, buf: &[u8], dest: usize, tag: i32) -> Result<(), P2pError> {
+        self.noted(self.ssend_unnoted(buf, dest, tag))
+    }
+
+    fn ssend_unnoted(&self, buf: &[u8], dest: usize, tag: i32) -> Result<(), P2pError> {
+        let peer = self.check_send(buf, dest, tag)?;
+        let runtime = &self.runtime;
+        let envelope = self.outbound(self.remote_context, tag);
+        let start = runtime.engine().start_send_sync(&runtime.fabric, peer, envelope, buf)?;
+        match start {
+            SendStart::Done => Ok(()),
+            SendStart::Rendezvous(id) => runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, None)?;
+                Ok(engine.send_finished(id).then_some(()))
+            }),
+            SendStart::Streaming(id) => runtime.block(|engine, fabric| {
+                engine.progress(fabric, None, Some(&Feed { send: id, buf }))?;
+                Ok((!engine.send_queued(peer, id)).then_some(()))
+            }),
+        }
+    }
+
     /// Receives into `buf` a message from `source` (a rank or [`crate::runtime::ANY_SOURCE`]) with
     /// `tag` (or [`ANY_TAG`]) (`MPI_Recv`). A longer message is an error
     /// ([`P2pError::Truncated`]) that still consumes it.
@@ -186,6 +211,26 @@ impl Comm {
         Ok(Request { runtime: self.runtime.clone(), state })
     }
 
+    /// Starts a synchronous send (`MPI_Issend`): the request completes once a receive has
+    /// taken the message, under the conditions of [`Comm::ssend`].
+    pub fn issend<'a>(
+        &self,
+        buf: &'a [u8],
+        dest: usize,
+        tag: i32,
+    ) -> Result<Request<'a>, P2pError> {
+        let peer = self.check_send(buf, dest, tag)?;
+        let runtime = &self.runtime;
+        let envelope = self.outbound(self.remote_context, tag);
+        let start = runtime.engine().start_send_sync(&runtime.fabric, peer, envelope, buf)?;
+        let status = Status { source: dest, tag, len: buf.len() };
+        let state = match start {
+            SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
+            SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
+        };
+        Ok(Request { runtime: self.runtime.clone(), state })
+    }
+
     /// Starts receiving into `buf` (`MPI_Irecv`); matching follows posting order.
     pub fn irecv<'a>(
         &self,
@@ -206,6 +251,28 @@ impl Comm {
         };
         drop(engine);
         Ok(Request { runtime: runtime.clone(), state })
+    }
+
+    /// The status of the oldest message a receive from `source` with `tag` would take, if
+    /// one has come, without receiving it (`MPI_Iprobe`).
+    pub fn iprobe(&self, source: impl Into<Source>, tag: i32) -> Result<Option<Status>, P2pError> {
+        let pattern = self.pattern(self.context, source.into(), tag)?;
+        let runtime = &self.runtime;
+        let mut engine = runtime.engine();
+        engine.progress(&runtime.fabric, None, None)?;
+        Ok(engine.probe(&pattern).map(|(source, tag, len)| Status { source, tag, len }))
+    }
+
+    /// Blocks until a message a receive from `source` with `tag` would take has come, and
+    /// returns its status without receiving it (`MPI_Probe`).
+    pub fn probe(&self, source: impl Into<Source>, tag: i32) -> Result<Status, P2pError> {
+        let pattern = self.pattern(self.context, source.into(), tag)?;
+        let found = self.runtime.block(|engine, fabric| {
+            engine.progress(fabric, None, None)?;
+            Ok(engine.probe(&pattern))
+        })?;
+        let (source, tag, len) = found;
+        Ok(Status { source, tag, len })
     }
 
     /// Sends to `dest` and receives from `source` at once (`MPI_Sendrecv`).

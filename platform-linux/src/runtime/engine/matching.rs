@@ -136,6 +136,15 @@ impl Engine {
         self.unexpected.remove(i)
     }
 
+    /// The oldest unexpected message that `pattern` accepts, as (sender's rank, tag,
+    /// length), left queued (`MPI_Iprobe`).
+    pub(crate) fn probe(&self, pattern: &Pattern) -> Option<(usize, i32, usize)> {
+        self.unexpected.iter().find_map(|&id| {
+            let a = self.arrivals.get(id)?;
+            (pattern.accepts(a) && !a.discard).then_some((a.rank as usize, a.tag, a.len))
+        })
+    }
+
     /// Matches arrival `id` with the oldest posted receive that accepts it, or queues it as
     /// unexpected; the caller stores it in `arrivals`.
     pub(super) fn arrive(&mut self, id: u64, arrival: &mut Arrival) {

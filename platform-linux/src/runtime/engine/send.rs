@@ -118,23 +118,10 @@ impl Engine {
             }
             return Ok(SendStart::Done);
         }
-        let id = self.fresh_id();
         if self.single_copy_above.is_some_and(|limit| buf.len() > limit) {
-            let address = buf.as_ptr() as usize as u64;
-            self.rendezvous.insert(id, (dest, address, buf.len()));
-            let cell = header(CellKind::ReadyToSend, 0, address, id);
-            if idle && link.outbox().try_push(&cell, &[]) {
-                link.notify(fabric);
-            } else {
-                self.peers.queue(dest).outbound.push_back(Outgoing::Owned {
-                    header: cell,
-                    payload: Vec::new(),
-                    sent: 0,
-                    started: false,
-                });
-            }
-            return Ok(SendStart::Rendezvous(id));
+            return Ok(self.announce(fabric, link, dest, envelope, buf));
         }
+        let id = self.fresh_id();
         let cell = header(CellKind::Message, 0, 0, id);
         if lend {
             self.peers.queue(dest).outbound.push_back(Outgoing::Borrowed {
@@ -153,6 +140,53 @@ impl Engine {
                 started: false,
             });
             Ok(SendStart::Done)
+        }
+    }
+
+    /// Announces `buf` to shared-memory peer `dest` for the receiver to read by single copy
+    /// (rendezvous): the send finishes once a receive has taken it.
+    fn announce(
+        &mut self,
+        fabric: &ShmTransport,
+        link: Link<'_>,
+        dest: usize,
+        envelope: Outbound,
+        buf: &[u8],
+    ) -> SendStart {
+        let idle = self.peers.get(dest).map_or(true, |c| c.outbound.is_empty());
+        let id = self.fresh_id();
+        let address = buf.as_ptr() as usize as u64;
+        self.rendezvous.insert(id, (dest, address, buf.len()));
+        // Fits: a message is at most MAX_MESSAGE_BYTES (i32::MAX) long.
+        let cell = envelope.cell(CellKind::ReadyToSend, 0, buf.len() as u32, address, id);
+        if idle && link.outbox().try_push(&cell, &[]) {
+            link.notify(fabric);
+        } else {
+            self.peers.queue(dest).outbound.push_back(Outgoing::Owned {
+                header: cell,
+                payload: Vec::new(),
+                sent: 0,
+                started: false,
+            });
+        }
+        SendStart::Rendezvous(id)
+    }
+
+    /// Starts a synchronous send (`MPI_Ssend`): to a shared-memory peer of this job, with
+    /// single-copy transfers on, the message is announced whatever its length, so the send
+    /// finishes only once a receive has taken it; otherwise as [`Engine::start_send`].
+    pub(crate) fn start_send_sync(
+        &mut self,
+        fabric: &ShmTransport,
+        peer: Peer,
+        envelope: Outbound,
+        buf: &[u8],
+    ) -> Result<SendStart, P2pError> {
+        match peer {
+            Peer::Shm(slot) if slot < fabric.size && self.single_copy_above.is_some() => {
+                Ok(self.announce(fabric, Link::Home { fabric, slot }, slot, envelope, buf))
+            }
+            _ => self.start_send(fabric, peer, envelope, buf, false),
         }
     }
 

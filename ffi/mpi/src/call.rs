@@ -1,0 +1,136 @@
+//! How every exported function runs: panics are caught (none crosses the C ABI), and an
+//! error goes to the error handler of the communicator the call used.
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::consts::*;
+use crate::error::{MpiError, MpiResult};
+use crate::state;
+
+thread_local! {
+    /// The communicator whose error handler the current call's errors go to.
+    static CALL_COMM: Cell<c_int> = const { Cell::new(MPI_COMM_WORLD) };
+}
+
+/// Notes that the current call works on `comm` (its errors go to that handler).
+pub(crate) fn on_comm(comm: c_int) {
+    CALL_COMM.with(|c| c.set(comm));
+}
+
+/// Runs the body of MPI function `name` and returns its error code.
+pub(crate) fn run(name: &str, body: impl FnOnce() -> MpiResult) -> c_int {
+    on_comm(MPI_COMM_WORLD);
+    let error = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => return MPI_SUCCESS,
+        Ok(Err(error)) => error,
+        Err(_) => MpiError::new(MPI_ERR_INTERN, "internal error (a panic was caught)"),
+    };
+    report(name, error)
+}
+
+/// Hands `error` of call `name` to the current communicator's error handler: fatal ones
+/// print it and abort the job; otherwise its class is returned.
+pub(crate) fn report(name: &str, error: MpiError) -> c_int {
+    let comm = CALL_COMM.with(Cell::get);
+    let handler = state::errhandler(comm).unwrap_or(MPI_ERRORS_ARE_FATAL);
+    if handler == MPI_ERRORS_RETURN {
+        return error.class;
+    }
+    if let Some(function) = crate::errhandler::user(handler) {
+        crate::errhandler::call(function, comm, error.class);
+        return error.class;
+    }
+    let message = format!("{name}: {}", error.message);
+    eprintln!("{message}");
+    state::abort(error.class.max(1), &message)
+}
+
+/// Declares MPI functions: each `MPI_X` calls `PMPI_X` (the profiling interface), whose
+/// body returns `MpiResult` and runs under [`run`].
+macro_rules! mpi_fn {
+    ($( $(#[$doc:meta])* fn $name:ident / $pname:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block )*) => { $(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Pointer arguments must be valid as the MPI standard requires for this call.
+        #[no_mangle]
+        #[allow(unused_unsafe, clippy::missing_safety_doc)]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
+            $crate::call::run(stringify!($name), || {
+                // SAFETY: the caller passes pointers valid as MPI requires for this call;
+                // the helpers of `ptr` check NULL and MPI's sentinel addresses.
+                unsafe { $body }
+            })
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As for the profiling entry point it calls.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> std::ffi::c_int {
+            // SAFETY: the same arguments under the same contract.
+            unsafe { $pname($($arg),*) }
+        }
+    )* };
+}
+pub(crate) use mpi_fn;
+
+/// Defines calls that are not provided yet: each fails with
+/// `MPI_ERR_UNSUPPORTED_OPERATION` naming itself. Their arguments are not read (returning
+/// an `int` is all the C ABI needs of them).
+macro_rules! unsupported {
+    ($($name:ident $pname:ident)*) => { $(
+        /// Not provided yet: fails with `MPI_ERR_UNSUPPORTED_OPERATION`.
+        #[no_mangle]
+        pub extern "C" fn $pname() -> std::ffi::c_int {
+            $crate::call::not_provided(stringify!($name))
+        }
+
+        /// Not provided yet: fails with `MPI_ERR_UNSUPPORTED_OPERATION`.
+        #[no_mangle]
+        pub extern "C" fn $name() -> std::ffi::c_int {
+            $pname()
+        }
+    )* };
+}
+pub(crate) use unsupported;
+
+/// The error of a call this library does not provide yet.
+pub(crate) fn not_provided(name: &str) -> c_int {
+    run(name, || {
+        Err(MpiError::new(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "this call is not provided by commcore's MPI library yet",
+        ))
+    })
+}
+
+/// Declares MPI-1 names that are other calls under another name: `MPI_X` calls `PMPI_X`,
+/// which calls the current call's profiling entry point with the same arguments.
+macro_rules! alias {
+    ($( fn $name:ident / $pname:ident => $target:ident ( $($arg:ident : $ty:ty),* ) )*) => { $(
+        /// The older name of a current call.
+        ///
+        /// # Safety
+        /// As for the call it stands for.
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> std::ffi::c_int {
+            // SAFETY: the same arguments under the same contract.
+            unsafe { $target($($arg),*) }
+        }
+
+        /// The older name of a current call.
+        ///
+        /// # Safety
+        /// As for the call it stands for.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> std::ffi::c_int {
+            // SAFETY: the same arguments under the same contract.
+            unsafe { $pname($($arg),*) }
+        }
+    )* };
+}
+pub(crate) use alias;

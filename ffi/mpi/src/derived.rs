@@ -1,0 +1,181 @@
+//! Derived datatypes (contiguous, vector, indexed, structure, resized, dup) and the type
+//! queries: size, extents, commit, free, addresses.
+
+use std::ffi::{c_int, c_long, c_void};
+
+use crate::call::mpi_fn;
+use crate::consts::*;
+use crate::error::{fail, MpiResult};
+use crate::ptr::{array, count, get, put};
+use crate::typemap::{self, bounds, layout, Builder};
+
+/// Builds a type from `blocks` (displacement in bytes, elements) of `old`, and stores it.
+///
+/// # Safety
+/// `newtype` is valid for a write, or NULL.
+unsafe fn build(
+    old: c_int,
+    blocks: impl Iterator<Item = MpiResult<(isize, usize)>>,
+    newtype: *mut c_int,
+) -> MpiResult {
+    if newtype.is_null() {
+        return fail(MPI_ERR_ARG, "newtype is NULL");
+    }
+    let old = layout(old)?;
+    let mut builder = Builder::new();
+    for block in blocks {
+        let (disp, n) = block?;
+        builder.place(&old, disp, n)?;
+    }
+    let (info, segments) = builder.finish(false);
+    // SAFETY: the caller's contract.
+    unsafe { put(newtype, typemap::add(info, segments)) }
+}
+
+/// The extent of `old` as a displacement unit.
+fn unit(old: c_int) -> MpiResult<isize> {
+    Ok(layout(old)?.0.extent as isize)
+}
+
+mpi_fn! {
+    /// `n` elements of `oldtype` end to end.
+    fn MPI_Type_contiguous / PMPI_Type_contiguous(n: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let n = count(n)?;
+        build(oldtype, std::iter::once(Ok((0, n))), newtype)
+    }
+
+    /// `n` blocks of `blocklength` elements, `stride` elements apart.
+    fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
+        let (n, len, step) = (count(n)?, count(blocklength)?, stride as isize * unit(oldtype)?);
+        build(oldtype, (0..n).map(|j| Ok((j as isize * step, len))), newtype)
+    }
+
+    /// As `MPI_Type_vector`, with `stride` in bytes.
+    fn MPI_Type_create_hvector / PMPI_Type_create_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
+        let (n, len) = (count(n)?, count(blocklength)?);
+        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)
+    }
+
+    fn MPI_Type_hvector / PMPI_Type_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
+        let (n, len) = (count(n)?, count(blocklength)?);
+        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)
+    }
+
+    /// Blocks of `blocklengths[i]` elements at `displacements[i]` elements.
+    fn MPI_Type_indexed / PMPI_Type_indexed(n: c_int, blocklengths: *const c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
+        let n = count(n)?;
+        let (lens, displs, u) = (array(blocklengths, n)?, array(displacements, n)?, unit(oldtype)?);
+        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize * u, count(l)?))), newtype)
+    }
+
+    /// As `MPI_Type_indexed`, with displacements in bytes.
+    fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(n: c_int, blocklengths: *const c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
+        let n = count(n)?;
+        let (lens, displs) = (array(blocklengths, n)?, array(displacements, n)?);
+        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize, count(l)?))), newtype)
+    }
+
+    fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(n: c_int, blocklength: c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
+        let (n, len) = (count(n)?, count(blocklength)?);
+        let (displs, u) = (array(displacements, n)?, unit(oldtype)?);
+        build(oldtype, displs.iter().map(|&d| Ok((d as isize * u, len))), newtype)
+    }
+
+    fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(n: c_int, blocklength: c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
+        let (n, len) = (count(n)?, count(blocklength)?);
+        let displs = array(displacements, n)?;
+        build(oldtype, displs.iter().map(|&d| Ok((d as isize, len))), newtype)
+    }
+
+    /// Blocks of different types at byte displacements; the extent is rounded up to the
+    /// strictest alignment of its members.
+    fn MPI_Type_create_struct / PMPI_Type_create_struct(n: c_int, blocklengths: *const c_int, displacements: *const c_long, types: *const c_int, newtype: *mut c_int) {
+        if newtype.is_null() {
+            return fail(MPI_ERR_ARG, "newtype is NULL");
+        }
+        let n = count(n)?;
+        let (lens, displs, types) = (array(blocklengths, n)?, array(displacements, n)?, array(types, n)?);
+        let mut builder = Builder::new();
+        for i in 0..n {
+            builder.place(&layout(types[i])?, displs[i] as isize, count(lens[i])?)?;
+        }
+        let (info, segments) = builder.finish(true);
+        put(newtype, typemap::add(info, segments))
+    }
+
+    /// `oldtype` with lower bound `lb` and extent `extent`.
+    fn MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: c_int, lb: c_long, extent: c_long, newtype: *mut c_int) {
+        if newtype.is_null() {
+            return fail(MPI_ERR_ARG, "newtype is NULL");
+        }
+        let Ok(extent) = usize::try_from(extent) else {
+            return fail(MPI_ERR_ARG, format!("extent {extent} is negative"));
+        };
+        let (old, segments) = layout(oldtype)?;
+        let (info, segments) = bounds(segments.to_vec(), lb as isize, extent, old.into(), old.reduces_as);
+        put(newtype, typemap::add(info, segments))
+    }
+
+    fn MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) {
+        let (info, segments) = layout(oldtype)?;
+        if newtype.is_null() {
+            return fail(MPI_ERR_ARG, "newtype is NULL");
+        }
+        put(newtype, typemap::add(info, segments))
+    }
+
+    /// Nothing to prepare: packing reads the layout as it is.
+    fn MPI_Type_commit / PMPI_Type_commit(datatype: *mut c_int) {
+        layout(get(datatype)?).map(drop)
+    }
+
+    fn MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) {
+        let handle = get(datatype)?;
+        if !typemap::remove(handle) {
+            return fail(MPI_ERR_TYPE, format!("{handle:#x} is not a derived datatype (predefined ones cannot be freed)"));
+        }
+        put(datatype, MPI_DATATYPE_NULL)
+    }
+
+    fn MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) {
+        let info = layout(datatype)?.0;
+        put(size, c_int::try_from(info.size).unwrap_or(MPI_UNDEFINED))
+    }
+
+    fn MPI_Type_size_x / PMPI_Type_size_x(datatype: c_int, size: *mut c_long) {
+        put(size, layout(datatype)?.0.size as c_long)
+    }
+
+    fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let info = layout(datatype)?.0;
+        put(lb, info.lb as c_long)?;
+        put(extent, info.extent as c_long)
+    }
+
+    fn MPI_Type_get_extent_x / PMPI_Type_get_extent_x(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let info = layout(datatype)?.0;
+        put(lb, info.lb as c_long)?;
+        put(extent, info.extent as c_long)
+    }
+
+    fn MPI_Type_get_true_extent / PMPI_Type_get_true_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let info = layout(datatype)?.0;
+        put(lb, info.true_lb as c_long)?;
+        put(extent, info.true_extent as c_long)
+    }
+
+    fn MPI_Type_get_true_extent_x / PMPI_Type_get_true_extent_x(datatype: c_int, lb: *mut c_long, extent: *mut c_long) {
+        let info = layout(datatype)?.0;
+        put(lb, info.true_lb as c_long)?;
+        put(extent, info.true_extent as c_long)
+    }
+
+    /// The address of `location`, as displacements are counted.
+    fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut c_long) {
+        put(address, location as c_long)
+    }
+
+    fn MPI_Address / PMPI_Address(location: *const c_void, address: *mut c_long) {
+        put(address, location as c_long)
+    }
+}

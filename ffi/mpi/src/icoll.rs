@@ -1,0 +1,104 @@
+//! The nonblocking collectives (`MPI_I...`): each runs its blocking form on the
+//! communicator's worker thread (see `progress`); the request completes with it.
+
+use std::ffi::{c_int, c_void};
+
+use crate::call::mpi_fn;
+use crate::coll::*;
+use crate::coll_blocks::*;
+use crate::error::MpiResult;
+use crate::progress;
+use crate::state;
+
+/// An argument carried to the worker thread: pointers travel as addresses (the program
+/// keeps the buffers valid until the request completes, as MPI requires).
+trait Carry: Copy {
+    type Sent: Send + 'static;
+    fn carry(self) -> Self::Sent;
+    fn back(sent: Self::Sent) -> Self;
+}
+
+impl Carry for c_int {
+    type Sent = c_int;
+    fn carry(self) -> c_int {
+        self
+    }
+    fn back(sent: c_int) -> c_int {
+        sent
+    }
+}
+
+impl<T> Carry for *const T {
+    type Sent = usize;
+    fn carry(self) -> usize {
+        self as usize
+    }
+    fn back(sent: usize) -> Self {
+        sent as *const T
+    }
+}
+
+impl<T> Carry for *mut T {
+    type Sent = usize;
+    fn carry(self) -> usize {
+        self as usize
+    }
+    fn back(sent: usize) -> Self {
+        sent as *mut T
+    }
+}
+
+/// Queues `job` on `comm` and stores its request in `request`.
+///
+/// # Safety
+/// `request` is valid for a write, or NULL.
+unsafe fn start(
+    comm: c_int,
+    request: *mut c_int,
+    job: Box<dyn FnOnce() -> c_int + Send>,
+) -> MpiResult {
+    if request.is_null() {
+        return crate::error::fail(crate::consts::MPI_ERR_ARG, "the request argument is NULL");
+    }
+    state::with(|s| s.comm(comm).map(drop))?;
+    let completion = progress::start(comm, job);
+    // SAFETY: the caller's contract.
+    unsafe { crate::request::start_collective(request, comm, completion) }
+}
+
+/// Declares `MPI_I<name>` as `PMPI_<blocking>` run on the worker, with the same arguments
+/// and a request.
+macro_rules! nonblocking {
+    ($( fn $name:ident / $pname:ident => $blocking:ident ( $($arg:ident : $ty:ty),* ) on $comm:ident )*) => {
+        mpi_fn! { $(
+            fn $name / $pname ( $($arg: $ty,)* request: *mut c_int ) {
+                let comm_handle = $comm;
+                $( let $arg = Carry::carry($arg); )*
+                start(comm_handle, request, Box::new(move || {
+                    // SAFETY: the arguments of the nonblocking call, which MPI keeps valid
+                    // until its request completes.
+                    unsafe { $blocking($( <$ty as Carry>::back($arg) ),*) }
+                }))
+            }
+        )* }
+    };
+}
+
+nonblocking! {
+    fn MPI_Ibarrier / PMPI_Ibarrier => PMPI_Barrier(comm: c_int) on comm
+    fn MPI_Ibcast / PMPI_Ibcast => PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Ireduce / PMPI_Ireduce => PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iallreduce / PMPI_Iallreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Iscan / PMPI_Iscan => PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Iexscan / PMPI_Iexscan => PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block => PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter => PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Igather / PMPI_Igather => PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iscatter / PMPI_Iscatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iallgather / PMPI_Iallgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ialltoall / PMPI_Ialltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Igatherv / PMPI_Igatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iscatterv / PMPI_Iscatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iallgatherv / PMPI_Iallgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ialltoallv / PMPI_Ialltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm
+}

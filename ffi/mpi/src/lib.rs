@@ -1,0 +1,43 @@
+//! An MPI library with MPICH's binary interface (`libmpich.so.12`: MPICH's handle values,
+//! status layout and sentinel addresses), implemented over commcore's runtime, so that
+//! programs built with MPICH run on commcore unmodified. Calls it does not provide yet exist
+//! and fail with `MPI_ERR_UNSUPPORTED_OPERATION`, naming the call.
+
+#![allow(non_snake_case)]
+
+mod attrs;
+mod bsend;
+mod call;
+mod coll;
+mod coll_blocks;
+mod comm;
+mod consts;
+mod datatype;
+mod derived;
+mod dpm;
+mod env;
+mod errhandler;
+mod error;
+mod externs;
+mod group;
+mod handles;
+mod icoll;
+mod info;
+mod inter;
+mod join_socket;
+mod keyval;
+mod misc;
+mod mprobe;
+mod older;
+mod ops;
+mod p2p;
+mod pack;
+mod persist;
+mod progress;
+mod ptr;
+mod request;
+mod state;
+mod status;
+mod topo;
+mod typemap;
+mod unsupported;

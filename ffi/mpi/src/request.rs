@@ -1,0 +1,531 @@
+//! Nonblocking point-to-point calls and requests: start, wait, test, free, cancel.
+
+use std::ffi::{c_int, c_void};
+
+use std::sync::Arc;
+
+use commcore_linux::runtime::Request;
+
+use crate::pack::Place;
+use crate::persist::Persist;
+use crate::progress::Completion;
+use std::borrow::Cow;
+
+use crate::call::{self, mpi_fn};
+use crate::consts::*;
+use crate::error::{fail, MpiError, MpiResult};
+use crate::p2p::{at_comm, dest};
+use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
+use crate::state::{self, REQUEST_KIND};
+use crate::status;
+
+/// A request the program holds.
+pub(crate) struct Pending {
+    /// The communicator its errors go to.
+    comm: c_int,
+    work: Work,
+    /// The packed copy a non-contiguous datatype travels in (declared after `work`, whose
+    /// request reads or writes it, so dropped after it).
+    packed: Option<Box<[u8]>>,
+    /// Where a packed receive is unpacked to once complete.
+    unpack: Option<Place>,
+    /// What a persistent request starts each time (`MPI_Start`).
+    pub(crate) persist: Option<Persist>,
+}
+
+enum Work {
+    /// In flight. Its buffer is the program's, which MPI forbids it to touch until the
+    /// request completes: hence `'static`.
+    Live { request: Request<'static>, recv: bool },
+    /// Finished when started (`MPI_PROC_NULL`) or cancelled.
+    Done(MpiStatus),
+    /// A nonblocking collective running on its communicator's worker.
+    Collective(Arc<Completion>),
+}
+
+impl Pending {
+    /// The communicator of the request.
+    pub(crate) fn comm(&self) -> c_int {
+        self.comm
+    }
+
+    /// An inactive persistent request.
+    pub(crate) fn inactive(comm: c_int, persist: Persist) -> Self {
+        Pending { persist: Some(persist), ..Pending::new(comm, Work::Done(status::empty())) }
+    }
+
+    /// Starts the operation `other` (just begun) in this persistent request.
+    pub(crate) fn restart(&mut self, other: Pending) {
+        self.work = other.work;
+        self.packed = other.packed;
+        self.unpack = other.unpack;
+    }
+
+    fn new(comm: c_int, work: Work) -> Self {
+        Pending { comm, work, packed: None, unpack: None, persist: None }
+    }
+
+    /// The status if the request has completed, without blocking.
+    fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
+        let found = match &mut self.work {
+            Work::Done(status) => Ok(Some(*status)),
+            Work::Live { request, .. } => {
+                request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
+            }
+            Work::Collective(completion) => completion.test().map(collective_status).transpose(),
+        };
+        self.settle(found)
+    }
+
+    /// Blocks until the request completes.
+    fn wait(mut self) -> MpiResult<MpiStatus> {
+        let work = std::mem::replace(&mut self.work, Work::Done(status::empty()));
+        let found = match work {
+            Work::Done(status) => Ok(Some(status)),
+            Work::Live { request, .. } => {
+                request.wait().map(|s| Some(status::of_runtime(s))).map_err(MpiError::from)
+            }
+            Work::Collective(completion) => collective_status(completion.wait()).map(Some),
+        };
+        self.settle(found)?
+            .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "a waited request did not finish"))
+    }
+
+    /// Once complete: the runtime's request is dropped, then a packed receive unpacked.
+    fn settle(&mut self, found: MpiResult<Option<MpiStatus>>) -> MpiResult<Option<MpiStatus>> {
+        let received = match &found {
+            Ok(Some(status)) => status::bytes(status) as usize,
+            Ok(None) => return Ok(None),
+            // A truncated message still fills the buffer.
+            Err(_) => usize::MAX,
+        };
+        self.work =
+            Work::Done(*found.as_ref().ok().and_then(|s| s.as_ref()).unwrap_or(&status::empty()));
+        if let (Some(place), Some(packed)) = (self.unpack.take(), &self.packed) {
+            // SAFETY: the receive's buffer, which MPI keeps the request's until now.
+            unsafe { place.unpack(&packed[..received.min(packed.len())]) }?;
+        }
+        found
+    }
+}
+
+/// The status of a finished collective, or its error (reported when it happened).
+fn collective_status(code: c_int) -> MpiResult<MpiStatus> {
+    if code == MPI_SUCCESS {
+        return Ok(status::empty());
+    }
+    fail(code, "the nonblocking collective failed")
+}
+
+/// Stores the request of a nonblocking collective on `comm`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+pub(crate) unsafe fn start_collective(
+    out: *mut c_int,
+    comm: c_int,
+    completion: Arc<Completion>,
+) -> MpiResult {
+    // SAFETY: the caller's contract.
+    unsafe { start(out, Pending::new(comm, Work::Collective(completion))) }
+}
+
+/// Stores `pending` and writes its handle.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
+    if out.is_null() {
+        return fail(MPI_ERR_ARG, "the request argument is NULL");
+    }
+    let handle = state::with(|s| {
+        let handle = s.new_handle(REQUEST_KIND);
+        s.requests.insert(handle, pending);
+        Ok(handle)
+    })?;
+    // SAFETY: not NULL; the caller's contract.
+    unsafe { put(out, handle) }
+}
+
+/// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype` until the request completes.
+pub(crate) unsafe fn begin_send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    to: c_int,
+    tag: c_int,
+    comm: c_int,
+    sync: bool,
+) -> MpiResult<Pending> {
+    let place = Place::new(buf, count, datatype)?;
+    // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
+    let (data, packed) = match unsafe { place.outgoing() }? {
+        Cow::Borrowed(data) => (data, None),
+        Cow::Owned(copy) => {
+            let copy = copy.into_boxed_slice();
+            // SAFETY: the box's heap bytes do not move and outlive the request (`Pending`
+            // drops `work` first).
+            (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
+        }
+    };
+    let work = at_comm(comm, |c| match dest(to)? {
+        None => Ok(Work::Done(status::empty())),
+        Some(to) if sync => Ok(Work::Live { request: c.issend(data, to, tag)?, recv: false }),
+        Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
+    })?;
+    Ok(Pending { packed, ..Pending::new(comm, work) })
+}
+
+/// Starts a receive; its request.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `datatype`, untouched until the request
+/// completes.
+pub(crate) unsafe fn begin_recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    from: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult<Pending> {
+    let place = Place::new(buf, count, datatype)?;
+    let (data, packed, unpack): (&'static mut [u8], _, _) = if place.contiguous() {
+        // SAFETY: the caller's contract: MPI keeps the buffer the request's until it
+        // completes.
+        (unsafe { bytes_mut(buf, place.packed_len()) }?, None, None)
+    } else {
+        let mut copy = vec![0u8; place.packed_len()].into_boxed_slice();
+        // SAFETY: the box's heap bytes do not move and outlive the request (`Pending` drops
+        // `work` first); nothing else touches them until it completes.
+        let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
+        (data, Some(copy), Some(place))
+    };
+    let work = at_comm(comm, |c| match crate::p2p::source(from)? {
+        None => Ok(Work::Done(status::empty())),
+        Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
+    })?;
+    Ok(Pending { packed, unpack, ..Pending::new(comm, work) })
+}
+
+/// Removes request `handle` from the table; `None` for `MPI_REQUEST_NULL`.
+fn take(handle: c_int) -> MpiResult<Option<Pending>> {
+    if handle == MPI_REQUEST_NULL {
+        return Ok(None);
+    }
+    state::with(|s| match s.requests.remove(&handle) {
+        Some(pending) => {
+            call::on_comm(pending.comm);
+            Ok(Some(pending))
+        }
+        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+    })
+}
+
+/// What handle `handle` becomes once its request completed: `MPI_REQUEST_NULL`, or itself
+/// for a persistent request, inactive again.
+fn retire(handle: c_int, comm: c_int, persist: Option<Persist>) -> MpiResult<c_int> {
+    let Some(persist) = persist else { return Ok(MPI_REQUEST_NULL) };
+    state::with(|s| {
+        s.requests.insert(handle, Pending::inactive(comm, persist));
+        Ok(handle)
+    })
+}
+
+/// Waits for request `handle`: its outcome, and what the handle becomes.
+fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
+    let Some(pending) = take(handle)? else { return Ok((Ok(status::empty()), MPI_REQUEST_NULL)) };
+    let (comm, persist) = (pending.comm, pending.persist.clone());
+    let outcome = pending.wait();
+    Ok((outcome, retire(handle, comm, persist)?))
+}
+
+/// Tests request `handle`: once complete, its status and what the handle becomes.
+fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
+    if handle == MPI_REQUEST_NULL {
+        return Ok(Some((status::empty(), MPI_REQUEST_NULL)));
+    }
+    let Some(mut pending) = take(handle)? else { return Ok(None) };
+    match pending.test() {
+        Ok(None) => {
+            state::with(|s| Ok(s.requests.insert(handle, pending)))?;
+            Ok(None)
+        }
+        Ok(Some(status)) => Ok(Some((status, retire(handle, pending.comm, pending.persist)?))),
+        Err(error) => {
+            retire(handle, pending.comm, pending.persist)?;
+            Err(error)
+        }
+    }
+}
+
+/// Whether request `handle` has completed (kept in the table either way).
+fn peek(handle: c_int) -> MpiResult<bool> {
+    if handle == MPI_REQUEST_NULL {
+        return Ok(true);
+    }
+    state::with(|s| match s.requests.get_mut(&handle) {
+        Some(pending) => Ok(pending.test()?.is_some()),
+        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+    })
+}
+
+/// Completes the requests at `indices` of `handles` that have completed, writing their
+/// statuses; returns how many completed and whether any failed.
+///
+/// # Safety
+/// `out` is NULL, `MPI_STATUSES_IGNORE` or has an entry per handle.
+unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
+    let n = handles.len();
+    // SAFETY: the caller's contract.
+    let mut out = unsafe { statuses(out, n) };
+    let mut failed = None;
+    for (i, handle) in handles.iter_mut().enumerate() {
+        let (outcome, after) = complete(*handle)?;
+        let status = match outcome {
+            Ok(status) => status,
+            Err(error) => {
+                let mut status = status::empty();
+                status.error = error.class;
+                failed.get_or_insert(error);
+                status
+            }
+        };
+        *handle = after;
+        if let Some(out) = out.as_deref_mut() {
+            out[i] = status;
+        }
+    }
+    match failed {
+        None => Ok(()),
+        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.message)),
+        Some(error) => Err(error),
+    }
+}
+
+/// Completes whichever of `handles` have completed (at least one if `block`): their
+/// indices; `None` when every handle is `MPI_REQUEST_NULL`.
+fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Option<Vec<usize>>> {
+    loop {
+        let mut active = false;
+        let mut done = Vec::new();
+        for (i, &handle) in handles.iter().enumerate() {
+            if handle == MPI_REQUEST_NULL {
+                continue;
+            }
+            active = true;
+            if peek(handle)? {
+                done.push(i);
+                if first_only {
+                    break;
+                }
+            }
+        }
+        if !active {
+            return Ok(None);
+        }
+        if !done.is_empty() || !block {
+            return Ok(Some(done));
+        }
+        std::thread::yield_now();
+    }
+}
+
+mpi_fn! {
+    fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
+        start(request, pending)
+    }
+
+    /// Completes once a receive has taken the message (see `MPI_Ssend`).
+    fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        let pending = begin_send(buf, count, datatype, dest, tag, comm, true)?;
+        start(request, pending)
+    }
+
+    fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
+        start(request, pending)
+    }
+
+    fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        let pending = begin_recv(buf, count, datatype, source, tag, comm)?;
+        start(request, pending)
+    }
+
+    /// Whether the request has completed, and its status, leaving it as it is.
+    fn MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let found = if request == MPI_REQUEST_NULL {
+            Some(status::empty())
+        } else {
+            state::with(|s| match s.requests.get_mut(&request) {
+                Some(pending) => pending.test(),
+                None => fail(MPI_ERR_REQUEST, format!("{request:#x} is not a request")),
+            })?
+        };
+        put(flag, found.is_some() as c_int)?;
+        if let Some(found) = found {
+            put_status(status, found);
+        }
+        Ok(())
+    }
+
+    fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {
+        let (outcome, after) = complete(get(request)?)?;
+        put(request, after)?;
+        put_status(status, outcome?);
+        Ok(())
+    }
+
+    fn MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        let handle = get(request)?;
+        match test_one(handle)? {
+            Some((result, after)) => {
+                put(request, after)?;
+                put_status(status, result);
+                put(flag, 1)
+            }
+            None => put(flag, 0),
+        }
+    }
+
+    fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut c_int, statuses: *mut MpiStatus) {
+        let handles = array_mut(requests, crate::ptr::count(count)?)?;
+        finish_all(handles, statuses)
+    }
+
+    fn MPI_Testall / PMPI_Testall(count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut MpiStatus) {
+        let handles = array_mut(requests, crate::ptr::count(count)?)?;
+        for &handle in handles.iter() {
+            if !peek(handle)? {
+                return put(flag, 0);
+            }
+        }
+        put(flag, 1)?;
+        finish_all(handles, statuses)
+    }
+
+    fn MPI_Waitany / PMPI_Waitany(count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut MpiStatus) {
+        any(count, requests, index, None, status)
+    }
+
+    fn MPI_Testany / PMPI_Testany(count: c_int, requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
+        if flag.is_null() {
+            return fail(MPI_ERR_ARG, "flag is NULL");
+        }
+        any(count, requests, index, Some(flag), status)
+    }
+
+    fn MPI_Waitsome / PMPI_Waitsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        some(incount, requests, outcount, indices, statuses, true)
+    }
+
+    fn MPI_Testsome / PMPI_Testsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
+        some(incount, requests, outcount, indices, statuses, false)
+    }
+
+    /// Frees the handle; the operation itself goes on (kept until `MPI_Finalize`).
+    fn MPI_Request_free / PMPI_Request_free(request: *mut c_int) {
+        let handle = get(request)?;
+        let Some(pending) = take(handle)? else {
+            return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
+        };
+        if let Work::Live { request: live, .. } = pending.work {
+            state::with(|s| {
+                s.detached.push(live);
+                Ok(())
+            })?;
+        }
+        put(request, MPI_REQUEST_NULL)
+    }
+
+    /// Cancels a receive not yet matched; a send is not cancelled (MPI allows that), and
+    /// `MPI_Test_cancelled` says which.
+    fn MPI_Cancel / PMPI_Cancel(request: *mut c_int) {
+        let handle = get(request)?;
+        let Some(mut pending) = take(handle)? else {
+            return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
+        };
+        if matches!(pending.work, Work::Live { recv: true, .. }) && pending.test()?.is_none() {
+            // Dropping an unmatched receive withdraws it.
+            pending.work = Work::Done(status::cancelled());
+        }
+        state::with(|s| Ok(s.requests.insert(handle, pending)))?;
+        Ok(())
+    }
+}
+
+/// `MPI_Waitany` (`flag` None) and `MPI_Testany`.
+///
+/// # Safety
+/// The arguments are valid as those calls require.
+unsafe fn any(
+    count: c_int,
+    requests: *mut c_int,
+    index: *mut c_int,
+    flag: Option<*mut c_int>,
+    status: *mut MpiStatus,
+) -> MpiResult {
+    // SAFETY: the caller's contract.
+    let handles = unsafe { array_mut(requests, crate::ptr::count(count)?) }?;
+    let block = flag.is_none();
+    let (done, result) = match some_done(handles, block, true)? {
+        None => (true, (MPI_UNDEFINED, status::empty())),
+        Some(found) => match found.first() {
+            None => (false, (MPI_UNDEFINED, status::empty())),
+            Some(&i) => {
+                let (outcome, after) = complete(handles[i])?;
+                handles[i] = after;
+                (true, (i as c_int, outcome?))
+            }
+        },
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        if let Some(flag) = flag {
+            put(flag, done as c_int)?;
+        }
+        put(index, result.0)?;
+        if done {
+            put_status(status, result.1);
+        }
+    }
+    Ok(())
+}
+
+/// `MPI_Waitsome` (`block`) and `MPI_Testsome`.
+///
+/// # Safety
+/// The arguments are valid as those calls require.
+unsafe fn some(
+    incount: c_int,
+    requests: *mut c_int,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    out: *mut MpiStatus,
+    block: bool,
+) -> MpiResult {
+    let n = crate::ptr::count(incount)?;
+    // SAFETY: the caller's contract.
+    let handles = unsafe { array_mut(requests, n) }?;
+    let Some(done) = some_done(handles, block, false)? else {
+        // SAFETY: the caller's contract.
+        return unsafe { put(outcount, MPI_UNDEFINED) };
+    };
+    // SAFETY: the caller's contract.
+    let (slots, mut out) = unsafe { (array_mut(indices, done.len())?, statuses(out, n)) };
+    for (k, &i) in done.iter().enumerate() {
+        let (outcome, after) = complete(handles[i])?;
+        handles[i] = after;
+        let status = outcome?;
+        slots[k] = i as c_int;
+        if let Some(out) = out.as_deref_mut() {
+            out[k] = status;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { put(outcount, done.len() as c_int) }
+}

@@ -1,0 +1,193 @@
+//! The layouts of derived datatypes: the byte segments of one element, in type-map order,
+//! with its bounds; built from older types placed at displacements.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use commcore::coll::Datatype;
+
+use crate::consts::*;
+use crate::datatype::{type_info, TypeInfo};
+use crate::error::{fail, MpiResult};
+
+/// The byte segments (offset from the element's address, length) of one element.
+pub(crate) type Segments = Arc<Vec<(isize, usize)>>;
+
+/// Kind bits of derived datatype handles (clear of the pair types' 0x8c00000x).
+const TYPE_KIND: u32 = 0x8c10_0000;
+
+struct Table {
+    types: HashMap<c_int, (TypeInfo, Segments)>,
+    next: u32,
+}
+
+static TYPES: Mutex<Option<Table>> = Mutex::new(None);
+
+/// The derived datatype `handle`, if it exists.
+pub(crate) fn lookup(handle: c_int) -> Option<(TypeInfo, Segments)> {
+    let table = TYPES.lock().unwrap_or_else(PoisonError::into_inner);
+    table.as_ref()?.types.get(&handle).cloned()
+}
+
+/// The layout of any datatype: a predefined one is one segment over its extent.
+pub(crate) fn layout(handle: c_int) -> MpiResult<(TypeInfo, Segments)> {
+    if (handle as u32) & 0xfff0_0000 == TYPE_KIND {
+        if let Some(found) = lookup(handle) {
+            return Ok(found);
+        }
+    }
+    let info = type_info(handle)?;
+    Ok((info, one_segment(info.extent)))
+}
+
+/// The segments `[(0, extent)]`, shared (no allocation on the message path).
+fn one_segment(extent: usize) -> Segments {
+    thread_local! {
+        static MADE: std::cell::RefCell<HashMap<usize, Segments>> = std::cell::RefCell::new(HashMap::new());
+    }
+    MADE.with(|made| {
+        made.borrow_mut().entry(extent).or_insert_with(|| Arc::new(vec![(0, extent)])).clone()
+    })
+}
+
+/// Stores a new derived datatype; its handle.
+pub(crate) fn add(info: TypeInfo, segments: Segments) -> c_int {
+    let mut guard = TYPES.lock().unwrap_or_else(PoisonError::into_inner);
+    let table = guard.get_or_insert_with(|| Table { types: HashMap::new(), next: 0 });
+    table.next = (table.next + 1) & 0x000f_ffff;
+    let handle = (TYPE_KIND | table.next) as c_int;
+    table.types.insert(handle, (info, segments));
+    handle
+}
+
+/// Removes derived datatype `handle`; whether it was one.
+pub(crate) fn remove(handle: c_int) -> bool {
+    let mut guard = TYPES.lock().unwrap_or_else(PoisonError::into_inner);
+    guard.as_mut().and_then(|t| t.types.remove(&handle)).is_some()
+}
+
+/// A type map being built.
+pub(crate) struct Builder {
+    segments: Vec<(isize, usize)>,
+    lb: Option<isize>,
+    ub: isize,
+    size: usize,
+    elements: usize,
+    basic: Option<usize>,
+    align: usize,
+    /// The one reduction type of every part, while they agree.
+    reduces_as: Option<Option<Datatype>>,
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Builder {
+            segments: Vec::new(),
+            lb: None,
+            ub: 0,
+            size: 0,
+            elements: 0,
+            basic: None,
+            align: 1,
+            reduces_as: None,
+        }
+    }
+
+    /// Places `n` consecutive elements of `old` at byte displacement `disp`.
+    pub fn place(&mut self, old: &(TypeInfo, Segments), disp: isize, n: usize) -> MpiResult {
+        let (info, segments) = old;
+        for k in 0..n {
+            let Some(base) =
+                isize::try_from(k * info.extent).ok().and_then(|o| disp.checked_add(o))
+            else {
+                return fail(MPI_ERR_ARG, "the datatype spans more than the address space");
+            };
+            for &(offset, len) in segments.iter() {
+                let at = base + offset;
+                match self.segments.last_mut() {
+                    Some(last) if last.0 + last.1 as isize == at => last.1 += len,
+                    _ => self.segments.push((at, len)),
+                }
+            }
+            let lb = base + info.lb;
+            self.lb = Some(self.lb.map_or(lb, |l| l.min(lb)));
+            self.ub = self.ub.max(lb + info.extent as isize);
+        }
+        if n > 0 {
+            self.size += info.size * n;
+            self.elements += info.elements * n;
+            self.basic = Some(match self.basic {
+                Some(b) if b != info.basic => 0,
+                _ => info.basic,
+            });
+            self.align = self.align.max(info.align);
+            self.reduces_as = Some(match self.reduces_as {
+                Some(r) if r != info.reduces_as => None,
+                _ => info.reduces_as,
+            });
+        }
+        Ok(())
+    }
+
+    /// The finished type; a structure's extent is rounded up to its alignment.
+    pub fn finish(self, aligned: bool) -> (TypeInfo, Segments) {
+        let lb = self.lb.unwrap_or(0);
+        let mut extent = (self.ub - lb).max(0) as usize;
+        if aligned && extent % self.align != 0 {
+            extent += self.align - extent % self.align;
+        }
+        let parts = Parts {
+            size: self.size,
+            elements: self.elements,
+            basic: self.basic.unwrap_or(0),
+            align: self.align,
+        };
+        bounds(self.segments, lb, extent, parts, self.reduces_as.flatten())
+    }
+}
+
+/// What a type's parts add up to: data bytes, basic elements (and their size when all
+/// are alike, else 0), and the strictest alignment.
+#[derive(Clone, Copy)]
+pub(crate) struct Parts {
+    pub size: usize,
+    pub elements: usize,
+    pub basic: usize,
+    pub align: usize,
+}
+
+impl From<TypeInfo> for Parts {
+    fn from(info: TypeInfo) -> Parts {
+        Parts { size: info.size, elements: info.elements, basic: info.basic, align: info.align }
+    }
+}
+
+/// The type of `segments` with bounds `lb` and `extent`.
+pub(crate) fn bounds(
+    segments: Vec<(isize, usize)>,
+    lb: isize,
+    extent: usize,
+    parts: Parts,
+    reduces_as: Option<Datatype>,
+) -> (TypeInfo, Segments) {
+    let packed = segments.iter().map(|s| s.1).sum();
+    let true_lb = segments.iter().map(|s| s.0).min().unwrap_or(0);
+    let true_ub = segments.iter().map(|s| s.0 + s.1 as isize).max().unwrap_or(0);
+    let contiguous =
+        lb == 0 && (segments.is_empty() && extent == 0 || segments[..] == [(0, extent)]);
+    let info = TypeInfo {
+        extent,
+        lb,
+        size: parts.size,
+        packed,
+        elements: parts.elements,
+        basic: parts.basic,
+        align: parts.align,
+        contiguous,
+        true_lb,
+        true_extent: (true_ub - true_lb).max(0) as usize,
+        reduces_as,
+    };
+    (info, Arc::new(segments))
+}

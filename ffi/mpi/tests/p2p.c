@@ -1,0 +1,257 @@
+/* Point-to-point: blocking, nonblocking, sendrecv, PROC_NULL, wildcards, statuses,
+ * the wait and test families, cancel, and error codes under MPI_ERRORS_RETURN. */
+#include <mpi.h>
+#include <string.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Status st;
+    int count;
+
+    /* PROC_NULL: immediate, empty status. */
+    int x = 5;
+    CHECK_RC(MPI_Send(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK_RC(MPI_Recv(&x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG);
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(count == 0);
+
+    /* Ring of doubles through Sendrecv. */
+    double out[100], in[100];
+    for (int i = 0; i < 100; i++) out[i] = rank * 1000 + i;
+    CHECK_RC(MPI_Sendrecv(out, 100, MPI_DOUBLE, right, 7, in, 100, MPI_DOUBLE, left, 7,
+                          MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 7);
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    CHECK(count == 100);
+    CHECK(in[99] == left * 1000 + 99);
+
+    /* Sendrecv_replace. */
+    long v = rank;
+    CHECK_RC(MPI_Sendrecv_replace(&v, 1, MPI_LONG, right, 1, left, 1, MPI_COMM_WORLD,
+                                  MPI_STATUS_IGNORE), MPI_SUCCESS);
+    CHECK(v == left);
+
+    /* Any source, any tag; Ssend and Rsend deliver as Send; a large message. */
+    if (size > 1) {
+        static int big[1 << 18];
+        if (rank == 0) {
+            for (int src = 1; src < size; src++) {
+                CHECK_RC(MPI_Recv(big, 1 << 18, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                                  MPI_COMM_WORLD, &st), MPI_SUCCESS);
+                MPI_Get_count(&st, MPI_INT, &count);
+                CHECK(count == (1 << 18) && st.MPI_TAG == st.MPI_SOURCE + 100);
+                CHECK(big[12345] == st.MPI_SOURCE + 12345);
+            }
+        } else {
+            for (int i = 0; i < (1 << 18); i++) big[i] = rank + i;
+            CHECK_RC(MPI_Ssend(big, 1 << 18, MPI_INT, 0, rank + 100, MPI_COMM_WORLD), MPI_SUCCESS);
+        }
+    }
+    /* No rank sends on to rank 0 before its wildcard receives are done. */
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Nonblocking ring: Irecv, Isend, Waitall; then Waitany, Testall, Waitsome. */
+    MPI_Request reqs[4];
+    int a = rank, b = -1;
+    CHECK_RC(MPI_Irecv(&b, 1, MPI_INT, left, 3, MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Isend(&a, 1, MPI_INT, right, 3, MPI_COMM_WORLD, &reqs[1]), MPI_SUCCESS);
+    MPI_Status sts[2];
+    CHECK_RC(MPI_Waitall(2, reqs, sts), MPI_SUCCESS);
+    CHECK(b == left && sts[0].MPI_SOURCE == left && reqs[0] == MPI_REQUEST_NULL);
+
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 4, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Issend(&a, 1, MPI_INT, right, 4, MPI_COMM_WORLD, &reqs[1]);
+    int idx, done = 0;
+    for (int k = 0; k < 2; k++) {
+        CHECK_RC(MPI_Waitany(2, reqs, &idx, &st), MPI_SUCCESS);
+        CHECK(idx == 0 || idx == 1);
+        done |= 1 << idx;
+    }
+    CHECK(done == 3 && b == left);
+    CHECK_RC(MPI_Waitany(2, reqs, &idx, &st), MPI_SUCCESS);
+    CHECK(idx == MPI_UNDEFINED);
+
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 5, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&a, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &reqs[1]);
+    int flag = 0;
+    while (!flag) CHECK_RC(MPI_Testall(2, reqs, &flag, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    CHECK(b == left);
+
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 6, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&a, 1, MPI_INT, right, 6, MPI_COMM_WORLD, &reqs[1]);
+    int got = 0, outcount, indices[2];
+    while (got < 2) {
+        CHECK_RC(MPI_Waitsome(2, reqs, &outcount, indices, sts), MPI_SUCCESS);
+        got += outcount;
+    }
+    CHECK(b == left);
+    CHECK_RC(MPI_Testsome(2, reqs, &outcount, indices, sts), MPI_SUCCESS);
+    CHECK(outcount == MPI_UNDEFINED);
+
+    /* Test on a receive: poll until the message comes; Test on REQUEST_NULL is done. */
+    b = -1;
+    MPI_Irecv(&b, 1, MPI_INT, left, 8, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(&a, 1, MPI_INT, right, 8, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Test(&reqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(b == left && st.MPI_TAG == 8);
+    CHECK_RC(MPI_Test(&reqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(flag == 1);
+
+    /* Probe and Iprobe: the status without the message, which a receive then takes. */
+    int pv = rank * 3;
+    MPI_Send(&pv, 1, MPI_INT, right, 11, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Probe(MPI_ANY_SOURCE, 11, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 11 && count == 1);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Iprobe(left, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 11);
+    MPI_Recv(&pv, 1, MPI_INT, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(pv == left * 3);
+    MPI_Iprobe(MPI_ANY_SOURCE, 12, MPI_COMM_WORLD, &flag, &st);
+    CHECK(flag == 0);
+    MPI_Iprobe(MPI_PROC_NULL, 12, MPI_COMM_WORLD, &flag, &st);
+    CHECK(flag == 1 && st.MPI_SOURCE == MPI_PROC_NULL);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Buffered sends: the call returns before the receive is posted. */
+    static char bsend_space[4 * (1024 + MPI_BSEND_OVERHEAD)];
+    CHECK_RC(MPI_Buffer_attach(bsend_space, sizeof bsend_space), MPI_SUCCESS);
+    char msg[1024];
+    for (int k = 0; k < 3; k++) {
+        memset(msg, 'a' + k, sizeof msg);
+        CHECK_RC(MPI_Bsend(msg, sizeof msg, MPI_CHAR, right, 20 + k, MPI_COMM_WORLD), MPI_SUCCESS);
+    }
+    static char too_big[sizeof bsend_space];
+    CHECK_RC(MPI_Bsend(too_big, sizeof too_big, MPI_CHAR, right, 30, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int k = 2; k >= 0; k--) {
+        MPI_Recv(msg, sizeof msg, MPI_CHAR, left, 20 + k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(msg[0] == 'a' + k && msg[1023] == 'a' + k);
+    }
+    void *detached;
+    int detached_size;
+    CHECK_RC(MPI_Buffer_detach(&detached, &detached_size), MPI_SUCCESS);
+    CHECK(detached == bsend_space && detached_size == (int)sizeof bsend_space);
+
+    /* Matched probes: the message found is the one received. */
+    MPI_Message message;
+    pv = rank * 5;
+    MPI_Send(&pv, 1, MPI_INT, right, 13, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &message, &st), MPI_SUCCESS);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 13);
+    CHECK_RC(MPI_Mrecv(&pv, 1, MPI_INT, &message, &st), MPI_SUCCESS);
+    CHECK(pv == left * 5 && message == MPI_MESSAGE_NULL);
+    MPI_Send(&pv, 1, MPI_INT, right, 14, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) MPI_Improbe(left, 14, MPI_COMM_WORLD, &flag, &message, &st);
+    MPI_Request mreq;
+    CHECK_RC(MPI_Imrecv(&pv, 1, MPI_INT, &message, &mreq), MPI_SUCCESS);
+    MPI_Wait(&mreq, &st);
+    CHECK(st.MPI_TAG == 14 && pv == ((left + size - 1) % size) * 5);
+    MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &message, &st);
+    CHECK(message == MPI_MESSAGE_NO_PROC);
+    MPI_Mrecv(&pv, 1, MPI_INT, &message, &st);
+    CHECK(st.MPI_SOURCE == MPI_PROC_NULL);
+    /* Request_get_status leaves the request; status fields set by hand. */
+    MPI_Irecv(&b, 1, MPI_INT, left, 15, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(&a, 1, MPI_INT, right, 15, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) MPI_Request_get_status(reqs[0], &flag, &st);
+    CHECK(reqs[0] != MPI_REQUEST_NULL && st.MPI_TAG == 15);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    MPI_Status_set_elements(&st, MPI_DOUBLE, 3);
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    MPI_Status_set_cancelled(&st, 1);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(count == 3 && flag == 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* Cancel an unmatched receive. */
+    MPI_Irecv(&b, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &reqs[0]);
+    CHECK_RC(MPI_Cancel(&reqs[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_SUCCESS);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1);
+
+    /* Request_free on a completed-later send. */
+    MPI_Irecv(&b, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(&a, 1, MPI_INT, right, 9, MPI_COMM_WORLD, &reqs[1]);
+    CHECK_RC(MPI_Request_free(&reqs[1]), MPI_SUCCESS);
+    CHECK(reqs[1] == MPI_REQUEST_NULL);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    CHECK(b == left);
+
+    /* Persistent requests: set up once, started five times, inactive between. */
+    int pout = 0, pin = -1;
+    MPI_Request preq[2];
+    CHECK_RC(MPI_Recv_init(&pin, 1, MPI_INT, left, 40, MPI_COMM_WORLD, &preq[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Send_init(&pout, 1, MPI_INT, right, 40, MPI_COMM_WORLD, &preq[1]), MPI_SUCCESS);
+    for (int k = 0; k < 5; k++) {
+        pout = rank * 10 + k;
+        CHECK_RC(MPI_Startall(2, preq), MPI_SUCCESS);
+        CHECK_RC(MPI_Waitall(2, preq, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+        CHECK(pin == left * 10 + k && preq[0] != MPI_REQUEST_NULL);
+    }
+    CHECK_RC(MPI_Wait(&preq[0], &st), MPI_SUCCESS);
+    CHECK(preq[0] != MPI_REQUEST_NULL);
+    MPI_Start(&preq[0]);
+    MPI_Send(&a, 1, MPI_INT, right, 40, MPI_COMM_WORLD);
+    flag = 0;
+    while (!flag) MPI_Test(&preq[0], &flag, &st);
+    CHECK(pin == left && st.MPI_TAG == 40 && preq[0] != MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Request_free(&preq[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Request_free(&preq[1]), MPI_SUCCESS);
+    CHECK(preq[0] == MPI_REQUEST_NULL);
+
+    /* Synchronous mode: an Issend does not complete before its receive is posted (ranks
+     * of one node with single-copy transfers, as here). */
+    if (size > 1) {
+        int sv = 7, rv = 0, early = 0;
+        if (rank == 0) {
+            MPI_Request sreq;
+            MPI_Issend(&sv, 1, MPI_INT, 1, 50, MPI_COMM_WORLD, &sreq);
+            for (int k = 0; k < 2000 && !early; k++) MPI_Test(&sreq, &early, MPI_STATUS_IGNORE);
+            CHECK(early == 0);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (!early) MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+            /* A blocking Ssend returns once rank 1 took it. */
+            CHECK_RC(MPI_Ssend(&sv, 1, MPI_INT, 1, 51, MPI_COMM_WORLD), MPI_SUCCESS);
+        } else {
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 1) {
+                MPI_Recv(&rv, 1, MPI_INT, 0, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                CHECK(rv == 7);
+                MPI_Recv(&rv, 1, MPI_INT, 0, 51, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        }
+    }
+
+    /* Errors return their class. */
+    CHECK_RC(MPI_Send(&a, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
+    CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, -5, MPI_COMM_WORLD), MPI_ERR_TAG);
+    CHECK_RC(MPI_Send(&a, -1, MPI_INT, right, 0, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    CHECK_RC(MPI_Send(&a, 1, MPI_DATATYPE_NULL, right, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, 0, MPI_COMM_NULL), MPI_ERR_COMM);
+    MPI_Request bogus = (MPI_Request)0x2c123456;
+    CHECK_RC(MPI_Wait(&bogus, &st), MPI_ERR_REQUEST);
+    /* Truncation: two ints into room for one. */
+    int two[2] = {1, 2};
+    MPI_Irecv(&b, 1, MPI_INT, left, 10, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(two, 2, MPI_INT, right, 10, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_ERR_TRUNCATE);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    FINISH("p2p");
+}

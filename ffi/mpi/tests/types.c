@@ -1,0 +1,162 @@
+/* Datatypes: sizes and extents of predefined types, contiguous types in point-to-point
+ * and reductions, counts and elements, errors. */
+#include <mpi.h>
+#include "check.h"
+
+int main(int argc, char **argv) {
+    int rank, size, s, count;
+    MPI_Aint lb, extent;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+    MPI_Type_size(MPI_INT, &s);
+    CHECK(s == 4);
+    MPI_Type_size(MPI_DOUBLE_INT, &s);
+    CHECK(s == 12);
+    MPI_Type_get_extent(MPI_DOUBLE_INT, &lb, &extent);
+    CHECK(lb == 0 && extent == 16);
+    MPI_Type_size(MPI_LONG_DOUBLE, &s);
+    CHECK(s == 16);
+    MPI_Type_size(MPI_C_DOUBLE_COMPLEX, &s);
+    CHECK(s == 16);
+
+    MPI_Datatype three;
+    CHECK_RC(MPI_Type_contiguous(3, MPI_INT, &three), MPI_SUCCESS);
+    CHECK_RC(MPI_Type_commit(&three), MPI_SUCCESS);
+    MPI_Type_size(three, &s);
+    MPI_Type_get_extent(three, &lb, &extent);
+    CHECK(s == 12 && extent == 12);
+
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int out[6] = {rank, rank + 1, rank + 2, rank + 3, rank + 4, rank + 5}, in[6] = {0};
+    MPI_Status st;
+    CHECK_RC(MPI_Sendrecv(out, 2, three, right, 0, in, 2, three, left, 0, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    CHECK(in[0] == left && in[5] == left + 5);
+    MPI_Get_count(&st, three, &count);
+    CHECK(count == 2);
+    MPI_Get_elements(&st, three, &count);
+    CHECK(count == 6);
+    /* Four ints are not a whole number of triples. */
+    MPI_Sendrecv(out, 4, MPI_INT, right, 1, in, 2, three, left, 1, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, three, &count);
+    CHECK(count == MPI_UNDEFINED);
+    MPI_Get_elements(&st, three, &count);
+    CHECK(count == 4);
+
+    int sum[3];
+    CHECK_RC(MPI_Allreduce(out, sum, 1, three, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(sum[0] == size * (size - 1) / 2 && sum[2] == sum[0] + 2 * size);
+    MPI_Datatype copy;
+    CHECK_RC(MPI_Type_dup(three, &copy), MPI_SUCCESS);
+    CHECK_RC(MPI_Type_free(&copy), MPI_SUCCESS);
+    CHECK(copy == MPI_DATATYPE_NULL);
+    CHECK_RC(MPI_Type_free(&three), MPI_SUCCESS);
+    MPI_Datatype predefined = MPI_INT;
+    CHECK_RC(MPI_Type_free(&predefined), MPI_ERR_TYPE);
+    CHECK_RC(MPI_Send(out, 1, three, right, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    /* A column of a 4x4 matrix: vector, sent by blocking and nonblocking calls. */
+    MPI_Datatype column;
+    CHECK_RC(MPI_Type_vector(4, 1, 4, MPI_DOUBLE, &column), MPI_SUCCESS);
+    MPI_Type_commit(&column);
+    MPI_Type_size(column, &s);
+    MPI_Type_get_extent(column, &lb, &extent);
+    CHECK(s == 32 && lb == 0 && extent == 13 * 8);
+    double m[16], got[16];
+    for (int i = 0; i < 16; i++) { m[i] = rank * 100 + i; got[i] = -1; }
+    CHECK_RC(MPI_Sendrecv(&m[1], 1, column, right, 2, &got[2], 1, column, left, 2, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    for (int r = 0; r < 4; r++) CHECK(got[4 * r + 2] == left * 100 + 4 * r + 1 && got[4 * r + 1] == -1);
+    MPI_Get_count(&st, column, &count);
+    CHECK(count == 1);
+    MPI_Get_count(&st, MPI_DOUBLE, &count);
+    CHECK(count == 4);
+    /* Column into contiguous doubles, nonblocking. */
+    double flat[4] = {0};
+    MPI_Request rq[2];
+    MPI_Irecv(&got[0], 1, column, left, 3, MPI_COMM_WORLD, &rq[0]);
+    MPI_Isend(&m[3], 1, column, right, 3, MPI_COMM_WORLD, &rq[1]);
+    CHECK_RC(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    for (int r = 0; r < 4; r++) CHECK(got[4 * r] == left * 100 + 4 * r + 3);
+    MPI_Sendrecv(&m[0], 1, column, right, 4, flat, 4, MPI_DOUBLE, left, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(flat[3] == left * 100 + 12);
+
+    /* A structure found with MPI_Get_address, and its resized array. */
+    struct item { char c; double d; int i; } items[3], back[3];
+    int lens[3] = {1, 1, 1};
+    MPI_Aint base, displs[3];
+    MPI_Datatype member_types[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT}, item_type, item_array;
+    MPI_Get_address(&items[0], &base);
+    MPI_Get_address(&items[0].c, &displs[0]);
+    MPI_Get_address(&items[0].d, &displs[1]);
+    MPI_Get_address(&items[0].i, &displs[2]);
+    for (int k = 0; k < 3; k++) displs[k] -= base;
+    CHECK_RC(MPI_Type_create_struct(3, lens, displs, member_types, &item_type), MPI_SUCCESS);
+    MPI_Type_get_extent(item_type, &lb, &extent);
+    CHECK(extent == sizeof(struct item));
+    MPI_Type_size(item_type, &s);
+    CHECK(s == 13);
+    MPI_Type_create_resized(item_type, 0, sizeof(struct item), &item_array);
+    MPI_Type_commit(&item_array);
+    for (int k = 0; k < 3; k++) { items[k].c = 'a' + k; items[k].d = rank + k * 0.5; items[k].i = rank * 10 + k; }
+    MPI_Sendrecv(items, 3, item_array, right, 5, back, 3, item_array, left, 5, MPI_COMM_WORLD, &st);
+    CHECK(back[2].c == 'c' && back[2].d == left + 1.0 && back[2].i == left * 10 + 2);
+    MPI_Get_elements(&st, item_array, &count);
+    CHECK(count == 9);
+
+    /* Pack and unpack: an int and a column. */
+    char packed[256];
+    int position = 0, psize;
+    MPI_Pack_size(1, column, MPI_COMM_WORLD, &psize);
+    CHECK(psize == 32);
+    MPI_Pack(&rank, 1, MPI_INT, packed, sizeof packed, &position, MPI_COMM_WORLD);
+    MPI_Pack(&m[0], 1, column, packed, sizeof packed, &position, MPI_COMM_WORLD);
+    CHECK(position == 36);
+    int unpacked_rank = -1;
+    double cols[16] = {0};
+    position = 0;
+    MPI_Unpack(packed, sizeof packed, &position, &unpacked_rank, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Unpack(packed, sizeof packed, &position, &cols[0], 1, column, MPI_COMM_WORLD);
+    CHECK(unpacked_rank == rank && cols[12] == m[12] && cols[1] == 0);
+    /* Sent packed, received as the type. */
+    position = 36;
+    MPI_Sendrecv(packed + 4, 32, MPI_PACKED, right, 6, &got[0], 1, column, left, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(got[8] == left * 100 + 8);
+    CHECK_RC(MPI_Pack(&m[0], 1, column, packed, 16, &(int){0}, MPI_COMM_WORLD), MPI_ERR_TRUNCATE);
+
+    /* Collectives pack non-contiguous types: a column broadcast, summed, gathered. */
+    double cm[16];
+    for (int i = 0; i < 16; i++) cm[i] = rank == 0 ? i : -1;
+    CHECK_RC(MPI_Bcast(&cm[1], 1, column, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(cm[13] == 13 && (rank == 0 || cm[0] == -1));
+    double csum[16];
+    for (int i = 0; i < 16; i++) { cm[i] = rank; csum[i] = -1; }
+    CHECK_RC(MPI_Allreduce(&cm[0], &csum[2], 1, column, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(csum[14] == size * (size - 1) / 2 && csum[3] == -1);
+    CHECK_RC(MPI_Allreduce(MPI_IN_PLACE, &cm[0], 1, column, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(cm[12] == size - 1 && cm[1] == rank);
+    double cols_all[4 * 64];
+    CHECK_RC(MPI_Gather(&cm[0], 1, column, cols_all, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    if (rank == 0) CHECK(cols_all[4 * (size - 1) + 3] == size - 1);
+    /* The v forms too: every rank's column gathered as a column of a wider matrix. */
+    int ones[64], seq[64];
+    for (int i = 0; i < size; i++) { ones[i] = 1; seq[i] = i; }
+    static double wide[4 * 64 * 4];
+    MPI_Datatype wide_col, wide_col1;
+    MPI_Type_vector(4, 1, 4 * size, MPI_DOUBLE, &wide_col);
+    MPI_Type_create_resized(wide_col, 0, sizeof(double), &wide_col1);
+    MPI_Type_commit(&wide_col1);
+    for (int i = 0; i < 16; i++) cm[i] = rank * 100 + i;
+    CHECK_RC(MPI_Allgatherv(&cm[0], 1, column, wide, ones, seq, wide_col1, MPI_COMM_WORLD), MPI_SUCCESS);
+    /* Row r of the wide matrix holds element r of each rank's column. */
+    for (int r = 0; r < 4; r++) CHECK(wide[r * 4 * size + (size - 1)] == (size - 1) * 100 + 4 * r);
+    double col_back[16] = {0};
+    CHECK_RC(MPI_Scatterv(wide, ones, seq, wide_col1, &col_back[1], 1, column, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(col_back[13] == rank * 100 + 12 && col_back[0] == 0);
+    MPI_Type_free(&wide_col);
+    MPI_Type_free(&wide_col1);
+    MPI_Type_free(&column);
+    MPI_Type_free(&item_type);
+    MPI_Type_free(&item_array);
+    FINISH("types");
+}
