@@ -45,6 +45,7 @@
 //! ```
 
 mod arena;
+mod batch;
 mod create;
 mod detect;
 mod error;
