@@ -6,7 +6,7 @@
 #                                      translation plus the load of the entry's address, per
 #                                      model, through RankMap::entry (top level) and
 #                                      RankMap::address_word; and instructions per rank of
-#                                      RankMap::translate_batch_with over windows of 64 ranks
+#                                      RankMap::translate_batch over windows of 64 ranks
 #   scripts/instructions.sh verbs      {"verbs_send": n, "verbs_recv": n, "shm_send": n,
 #                                      "shm_recv": n}: one 8 B send, and one receive of an 8 B
 #                                      message already there, on the verbs transport over the

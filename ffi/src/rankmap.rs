@@ -332,7 +332,7 @@ pub extern "C" fn commcore_rankmap_translate_batch(
             )
         };
         // The core's batch path: one model dispatch, then a tight loop per model.
-        value.map.translate_batch_with(ranks, out, word).map_err(map_fail)
+        value.map.translate_batch(ranks, out).map_err(map_fail)
     })
 }
 

@@ -64,7 +64,7 @@ fn check(map: &RankMap<'_>, reference: &Reference, groups: &ProcessGroups<'_, 4>
     assert_eq!(map.translate(map.size()), None);
     // The batch path agrees with one-at-a-time, and fails at the same first bad rank.
     let mut ranks: Vec<u32> = (0..map.size()).rev().collect();
-    let mut out = vec![(Pgid(0), 0); ranks.len()];
+    let mut out = vec![(Pgid(0), 0u32); ranks.len()];
     map.translate_batch(&ranks, &mut out).unwrap();
     for (&rank, &process) in ranks.iter().zip(&out) {
         assert_eq!(map.translate(rank), Some(process), "{:?}", map.kind());

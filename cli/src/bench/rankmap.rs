@@ -8,7 +8,7 @@
 //! A,B,C` (default 16,4096,786432), `--lookups N` (per timed repetition, default 2²¹),
 //! `--probe MODEL [--calls N] [--via entry|address_word]` (run only the non-inlined probe of
 //! one model, or `baseline`, N times, through `RankMap::entry` (the default),
-//! `RankMap::address_word`, or `batch` (`RankMap::translate_batch_with`, 64 ranks a call):
+//! `RankMap::address_word`, or `batch` (`RankMap::translate_batch`, 64 ranks a call):
 //! what `scripts/instructions.sh` counts).
 
 pub mod rank_of;
@@ -65,11 +65,10 @@ pub fn probe_rankmap_address(
 pub const BATCH: usize = 64;
 
 /// The batch probe: one window of ranks into process words (`pgid << 32 | lpid`, as the C
-/// ABI writes them) through [`RankMap::translate_batch_with`].
+/// ABI writes them) through [`RankMap::translate_batch`].
 #[inline(never)]
 pub fn probe_rankmap_batch(map: &RankMap<'_>, ranks: &[u32], out: &mut [u64]) -> bool {
-    map.translate_batch_with(ranks, out, |pgid, lpid| (u64::from(pgid.0) << 32) | u64::from(lpid))
-        .is_ok()
+    map.translate_batch(ranks, out).is_ok()
 }
 
 /// The instruction probe of the baseline: VCRT index, global VC pointer, the VC's address.

@@ -3,48 +3,96 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::map::{block_stride_lpid, stride_lpid, unpack, view_index, Model, Rank, RankMap};
+use super::map::{quotient, unpack, view_index, Model, Rank, RankMap};
 use super::RankMapError;
 use crate::av::{Lpid, Pgid};
 
-impl RankMap<'_> {
-    /// `out[i] = translate(ranks[i])` for every `i`. Stops at the first rank out of range
-    /// with [`RankMapError::RankOutOfRange`] (the entries before it are written);
-    /// [`RankMapError::BatchLength`] when the slices differ in length.
-    pub fn translate_batch(
-        &self,
-        ranks: &[Rank],
-        out: &mut [(Pgid, Lpid)],
-    ) -> Result<(), RankMapError> {
-        self.translate_batch_with(ranks, out, |pgid, lpid| (pgid, lpid))
+/// What a batch translation writes for each rank.
+pub trait BatchProcess: Copy {
+    /// The result for process `lpid` of group `pgid`.
+    fn from_process(pgid: Pgid, lpid: Lpid) -> Self;
+
+    /// The result for process `first + delta` of group `pgid` (the sum is an lpid); a type
+    /// that can add `first` ahead of the loop overrides it.
+    #[inline(always)]
+    fn from_lpid_sum(pgid: Pgid, first: i64, delta: i64) -> Self {
+        Self::from_process(pgid, (first + delta) as Lpid)
     }
 
-    /// [`translate_batch`](Self::translate_batch) writing `make(pgid, lpid)` for each rank,
-    /// so a caller with its own process encoding needs no second pass.
+    /// The result for an mlut word (`pgid << shift | lpid`, `0 < shift < 32`); a type
+    /// with a cheaper way than unpacking overrides it.
+    #[inline(always)]
+    fn from_mlut_word(word: u32, shift: u32) -> Self {
+        let (pgid, lpid) = unpack(word, shift);
+        Self::from_process(pgid, lpid)
+    }
+}
+
+impl BatchProcess for (Pgid, Lpid) {
+    #[inline(always)]
+    fn from_process(pgid: Pgid, lpid: Lpid) -> Self {
+        (pgid, lpid)
+    }
+}
+
+/// The process word `pgid << 32 | lpid` (the C ABI's `commcore_process`).
+impl BatchProcess for u64 {
+    #[inline(always)]
+    fn from_process(pgid: Pgid, lpid: Lpid) -> Self {
+        (u64::from(pgid.0) << 32) | u64::from(lpid)
+    }
+
+    /// `(pgid << 32) + first` is the same for every rank: one add a rank, no or.
+    #[inline(always)]
+    fn from_lpid_sum(pgid: Pgid, first: i64, delta: i64) -> Self {
+        ((i64::from(pgid.0) << 32) + first).wrapping_add(delta) as u64
+    }
+
+    /// One shift, multiply and add instead of unpacking both halves: adding
+    /// `pgid × (2³² − 2^shift)` moves the pgid from bit `shift` to bit 32.
+    #[inline(always)]
+    fn from_mlut_word(word: u32, shift: u32) -> Self {
+        let word = u64::from(word);
+        word + (word >> shift) * ((1 << 32) - (1 << shift))
+    }
+}
+
+impl RankMap<'_> {
+    /// `out[i] = translate(ranks[i])` for every `i`, as `(Pgid, Lpid)` pairs or process
+    /// words (see [`BatchProcess`]). Stops at the first rank out of range with
+    /// [`RankMapError::RankOutOfRange`] (the entries before it are written);
+    /// [`RankMapError::BatchLength`] when the slices differ in length.
     #[inline]
-    pub fn translate_batch_with<T>(
+    pub fn translate_batch<T: BatchProcess>(
         &self,
         ranks: &[Rank],
         out: &mut [T],
-        make: impl Fn(Pgid, Lpid) -> T + Copy,
     ) -> Result<(), RankMapError> {
         if ranks.len() != out.len() {
             return Err(RankMapError::BatchLength { ranks: ranks.len(), out: out.len() });
         }
         let (size, pgid) = (self.size, self.pgid);
+        let make = T::from_process;
         // Each arm is the same formula as `translate`'s, its fields read once per batch.
         match self.model {
             Model::Direct { .. } => {
                 each(ranks, out, size, |rank| (rank < size).then(|| make(pgid, rank)))
             }
             Model::Offset { first, .. } => each(ranks, out, size, |rank| {
-                (rank < size).then(|| make(pgid, first.wrapping_add(rank)))
+                (rank < size).then(|| T::from_lpid_sum(pgid, first.into(), rank.into()))
             }),
-            Model::Stride { base, first, stride, .. } => each(ranks, out, size, |rank| {
-                (rank < size).then(|| make(pgid, stride_lpid(base, first, stride, rank)))
-            }),
+            // `stride_lpid` and `block_stride_lpid`, with their constant terms summed first.
+            Model::Stride { base, first, stride, .. } => {
+                let first = i64::from(base) + first;
+                each(ranks, out, size, |rank| {
+                    (rank < size).then(|| T::from_lpid_sum(pgid, first, i64::from(rank) * stride))
+                })
+            }
             Model::BlockStride { first, gap, magic, .. } => each(ranks, out, size, |rank| {
-                (rank < size).then(|| make(pgid, block_stride_lpid(first, gap, magic, rank)))
+                (rank < size).then(|| {
+                    let delta = i64::from(rank) + quotient(magic, rank) as i64 * gap;
+                    T::from_lpid_sum(pgid, first, delta)
+                })
             }),
             Model::Lut { table, .. } => each(ranks, out, size, |rank| {
                 Some(make(pgid, table.get(rank as usize)?.load(Relaxed)))
@@ -56,8 +104,7 @@ impl RankMap<'_> {
                 Some(make(pgid, table.get(view_index(start, stride, rank))?.load(Relaxed)))
             }),
             Model::Mlut { table, shift, .. } => each(ranks, out, size, |rank| {
-                let (pgid, lpid) = unpack(table.get(rank as usize)?.load(Relaxed), shift);
-                Some(make(pgid, lpid))
+                Some(T::from_mlut_word(table.get(rank as usize)?.load(Relaxed), shift))
             }),
             Model::MlutStride { table, start, stride, shift, .. } => {
                 each(ranks, out, size, |rank| {
@@ -65,13 +112,16 @@ impl RankMap<'_> {
                         return None;
                     }
                     let word = table.get(view_index(start, stride, rank))?.load(Relaxed);
-                    let (pgid, lpid) = unpack(word, shift);
-                    Some(make(pgid, lpid))
+                    Some(T::from_mlut_word(word, shift))
                 })
             }
         }
     }
 }
+
+/// Ranks a loop iteration translates: the loop's own compare and branch are paid once
+/// for all of them.
+const UNROLL: usize = 8;
 
 /// The loop of one model: `one` translates a rank, `None` past the end.
 #[inline(always)]
@@ -81,10 +131,23 @@ fn each<T>(
     size: u32,
     one: impl Fn(Rank) -> Option<T>,
 ) -> Result<(), RankMapError> {
-    for (index, (&rank, slot)) in ranks.iter().zip(out.iter_mut()).enumerate() {
+    // By value, not `&mut`: a zip of two chunk iterators then runs on one counter.
+    let whole = ranks.chunks_exact(UNROLL).zip(out.chunks_exact_mut(UNROLL));
+    for (chunk, (ranks, out)) in whole.enumerate() {
+        // Fixed-length chunks: no bounds checks, and the inner loop unrolls.
+        for (i, (&rank, slot)) in ranks.iter().zip(out).enumerate() {
+            match one(rank) {
+                Some(process) => *slot = process,
+                None => return Err(out_of_range(chunk * UNROLL + i, rank, size)),
+            }
+        }
+    }
+    let done = ranks.len() / UNROLL * UNROLL;
+    let tail = ranks.iter().zip(out.iter_mut()).skip(done);
+    for (i, (&rank, slot)) in tail.enumerate() {
         match one(rank) {
             Some(process) => *slot = process,
-            None => return Err(out_of_range(index, rank, size)),
+            None => return Err(out_of_range(done + i, rank, size)),
         }
     }
     Ok(())
@@ -181,6 +244,9 @@ mod tests {
                 .collect();
             let mut out = std::vec![(Pgid(u16::MAX), u32::MAX); len];
             let result = map.translate_batch(&ranks, &mut out);
+            // Process words: the same processes, the same error.
+            let mut words = std::vec![u64::MAX; len];
+            assert_eq!(map.translate_batch(&ranks, &mut words), result);
             let refused = ranks.iter().position(|&r| map.translate(r).is_none());
             match refused {
                 None => assert_eq!(result, Ok(()), "{:?}", map.kind()),
@@ -198,6 +264,8 @@ mod tests {
             let written = refused.unwrap_or(len);
             for (i, &rank) in ranks[..written].iter().enumerate() {
                 assert_eq!(Some(out[i]), map.translate(rank), "{:?} rank {rank}", map.kind());
+                let (pgid, lpid) = out[i];
+                assert_eq!(words[i], u64::from(pgid.0) << 32 | u64::from(lpid));
             }
         }
     }
@@ -264,11 +332,11 @@ mod tests {
         let mut groups = ProcessGroups::<'_, 4>::new();
         let pgid = groups.register(&av).unwrap();
         let world = RankMap::direct(pgid, groups.av(pgid));
-        let mut out = [(Pgid(0), 0); 2];
+        let mut out = [(Pgid(0), 0u32); 2];
         assert_eq!(
             world.translate_batch(&[0, 1, 2], &mut out),
             Err(RankMapError::BatchLength { ranks: 3, out: 2 })
         );
-        assert_eq!(world.translate_batch(&[], &mut []), Ok(()));
+        assert_eq!(world.translate_batch::<u64>(&[], &mut []), Ok(()));
     }
 }

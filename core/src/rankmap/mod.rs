@@ -53,6 +53,7 @@ mod intercomm;
 mod map;
 
 pub use arena::TableArena;
+pub use batch::BatchProcess;
 pub use create::{create, from_group, from_processes};
 pub use error::RankMapError;
 pub use intercomm::InterMaps;
