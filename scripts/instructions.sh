@@ -2,9 +2,11 @@
 # Instructions executed per lookup on the hot path, counted by callgrind (repeatable where
 # wall-clock time is not).
 #   scripts/instructions.sh rankmap    {"baseline": n, "direct": n, ..., "address_word":
-#                                      {"direct": n, ...}}: one translation plus the load of
-#                                      the entry's address, per model, through
-#                                      RankMap::entry (top level) and RankMap::address_word
+#                                      {"direct": n, ...}, "batch": {"direct": n, ...}}: one
+#                                      translation plus the load of the entry's address, per
+#                                      model, through RankMap::entry (top level) and
+#                                      RankMap::address_word; and instructions per rank of
+#                                      RankMap::translate_batch over windows of 64 ranks
 #   scripts/instructions.sh verbs      {"verbs_send": n, "verbs_recv": n, "shm_send": n,
 #                                      "shm_recv": n}: one 8 B send, and one receive of an 8 B
 #                                      message already there, on the verbs transport over the
@@ -45,10 +47,11 @@ bin=target/release/commcore
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-count() { # model probe-symbol-pattern [via]
+count() { # model probe-symbol-pattern [via [calls [ranks-per-call]]]
     local model=$1 symbol=$2 via=${3:-entry} file="$out/$1-${3:-entry}.out"
+    local n=${4:-$calls} per=${5:-1}
     valgrind --tool=callgrind --callgrind-out-file="$file" --toggle-collect="$symbol" \
-        "$bin" bench rankmap --probe "$model" --via "$via" --calls "$calls" --json \
+        "$bin" bench rankmap --probe "$model" --via "$via" --calls "$n" --json \
         >/dev/null 2>"$out/$model.log" || {
         cat "$out/$model.log" >&2
         exit 1
@@ -59,7 +62,7 @@ count() { # model probe-symbol-pattern [via]
         echo "instructions.sh: no instruction total for $model" >&2
         exit 1
     }
-    awk -v t="$total" -v c="$calls" 'BEGIN { printf "%.2f", t / c }'
+    awk -v t="$total" -v c="$n" -v p="$per" 'BEGIN { printf "%.2f", t / (c * p) }'
 }
 
 # The per-message probes of msgpath (peers, and the shared-memory side of verbs).
@@ -157,6 +160,13 @@ sep=""
 json="$json, \"address_word\": {"
 for model in $models; do
     json="$json$sep\"$model\": $(count "$model" '*::probe_rankmap_address' address_word)"
+    sep=", "
+done
+# The batch path: windows of 64 ranks, as many ranks in all as the single probes translate.
+sep=""
+json="$json}, \"batch\": {"
+for model in $models; do
+    json="$json$sep\"$model\": $(count "$model" '*::probe_rankmap_batch' batch $((calls / 64)) 64)"
     sep=", "
 done
 echo "$json}}"

@@ -41,8 +41,11 @@ fn map_fail(e: RankMapError) -> Fail {
     let code = match e {
         RankMapError::ParentRankOutOfRange { .. }
         | RankMapError::LpidOutOfRange { .. }
-        | RankMapError::UnknownGroup(_) => COMMCORE_ERR_RANGE,
-        RankMapError::TooLarge | RankMapError::OutputLength { .. } => COMMCORE_ERR_LENGTH,
+        | RankMapError::UnknownGroup(_)
+        | RankMapError::RankOutOfRange { .. } => COMMCORE_ERR_RANGE,
+        RankMapError::TooLarge
+        | RankMapError::OutputLength { .. }
+        | RankMapError::BatchLength { .. } => COMMCORE_ERR_LENGTH,
         RankMapError::ArenaFull { .. } | RankMapError::ArenaTablesFull => COMMCORE_ERR_FULL,
         RankMapError::ForeignTable => COMMCORE_ERR_ARG,
     };
@@ -328,16 +331,8 @@ pub extern "C" fn commcore_rankmap_translate_batch(
                 handle::slice_mut(processes, n, "processes")?,
             )
         };
-        for (i, (&rank, slot)) in ranks.iter().zip(out.iter_mut()).enumerate() {
-            let (pgid, lpid) = value.map.translate(rank).ok_or_else(|| {
-                Fail::new(
-                    COMMCORE_ERR_RANGE,
-                    format!("ranks[{i}] = {rank}, the map has {} ranks", value.map.size()),
-                )
-            })?;
-            *slot = word(pgid, lpid);
-        }
-        Ok(())
+        // The core's batch path: one model dispatch, then a tight loop per model.
+        value.map.translate_batch(ranks, out).map_err(map_fail)
     })
 }
 

@@ -62,6 +62,21 @@ fn check(map: &RankMap<'_>, reference: &Reference, groups: &ProcessGroups<'_, 4>
         assert_eq!(map.address_word(groups, rank as u32), Some(address(pgid, lpid)));
     }
     assert_eq!(map.translate(map.size()), None);
+    // The batch path agrees with one-at-a-time, and fails at the same first bad rank.
+    let mut ranks: Vec<u32> = (0..map.size()).rev().collect();
+    let mut out = vec![(Pgid(0), 0u32); ranks.len()];
+    map.translate_batch(&ranks, &mut out).unwrap();
+    for (&rank, &process) in ranks.iter().zip(&out) {
+        assert_eq!(map.translate(rank), Some(process), "{:?}", map.kind());
+    }
+    ranks.push(map.size());
+    out.push((Pgid(0), 0));
+    let refused = map.translate_batch(&ranks, &mut out);
+    let index = ranks.len() - 1;
+    assert_eq!(
+        refused,
+        Err(RankMapError::RankOutOfRange { index, rank: map.size(), size: map.size() })
+    );
     assert!(map.entry(groups, map.size()).is_none());
     assert!(map.address_word(groups, map.size()).is_none());
 }

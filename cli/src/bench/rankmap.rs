@@ -7,8 +7,9 @@
 //! Options: `--ranks N` (memory and creation cases, default 786,432), `--lookup-ranks
 //! A,B,C` (default 16,4096,786432), `--lookups N` (per timed repetition, default 2²¹),
 //! `--probe MODEL [--calls N] [--via entry|address_word]` (run only the non-inlined probe of
-//! one model, or `baseline`, N times, through `RankMap::entry` (the default) or
-//! `RankMap::address_word`: what `scripts/instructions.sh` counts).
+//! one model, or `baseline`, N times, through `RankMap::entry` (the default),
+//! `RankMap::address_word`, or `batch` (`RankMap::translate_batch`, 64 ranks a call):
+//! what `scripts/instructions.sh` counts).
 
 pub mod rank_of;
 pub mod vc_vcrt;
@@ -60,6 +61,16 @@ pub fn probe_rankmap_address(
     map.address_word(groups, rank).unwrap_or(0)
 }
 
+/// Ranks the batch probe translates per call: a 64-message window's peers.
+pub const BATCH: usize = 64;
+
+/// The batch probe: one window of ranks into process words (`pgid << 32 | lpid`, as the C
+/// ABI writes them) through [`RankMap::translate_batch`].
+#[inline(never)]
+pub fn probe_rankmap_batch(map: &RankMap<'_>, ranks: &[u32], out: &mut [u64]) -> bool {
+    map.translate_batch(ranks, out).is_ok()
+}
+
 /// The instruction probe of the baseline: VCRT index, global VC pointer, the VC's address.
 #[inline(never)]
 pub fn probe_vc_vcrt(table: &VcTable<'_>, comm: &VcComm, rank: u32) -> u64 {
@@ -72,12 +83,15 @@ pub fn run(args: &[String]) -> Result<Value, String> {
         let calls = option(args, "--calls")?.unwrap_or(1_000_000u64);
         let ranks = option(args, "--ranks")?.unwrap_or(4096u32);
         let via = option::<String>(args, "--via")?;
-        let address = match via.as_deref() {
-            None | Some("entry") => false,
-            Some("address_word") => true,
-            Some(other) => return Err(format!("--via: {other:?} is not entry or address_word")),
+        let via = match via.as_deref() {
+            None | Some("entry") => Via::Entry,
+            Some("address_word") => Via::AddressWord,
+            Some("batch") => Via::Batch,
+            Some(other) => {
+                return Err(format!("--via: {other:?} is not entry, address_word or batch"))
+            }
         };
-        return probe(&model, ranks, calls, address);
+        return probe(&model, ranks, calls, via);
     }
     let ranks = option(args, "--ranks")?.unwrap_or(786_432u32);
     let lookup_ranks = match option::<String>(args, "--lookup-ranks")? {
@@ -227,9 +241,17 @@ fn registry(w: &LookupWorld) -> Result<ProcessGroups<'_, GROUPS>, String> {
     Ok(groups)
 }
 
-/// Runs one model's probe `calls` times round-robin over `ranks` ranks, through
-/// `address_word` when `address` is set.
-fn probe(model: &str, ranks: u32, calls: u64, address: bool) -> Result<Value, String> {
+/// What a probe call goes through.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    Entry,
+    AddressWord,
+    /// [`BATCH`] ranks a call.
+    Batch,
+}
+
+/// Runs one model's probe `calls` times round-robin over `ranks` ranks.
+fn probe(model: &str, ranks: u32, calls: u64, via: Via) -> Result<Value, String> {
     let w = LookupWorld::new(ranks)?;
     let groups = registry(&w)?;
     let mut arena = TableArena::new(&w.words);
@@ -242,12 +264,15 @@ fn probe(model: &str, ranks: u32, calls: u64, address: bool) -> Result<Value, St
         &mut arena,
         &table,
     )?;
+    if via == Via::Batch {
+        return probe_batches(model, &map, calls);
+    }
     let mut sum = 0u64;
     let mut rank = 0;
     for _ in 0..calls {
         sum = sum.wrapping_add(if model == "baseline" {
             probe_vc_vcrt(black_box(&table), black_box(&comm), rank)
-        } else if address {
+        } else if via == Via::AddressWord {
             probe_rankmap_address(black_box(&map), black_box(&groups), rank)
         } else {
             probe_rankmap(black_box(&map), black_box(&groups), rank)
@@ -257,8 +282,30 @@ fn probe(model: &str, ranks: u32, calls: u64, address: bool) -> Result<Value, St
             rank = 0;
         }
     }
-    let via = if address { "address_word" } else { "entry" };
+    let via = if via == Via::AddressWord { "address_word" } else { "entry" };
     Ok(json!({ "probe": model, "via": via, "ranks": ranks, "calls": calls, "checksum": sum }))
+}
+
+/// The batch probe `calls` times, each over the next [`BATCH`] ranks round-robin.
+fn probe_batches(model: &str, map: &RankMap<'_>, calls: u64) -> Result<Value, String> {
+    if model == "baseline" {
+        return Err("the baseline has no batch probe".into());
+    }
+    let n = map.size() as usize;
+    let order: Vec<u32> = (0..n.div_ceil(BATCH) * BATCH).map(|i| (i % n) as u32).collect();
+    let mut windows = order.chunks_exact(BATCH).cycle();
+    let mut out = [0u64; BATCH];
+    let mut sum = 0u64;
+    for _ in 0..calls {
+        let window = windows.next().ok_or("no ranks")?;
+        if !probe_rankmap_batch(black_box(map), black_box(window), black_box(&mut out)) {
+            return Err(format!("{model}: a batch was refused"));
+        }
+        sum = out.iter().fold(sum, |s, &w| s.wrapping_add(w));
+    }
+    Ok(json!({
+        "probe": model, "via": "batch", "ranks": n, "calls": calls, "batch": BATCH, "checksum": sum
+    }))
 }
 
 /// One timed repetition: `rounds` round-robin sweeps over all ranks. The map and the registry
@@ -522,6 +569,13 @@ mod tests {
             assert_eq!(address["checksum"], entry["checksum"], "{model}");
             assert_ne!(address["checksum"], 0, "{model}");
         }
+        for model in MODELS {
+            let out =
+                run(&args(&["--probe", model, "--calls", "3", "--ranks", "32", "--via", "batch"]))
+                    .unwrap();
+            assert_ne!(out["checksum"], 0, "{model}");
+        }
+        assert!(run(&args(&["--probe", "baseline", "--via", "batch"])).is_err());
         assert!(run(&args(&["--probe", "lut", "--via", "nonsense"])).is_err());
         assert!(run(&args(&["--probe", "nonsense"])).is_err());
         assert!(run(&args(&["--ranks", "1"])).is_err());

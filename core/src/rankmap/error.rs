@@ -49,6 +49,22 @@ pub enum RankMapError {
         /// Entries the slice holds.
         given: usize,
     },
+    /// `ranks[index]` of a batch translation is `rank`, but the map has `size` ranks.
+    RankOutOfRange {
+        /// Position in the batch.
+        index: usize,
+        /// The rank asked for.
+        rank: u32,
+        /// The map's size.
+        size: u32,
+    },
+    /// A batch translation was given `ranks` ranks and room for `out` results.
+    BatchLength {
+        /// Ranks given.
+        ranks: usize,
+        /// Results the output slice holds.
+        out: usize,
+    },
 }
 
 impl fmt::Display for RankMapError {
@@ -73,6 +89,12 @@ impl fmt::Display for RankMapError {
             Self::ForeignTable => f.write_str("rank map's table is not from this arena"),
             Self::OutputLength { needed, given } => {
                 write!(f, "output holds {given} entries, the communicator has {needed} ranks")
+            }
+            Self::RankOutOfRange { index, rank, size } => {
+                write!(f, "ranks[{index}] = {rank}, the map has {size} ranks")
+            }
+            Self::BatchLength { ranks, out } => {
+                write!(f, "batch of {ranks} ranks, room for {out} results")
             }
         }
     }

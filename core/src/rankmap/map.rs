@@ -198,26 +198,25 @@ impl<'a> RankMap<'a> {
             Model::Offset { first, .. } => {
                 (rank < self.size).then(|| (self.pgid, first.wrapping_add(rank)))
             }
-            Model::Stride { first, stride, base, .. } => (rank < self.size)
-                .then(|| (self.pgid, base.wrapping_add((first + rank as i64 * stride) as Lpid))),
-            Model::BlockStride { first, gap, magic, .. } => (rank < self.size).then(|| {
-                (self.pgid, (first + rank as i64 + quotient(magic, rank) as i64 * gap) as Lpid)
-            }),
+            Model::Stride { first, stride, base, .. } => {
+                (rank < self.size).then(|| (self.pgid, stride_lpid(base, first, stride, rank)))
+            }
+            Model::BlockStride { first, gap, magic, .. } => {
+                (rank < self.size).then(|| (self.pgid, block_stride_lpid(first, gap, magic, rank)))
+            }
             Model::Lut { table, .. } => Some((self.pgid, table.get(r)?.load(Relaxed))),
             Model::LutStride { table, start, stride, .. } => {
                 if rank >= self.size {
                     return None;
                 }
-                let i = start as i64 + rank as i64 * stride as i64;
-                Some((self.pgid, table.get(i as usize)?.load(Relaxed)))
+                Some((self.pgid, table.get(view_index(start, stride, rank))?.load(Relaxed)))
             }
             Model::Mlut { table, shift, .. } => Some(unpack(table.get(r)?.load(Relaxed), shift)),
             Model::MlutStride { table, start, stride, shift, .. } => {
                 if rank >= self.size {
                     return None;
                 }
-                let i = (start as i64 + rank as i64 * stride as i64) as usize;
-                Some(unpack(table.get(i)?.load(Relaxed), shift))
+                Some(unpack(table.get(view_index(start, stride, rank))?.load(Relaxed), shift))
             }
         }
     }
@@ -334,6 +333,24 @@ impl<'a> RankMap<'a> {
         }
         Ok(())
     }
+}
+
+/// The lpid of `rank` in a stride map (`rank < size`).
+#[inline(always)]
+pub(crate) fn stride_lpid(base: u32, first: i64, stride: i64, rank: Rank) -> Lpid {
+    base.wrapping_add((first + rank as i64 * stride) as Lpid)
+}
+
+/// The lpid of `rank` in a block-stride map (`rank < size`).
+#[inline(always)]
+pub(crate) fn block_stride_lpid(first: i64, gap: i64, magic: u64, rank: Rank) -> Lpid {
+    (first + rank as i64 + quotient(magic, rank) as i64 * gap) as Lpid
+}
+
+/// The word of `rank` in a strided view of a parent's table (`rank < size`).
+#[inline(always)]
+pub(crate) fn view_index(start: u32, stride: i32, rank: Rank) -> usize {
+    (start as i64 + rank as i64 * stride as i64) as usize
 }
 
 /// `rank / block` for any 32-bit rank, with `magic = u64::MAX / block + 1` (block ≥ 2): the

@@ -1,7 +1,8 @@
 //! Rank maps: a communicator's ranks to process-group entries, through compressed models.
 //!
 //! A communicator's [`RankMap`] answers `rank → (pgid, lpid)` ([`RankMap::translate`]) and
-//! `rank → &Ave` ([`RankMap::entry`]) with one `match` over its model: *direct*
+//! `rank → &Ave` ([`RankMap::entry`]) with one `match` over its model (and many ranks at
+//! once with one `match` a batch: [`RankMap::translate_batch`]): *direct*
 //! (`lpid = rank`), *offset*, *stride* (negative strides included, so a reversed
 //! communicator is regular), *block-stride* (a multiply-high instead of a division), *lut*
 //! (a table of lpids), *mlut* (a table of `(pgid, lpid)` packed in one word each: the pgid
@@ -45,6 +46,7 @@
 //! ```
 
 mod arena;
+mod batch;
 mod create;
 mod detect;
 mod error;
@@ -52,6 +54,7 @@ mod intercomm;
 mod map;
 
 pub use arena::TableArena;
+pub use batch::BatchProcess;
 pub use create::{create, from_group, from_processes};
 pub use error::RankMapError;
 pub use intercomm::InterMaps;
