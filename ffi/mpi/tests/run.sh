@@ -66,9 +66,19 @@ fi
 # MPICH's own launcher starts the same binaries on our library (the runtime joins hydra's
 # PMI-1 job).
 if command -v mpiexec.mpich >/dev/null; then
-    for prog in p2p coll icoll comm env types inter topo threads; do
+    for prog in p2p coll icoll comm env types inter topo threads spawn ports; do
         timeout 120 mpiexec.mpich -n 4 -genv LD_LIBRARY_PATH "$out" "$bin/$prog" ||
             fail "$prog under mpiexec.mpich -n 4"
+    done
+fi
+
+# Open MPI's mpirun starts them too, on the library built with PMIx.
+if command -v mpirun.openmpi >/dev/null && dpkg -s libpmix-dev >/dev/null 2>&1; then
+    ffi/mpi/build.sh "$out-pmix" --pmix
+    for prog in p2p coll comm inter spawn; do
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp timeout -k 5 120 mpirun.openmpi \
+            --allow-run-as-root --oversubscribe -x LD_LIBRARY_PATH="$out-pmix" -n 4 "$bin/$prog" ||
+            fail "$prog under mpirun.openmpi -n 4"
     done
 fi
 

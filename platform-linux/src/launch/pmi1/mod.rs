@@ -75,6 +75,16 @@ fn unhex(text: &str) -> Option<String> {
     String::from_utf8(bytes?).ok()
 }
 
+/// A name that can stand in a command line: printable, without spaces or `=`.
+fn check_word(name: &str) -> Result<(), PmiError> {
+    let fits = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b'=');
+    if fits {
+        Ok(())
+    } else {
+        Err(PmiError::Refused(format!("{name:?} is not a PMI word (printable, no spaces or =)")))
+    }
+}
+
 /// The value of `key` in a reply line of `key=value` words.
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
@@ -233,6 +243,40 @@ impl Pmi1Client {
             }
         }
         let reply = self.call(&message, "spawn_result")?;
+        match field(&reply, "rc") {
+            Some("0") => Ok(()),
+            _ => Err(PmiError::Refused(reply)),
+        }
+    }
+
+    /// Publishes `port` under the job-wide service `name` (`publish_name`; the port
+    /// travels hex-encoded, as values do).
+    pub fn publish(&mut self, name: &str, port: &str) -> Result<(), PmiError> {
+        check_word(name)?;
+        let line = format!("cmd=publish_name service={name} port={}", hex(port.as_bytes()));
+        let reply = self.call(&line, "publish_result")?;
+        match field(&reply, "rc") {
+            Some("0") => Ok(()),
+            _ => Err(PmiError::Refused(reply)),
+        }
+    }
+
+    /// The port published under `name`, `None` when none is (`lookup_name`).
+    pub fn lookup(&mut self, name: &str) -> Result<Option<String>, PmiError> {
+        check_word(name)?;
+        let reply = self.call(&format!("cmd=lookup_name service={name}"), "lookup_result")?;
+        match field(&reply, "rc") {
+            Some("0") => {
+                field(&reply, "port").and_then(unhex).map(Some).ok_or(PmiError::Refused(reply))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Withdraws the service `name` (`unpublish_name`).
+    pub fn unpublish(&mut self, name: &str) -> Result<(), PmiError> {
+        check_word(name)?;
+        let reply = self.call(&format!("cmd=unpublish_name service={name}"), "unpublish_result")?;
         match field(&reply, "rc") {
             Some("0") => Ok(()),
             _ => Err(PmiError::Refused(reply)),

@@ -1,7 +1,7 @@
 //! What a foreign launcher serves after start-up: spawning a group and the name service.
 //! PMIx serves both (`PMIx_Spawn`, `PMIx_Publish`/`Lookup`/`Unpublish`); hydra serves PMI-1's
 //! spawn (the children find their parents' rendezvous in their key space, put there before
-//! they start), and its name service is one clear error.
+//! they start) and PMI-1's publish, lookup and unpublish.
 
 use super::{Client, Foreign};
 
@@ -17,9 +17,13 @@ pub(in crate::runtime) struct ForeignApp {
 const PMI_ENV: &str = "MPICH's mpiexec (PMI-1) cannot set spawned processes' environment: \
                        leave the env key out, or start the job with mpirun.openmpi (PMIx) or \
                        `commcore run`";
-const PMI_NAMES: &str = "MPICH's mpiexec (PMI-1) offers commcore no name service: start \
-                         `commcore nameserver` and set COMMCORE_NAMESERVER to the address it \
-                         prints";
+/// Hydra's refusal, with where else names can live.
+fn pmi_names(e: crate::launch::pmi1::PmiError) -> String {
+    format!(
+        "{e} (hydra's name service; or start `commcore nameserver` and set \
+         COMMCORE_NAMESERVER to the address it prints)"
+    )
+}
 
 impl Foreign {
     /// Starts `apps` as one new group that finds its parents through `parent` (a variable
@@ -79,10 +83,7 @@ impl Foreign {
     /// Publishes `name` for `port` (`MPI_Publish_name`).
     pub(in crate::runtime) fn publish(&mut self, name: &str, port: &str) -> Result<(), String> {
         match &mut self.client {
-            Client::Pmi(_) => {
-                let _ = (name, port);
-                Err(PMI_NAMES.into())
-            }
+            Client::Pmi(c) => c.publish(name, port).map_err(pmi_names),
             #[cfg(feature = "pmix")]
             Client::Pmix(c) => c.publish(name, port).map_err(|e| e.to_string()),
         }
@@ -91,10 +92,7 @@ impl Foreign {
     /// The port published under `name`, if any (`MPI_Lookup_name`).
     pub(in crate::runtime) fn lookup(&mut self, name: &str) -> Result<Option<String>, String> {
         match &mut self.client {
-            Client::Pmi(_) => {
-                let _ = name;
-                Err(PMI_NAMES.into())
-            }
+            Client::Pmi(c) => c.lookup(name).map_err(pmi_names),
             #[cfg(feature = "pmix")]
             Client::Pmix(c) => c.lookup(name).map_err(|e| e.to_string()),
         }
@@ -103,10 +101,7 @@ impl Foreign {
     /// Withdraws `name` (`MPI_Unpublish_name`).
     pub(in crate::runtime) fn unpublish(&mut self, name: &str) -> Result<(), String> {
         match &mut self.client {
-            Client::Pmi(_) => {
-                let _ = name;
-                Err(PMI_NAMES.into())
-            }
+            Client::Pmi(c) => c.unpublish(name).map_err(pmi_names),
             #[cfg(feature = "pmix")]
             Client::Pmix(c) => c.unpublish(name).map_err(|e| e.to_string()),
         }
