@@ -3,8 +3,9 @@
 # emulation) loads soft-RoCE, makes rxe0 on its virtual NIC, and runs
 # target/release/examples/verbs_check (pairs of processes: on-demand and eager
 # connections, ping-pong, 1 MiB by RDMA read both ways, a peer killed, a peer that stops
-# receiving), then target/release/examples/verbs_world (a job of two processes through the
-# runtime with COMMCORE_TRANSPORT=verbs: 8 B, 20 kB and 1 MiB both ways, a barrier),
+# receiving), then target/release/examples/verbs_world (a job of three processes through
+# the runtime with COMMCORE_TRANSPORT=verbs: 8 B, 20 kB and 1 MiB both ways, barriers, a
+# 1 MiB broadcast and an allreduce),
 # counting the device's resources with `rdma res show` before and after.
 #   scripts/verbs-guest.sh [--json]   prints the check's results; exits non-zero when a
 #                                     check failed, the guest did not boot, or resources
@@ -108,7 +109,7 @@ done
 echo "GUEST-RES-BEFORE $(rdma res show | sed -n 1p)"
 /bin/verbs_check
 echo "GUEST-EXIT $?"
-# A job of two processes through the runtime, every pair over verbs.
+# A job of three processes through the runtime, every pair over verbs.
 /bin/verbs_world
 echo "GUEST-RES-AFTER $(rdma res show | sed -n 1p)"
 poweroff -f
