@@ -3,7 +3,10 @@
 # emulation) loads soft-RoCE, makes rxe0 on its virtual NIC, and runs
 # target/release/examples/verbs_check (pairs of processes: on-demand and eager
 # connections, ping-pong, 1 MiB by RDMA read both ways, a peer killed, a peer that stops
-# receiving), counting the device's resources with `rdma res show` before and after.
+# receiving), then target/release/examples/verbs_world (a job of three processes through
+# the runtime with COMMCORE_TRANSPORT=verbs: 8 B, 20 kB and 1 MiB both ways, barriers, a
+# 1 MiB broadcast and an allreduce),
+# counting the device's resources with `rdma res show` before and after.
 #   scripts/verbs-guest.sh [--json]   prints the check's results; exits non-zero when a
 #                                     check failed, the guest did not boot, or resources
 #                                     were left behind
@@ -24,9 +27,11 @@ for tool in qemu-system-x86_64 busybox cpio apt-get dpkg; do
     }
 done
 
-log "building verbs_check with the verbs feature"
-cargo build --release --locked -q -p commcore-linux --features verbs --example verbs_check
+log "building verbs_check and verbs_world with the verbs feature"
+cargo build --release --locked -q -p commcore-linux --features verbs --example verbs_check \
+    --example verbs_world
 check=target/release/examples/verbs_check
+world=target/release/examples/verbs_world
 
 # The kernel Debian's linux-image-amd64 points at, downloaded once.
 kernel_of() {
@@ -79,6 +84,7 @@ copy_with_libs() { # file destination-in-root
     done
 }
 copy_with_libs "$check" /bin/verbs_check
+copy_with_libs "$world" /bin/verbs_world
 copy_with_libs "$(command -v rdma)" /bin/rdma
 copy_with_libs "$provider_dir/librxe-rdmav34.so" "$provider_dir/librxe-rdmav34.so"
 cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
@@ -87,6 +93,7 @@ cat >"$root/init" <<'INIT'
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover \
     net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
     insmod /modules/$m.ko || echo "GUEST-ERROR insmod $m"
@@ -102,6 +109,8 @@ done
 echo "GUEST-RES-BEFORE $(rdma res show | sed -n 1p)"
 /bin/verbs_check
 echo "GUEST-EXIT $?"
+# A job of three processes through the runtime, every pair over verbs.
+/bin/verbs_world
 echo "GUEST-RES-AFTER $(rdma res show | sed -n 1p)"
 poweroff -f
 INIT
@@ -118,6 +127,8 @@ tr -d '\r' <"$out" >"$out.txt"
 
 # (A line may start with the console's escape codes.)
 result=$(sed -n 's/.*VERBS-RESULT //p' "$out.txt" | tail -n 1)
+world=$(sed -n 's/.*VERBS-WORLD-RESULT //p' "$out.txt" | tail -n 1)
+[ -n "$world" ] || world='{"ok": false, "error": "the guest printed no runtime result"}'
 before=$(sed -n 's/.*GUEST-RES-BEFORE //p' "$out.txt")
 after=$(sed -n 's/.*GUEST-RES-AFTER //p' "$out.txt")
 if [ -z "$result" ]; then
@@ -130,9 +141,10 @@ clean=false
 [ -n "$before" ] && [ "$before" = "$after" ] && clean=true
 errors=$(grep -c 'GUEST-ERROR' "$out.txt" || true)
 summary=$(printf '%s' "$result" | jq -c --arg before "$before" --arg after "$after" \
-    --argjson clean "$clean" --argjson errors "$errors" \
+    --argjson clean "$clean" --argjson errors "$errors" --argjson world "$world" \
     '. + {resources_before: $before, resources_after: $after, resources_released: $clean,
-          guest_errors: $errors} | .ok = (.ok and $clean and $errors == 0)')
+          guest_errors: $errors, runtime_job: $world} |
+     .ok = (.ok and $clean and $errors == 0 and $world.ok)')
 if [ "$json" = --json ]; then
     echo "$summary"
 else

@@ -26,6 +26,9 @@ pub enum InitError {
     },
     /// This job was spawned and could not meet its parents.
     Parent(super::DpmError),
+    /// The transport `COMMCORE_TRANSPORT` chooses cannot run here (verbs in a build
+    /// without them, or on a machine without a device).
+    Transport(String),
 }
 
 impl fmt::Display for InitError {
@@ -47,6 +50,7 @@ impl fmt::Display for InitError {
                  COMMCORE_RANK as it sets it"
             ),
             InitError::Parent(error) => write!(f, "cannot meet the parent group: {error}"),
+            InitError::Transport(message) => write!(f, "{message}"),
         }
     }
 }
@@ -259,6 +263,8 @@ pub enum P2pError {
     },
     /// The TCP transport failed; the error names the peer.
     Tcp(crate::tcp::TcpError),
+    /// The verbs transport failed; the error names the peer.
+    Verbs(crate::transport::verbs::VerbsError),
     /// The process is in a group this process is no longer connected to (disconnected).
     PeerGone {
         /// The engine's index of the peer.
@@ -270,6 +276,18 @@ pub enum P2pError {
         /// Which side failed, as the bridge records it.
         reason: u32,
     },
+}
+
+impl From<crate::tcp::TcpError> for P2pError {
+    fn from(error: crate::tcp::TcpError) -> Self {
+        P2pError::Tcp(error)
+    }
+}
+
+impl From<crate::transport::verbs::VerbsError> for P2pError {
+    fn from(error: crate::transport::verbs::VerbsError) -> Self {
+        P2pError::Verbs(error)
+    }
 }
 
 impl fmt::Display for P2pError {
@@ -298,6 +316,7 @@ impl fmt::Display for P2pError {
                  not run; start the job with that transport enabled"
             ),
             P2pError::Tcp(error) => write!(f, "{error}"),
+            P2pError::Verbs(error) => write!(f, "{error}"),
             P2pError::PeerGone { peer } => {
                 write!(f, "peer {peer} belongs to a group this process has disconnected from")
             }

@@ -2,7 +2,6 @@
 //! the peers in the shared region, and probing whether single-copy reads work.
 
 use std::fmt;
-use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
@@ -13,8 +12,9 @@ use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
 use super::bootstrap::{self, Foreign, Origin};
-use super::engine::{Engine, TcpLink};
+use super::engine::Engine;
 use super::error::InitError;
+use super::job_link;
 use super::settings::{self, Settings, TransportSetting, WakeFenceSetting};
 use super::{Comm, Runtime, Spin};
 use crate::launch::env;
@@ -22,7 +22,6 @@ use crate::launch::exchange::Exchange;
 use crate::launch::kv::KvClient;
 use crate::shm::layout::{RANK_FINALIZED, RANK_JOINED};
 use crate::shm::{cma, futex, membarrier, Layout, Region, Ring};
-use crate::tcp::{TcpSettings, TcpTransport};
 use crate::transport;
 use crate::transport::shm::{ShmTransport, WakeFence};
 
@@ -314,14 +313,16 @@ impl World {
         };
         let threshold = matches!(single_copy, SingleCopy::On { .. }).then_some(above);
         let split_above = settings.split_copy_above.unwrap_or(Some(DEFAULT_SPLIT_COPY_ABOVE));
-        let tcp_only = settings.transport == TransportSetting::Tcp;
-        // Whether rank `r` is reached over TCP; the same answer on every rank.
-        let over_tcp = |r: usize| r != rank && (tcp_only || hosts[r] != hosts[rank]);
+        // TCP or verbs between every pair, not only between hosts.
+        let message_only = settings.transport != TransportSetting::Auto;
+        // Whether rank `r` is reached over the job's message link; the same answer on
+        // every rank.
+        let over_link = |r: usize| r != rank && (message_only || hosts[r] != hosts[rank]);
         // The launcher's exchange, kept for start-up and for spawn and names later.
         let from_launcher = launched && join.foreign.is_none();
         let mut kv = if from_launcher { KvClient::from_env(KV_TIMEOUT).ok() } else { None };
         // Every rank answers alike: with two hosts, each rank has a peer on the other.
-        let tcp = if size > 1 && (tcp_only || host_count > 1) {
+        let link = if size > 1 && (message_only || host_count > 1) {
             // `commcore run` names each host's address; another launcher's hosts listen on
             // an interface of their own.
             let away = join.foreign.is_some() && host_count > 1;
@@ -330,8 +331,12 @@ impl World {
                 (None, Some(kv)) => Some(kv),
                 (None, None) => None,
             };
-            match join_tcp(exchange, rank, size, away, settings) {
-                Ok(tcp) => Some(tcp),
+            let joined = match settings.transport {
+                TransportSetting::Verbs => job_link::join_verbs(exchange, rank, size),
+                _ => job_link::join_tcp(exchange, rank, size, away, settings),
+            };
+            match joined {
+                Ok(link) => Some(link),
                 Err(error) => {
                     finalized();
                     return Err(error);
@@ -340,7 +345,11 @@ impl World {
         } else {
             None
         };
-        let av = world_address_vector(&pids, &nodes, over_tcp)?;
+        let selector = match settings.transport {
+            TransportSetting::Verbs => transport::VERBS,
+            _ => transport::TCP,
+        };
+        let av = world_address_vector(&pids, &nodes, over_link, selector)?;
         let fabric = ShmTransport { region, layout, rank, size, pids, nodes, node_count, wake };
         let registry = super::registry::Registry::new(av)
             .map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
@@ -348,10 +357,10 @@ impl World {
             Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
             fabric,
-            engine: Mutex::new(Engine::new(threshold, split_above, tcp.clone())),
-            tcp,
-            tcp_links_made: Default::default(),
-            areas_enabled: !tcp_only,
+            engine: Mutex::new(Engine::new(threshold, split_above, link.clone())),
+            message_link: link,
+            links_made: Default::default(),
+            areas_enabled: !message_only,
             spin,
             single_copy,
             split_copy_above: split_above,
@@ -451,8 +460,9 @@ impl World {
         fabric.nodes.get(rank).map(|&n| n as usize / fabric.node_count.max(1))
     }
 
-    /// TCP links this process runs now: its job's (with ranks on other hosts) and one per
-    /// group it met over TCP (connected, or spawned onto another host) and still reaches.
+    /// Message links (TCP or verbs) this process runs now: its job's (with ranks on other
+    /// hosts, or every pair over TCP or verbs) and one per group it met over TCP
+    /// (connected, or spawned onto another host) and still reaches.
     pub fn tcp_links(&self) -> usize {
         self.comm.runtime().tcp_links()
     }
@@ -497,19 +507,20 @@ impl World {
     }
 }
 
-/// Builds the world's address vector: rank `r`'s entry names the TCP transport and its
-/// index there (its world rank) when `over_tcp(r)`, else the shared-memory transport and
-/// its slot and process id. It lives as long as the process, as MPI's world does (a few
-/// bytes per rank, once per `World::init`).
+/// Builds the world's address vector: rank `r`'s entry names the message transport
+/// `selector` (TCP or verbs) and its index there (its world rank) when `over_link(r)`, else
+/// the shared-memory transport and its slot and process id. It lives as long as the
+/// process, as MPI's world does (a few bytes per rank, once per `World::init`).
 fn world_address_vector(
     pids: &[u32],
     nodes: &[u32],
-    over_tcp: impl Fn(usize) -> bool,
+    over_link: impl Fn(usize) -> bool,
+    selector: commcore::av::TransportId,
 ) -> Result<&'static [Ave], InitError> {
     let entries = (0..pids.len())
         .map(|r| {
-            let (address, transport) = if over_tcp(r) {
-                (r as u64, transport::TCP)
+            let (address, transport) = if over_link(r) {
+                (r as u64, selector)
             } else {
                 (ShmTransport::address_of(r, pids[r]).0, transport::SHARED_MEMORY)
             };
@@ -518,41 +529,6 @@ fn world_address_vector(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Box::leak(entries.into_boxed_slice()))
-}
-
-/// Starts this rank's TCP transport: listens, and learns every rank's address through the
-/// launcher's exchange (collective over the job). `away`: peers are on other machines, so
-/// listen on an interface unless `COMMCORE_TCP_IP` names the address.
-fn join_tcp(
-    exchange: Option<&mut dyn Exchange>,
-    rank: usize,
-    size: usize,
-    away: bool,
-    settings: &Settings,
-) -> Result<TcpLink, InitError> {
-    let bad = |m: String| InitError::Environment(m);
-    let exchange =
-        exchange.ok_or_else(|| bad("TCP needs the launcher's exchange (COMMCORE_KV_FD)".into()))?;
-    let mut tcp = TcpSettings::new(0);
-    // The runtime polls before it sleeps; the transport's wait is its sleep.
-    tcp.spin = Duration::ZERO;
-    if let Some(ms) = settings.tcp_send_timeout_ms {
-        tcp.send_timeout = Duration::from_millis(ms);
-    }
-    let ip = match crate::tcp::listen_ip().map_err(|e| bad(e.to_string()))? {
-        Some(ip) => ip,
-        None if away => crate::tcp::interface_ip().ok_or_else(|| {
-            bad(format!(
-                "ranks run on several nodes and this one has no network interface up to \
-                 listen on; set {} to its address",
-                crate::tcp::ENV_LISTEN_IP
-            ))
-        })?,
-        None => Ipv4Addr::LOCALHOST.into(),
-    };
-    let transport =
-        TcpTransport::join_with(exchange, rank, size, ip, tcp).map_err(|e| bad(e.to_string()))?;
-    Ok(TcpLink::new(transport))
 }
 
 /// The process's CID space, with the world's and self's ids taken.

@@ -34,6 +34,7 @@ mod engine;
 mod error;
 mod foreign_launcher;
 mod init;
+mod job_link;
 mod layout_words;
 mod registry;
 mod request;
@@ -65,7 +66,7 @@ use crate::shm::bridge::Bridge;
 use crate::transport::shm::ShmTransport;
 use crate::transport::{self as transports, Route};
 use comm::context_id;
-use engine::{Engine, GuestInbox, Peer, TcpLink};
+use engine::{Engine, GuestInbox, MessageLink, Peer};
 use std::sync::Arc;
 
 /// Any tag, for receives.
@@ -99,14 +100,20 @@ struct Spin {
     yield_until: Duration,
 }
 
+/// The selectors of message transports (TCP, verbs), a range so that routing tests both
+/// at once.
+const MESSAGE_SELECTORS_FROM: u8 = transports::TCP.0;
+const MESSAGE_SELECTORS_TO: u8 = transports::VERBS.0;
+const _: () = assert!(MESSAGE_SELECTORS_TO == MESSAGE_SELECTORS_FROM + 1);
+
 pub(crate) struct Runtime {
     fabric: ShmTransport,
     engine: Mutex<Engine>,
-    /// The TCP transport (also held by the engine), when some peer is reached over TCP:
-    /// waiting then sleeps in `poll(2)` on its sockets.
-    tcp: Option<TcpLink>,
-    /// A group connected across hosts has had a TCP link of its own.
-    tcp_links_made: std::sync::atomic::AtomicBool,
+    /// The job's message link (also held by the engine), when some peer is reached over
+    /// TCP or verbs: waiting then sleeps in its transport (`poll(2)` on TCP's sockets).
+    message_link: Option<MessageLink>,
+    /// A group connected across hosts has had a link of its own.
+    links_made: std::sync::atomic::AtomicBool,
     /// Whether communicators on one node may use shared-memory collective areas (not when
     /// `COMMCORE_TRANSPORT=tcp` sends everything over TCP).
     areas_enabled: bool,
@@ -184,8 +191,13 @@ impl Runtime {
         match route.transport {
             // A slot of this job's region, or a guest of a bridge (the engine checks it).
             transports::SHARED_MEMORY => Some(Peer::Shm(ShmTransport::peer_index(route.peer))),
-            // The job's own link, or one made for a group met over TCP.
-            transports::TCP if self.tcp_up() => usize::try_from(route.peer.0).ok().map(Peer::Tcp),
+            // The job's own link (TCP or verbs), or one made for a group met over TCP: one
+            // range test on the selector (an arm per selector costs a send 8 instructions).
+            commcore::av::TransportId(MESSAGE_SELECTORS_FROM..=MESSAGE_SELECTORS_TO)
+                if self.links_up() =>
+            {
+                usize::try_from(route.peer.0).ok().map(Peer::Message)
+            }
             _ => None,
         }
     }
@@ -200,7 +212,7 @@ impl Runtime {
         bridges: &[(Arc<Bridge>, usize)],
         ready: impl Fn() -> bool,
     ) -> Result<bool, P2pError> {
-        let links = if self.tcp_up() { self.engine().tcp_links() } else { Vec::new() };
+        let links = if self.links_up() { self.engine().links_up() } else { Vec::new() };
         if links.is_empty() {
             self.fabric.sleep_bridged(bridges, ready);
             return Ok(true);
@@ -212,7 +224,7 @@ impl Runtime {
         let slice = TCP_SLEEP / links.len() as u32;
         let mut news = false;
         for link in links {
-            news |= link.lock().wait(Instant::now() + slice).map_err(P2pError::Tcp)?;
+            news |= link.wait(Instant::now() + slice)?;
         }
         Ok(news)
     }
@@ -227,13 +239,13 @@ impl Runtime {
 
     /// TCP links up now.
     pub(super) fn tcp_links(&self) -> usize {
-        self.engine().tcp_links().len()
+        self.engine().links_up().len()
     }
 
     /// Whether this process has ever run a TCP link (its job's or a connected group's).
     #[inline]
-    fn tcp_up(&self) -> bool {
-        self.tcp.is_some() || self.tcp_links_made.load(std::sync::atomic::Ordering::Relaxed)
+    fn links_up(&self) -> bool {
+        self.message_link.is_some() || self.links_made.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether this node runs more processes than it has CPUs: the job's own ranks alone
@@ -312,7 +324,7 @@ impl Runtime {
             if waited < poll {
                 // With TCP peers the next step's look at the sockets comes first: polling
                 // the rings in between would only delay it.
-                let polls = if self.tcp_up() { 1 } else { POLLS_PER_STEP };
+                let polls = if self.links_up() { 1 } else { POLLS_PER_STEP };
                 for _ in 0..polls {
                     if ready() {
                         break;
@@ -362,9 +374,9 @@ impl Drop for Runtime {
         for (bridge, slot) in self.engine().bridges() {
             bridge.leave(slot);
         }
-        for tcp in self.engine().tcp_links() {
+        for link in self.engine().links_up() {
             // Say goodbye, so that peers take the end of our streams as normal.
-            let _ = tcp.lock().finish(Instant::now() + TCP_FINISH);
+            let _ = link.finish(Instant::now() + TCP_FINISH);
         }
         if self.launched {
             let state = self.fabric.layout.state(self.fabric.rank);

@@ -51,7 +51,9 @@ pub const ENV_BIND: &str = "COMMCORE_BIND";
 /// free; set it for a second job on the same host).
 pub const ENV_CPU_OFFSET: &str = "COMMCORE_CPU_OFFSET";
 /// Environment: `auto` (the default) reaches peers on this host through shared memory and
-/// peers on other hosts over TCP; `tcp` sends everything between two ranks over TCP.
+/// peers on other hosts over TCP; `tcp` sends everything between two ranks over TCP;
+/// `verbs` everything over verbs (a build with the `verbs` feature, on a machine with a
+/// device).
 pub const ENV_TRANSPORT: &str = "COMMCORE_TRANSPORT";
 /// Environment: milliseconds a TCP send waits for a peer that takes nothing before the
 /// peer counts as no longer reading (default 1000).
@@ -142,8 +144,9 @@ pub const SETTINGS: &[SettingDoc] = &[
     },
     SettingDoc {
         name: ENV_TRANSPORT,
-        accepted: "auto (default) or tcp (verbs: not routed by the runtime yet)",
-        meaning: "auto: shared memory within a host, TCP between hosts; tcp: TCP between ranks",
+        accepted: "auto (default), tcp or verbs (a build with the verbs feature, and a device)",
+        meaning: "auto: shared memory within a host, TCP between hosts; tcp or verbs: that \
+                  transport between any two ranks",
     },
     SettingDoc {
         name: super::bootstrap::ENV_BOOTSTRAP,
@@ -165,6 +168,8 @@ pub enum TransportSetting {
     Auto,
     /// TCP between any two ranks (a rank still reaches itself through memory).
     Tcp,
+    /// Verbs between any two ranks (a rank still reaches itself through memory).
+    Verbs,
 }
 
 /// Whether a rank is bound to a CPU.
@@ -332,6 +337,7 @@ impl Settings {
                     s.transport = match value.as_str() {
                         "auto" => TransportSetting::Auto,
                         "tcp" => TransportSetting::Tcp,
+                        "verbs" => TransportSetting::Verbs,
                         _ => return Err(bad(accepted())),
                     }
                 }
@@ -381,7 +387,8 @@ impl Settings {
             (ENV_SINGLE_COPY, _) => "on".into(),
             (ENV_CID_ALGORITHM, w) => format!("algorithm {w}"),
             (ENV_TRANSPORT, 0) => "auto".into(),
-            (ENV_TRANSPORT, _) => "tcp".into(),
+            (ENV_TRANSPORT, 1) => "tcp".into(),
+            (ENV_TRANSPORT, _) => "verbs".into(),
             (ENV_COLL, _) => "a different control string".into(),
             (_, w) => w.to_string(),
         }

@@ -31,6 +31,7 @@
 
 pub mod error;
 pub mod frame;
+mod message;
 mod outbound;
 pub mod socket;
 mod start;
@@ -38,6 +39,7 @@ mod stream;
 mod transport;
 
 pub use error::{PeerFault, TcpError};
+pub(crate) use start::random;
 pub use start::{interface_ip, listen_ip, set_default_listen_ip, StartError, ENV_LISTEN_IP};
 pub use stream::LONG_PAYLOAD;
 pub use transport::{Arrival, TcpSettings, TcpTransport, MAX_PEERS};

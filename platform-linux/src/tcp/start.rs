@@ -119,7 +119,7 @@ impl TcpTransport {
 
 /// 128 bits from the kernel's randomness (falls back to time and pid, which only weakens
 /// the token that keeps other jobs' datagrams out).
-fn random() -> u128 {
+pub(crate) fn random() -> u128 {
     let mut bytes = [0u8; 16];
     // SAFETY: bytes is a writable buffer of the length passed.
     let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };

@@ -7,15 +7,18 @@
 //! returns `Ok(false)`), offers arrivals one at a time without copying them first
 //! ([`Transport::poll`]), and lets a waiter sleep until a peer [`Transport::notify`]s it or
 //! a deadline passes ([`Transport::wait`]). Matching, rendezvous and fragmentation are the
-//! engine's, the same over every transport.
+//! engine's, the same over every transport. Shared memory implements [`Transport`];
+//! transports of whole messages with their own framing and waiting (TCP, verbs) implement
+//! [`message::MessageTransport`], one engine path for both.
 //!
 //! Which transport reaches a peer is the transport selector of its entry
-//! ([`commcore::av::Ave::transport`]): [`SHARED_MEMORY`] or [`TCP`]. The engine resolves a
-//! peer once, when it first talks to it, and keeps the [`Route`] in its connection table, so
-//! a message costs one array load and a `match` on the selector, no trait object and no hash
-//! lookup. The contract is written up in the repository's notes
+//! ([`commcore::av::Ave::transport`]): [`SHARED_MEMORY`], [`TCP`] or [`VERBS`]. The engine
+//! resolves a peer once, when it first talks to it, and keeps the [`Route`] in its
+//! connection table, so a message costs one array load and a `match` on the selector, no
+//! trait object and no hash lookup. The contract is written up in the repository's notes
 //! (`transport-contract.md`) for transports built elsewhere.
 
+pub mod message;
 pub mod shm;
 pub mod verbs;
 
@@ -29,6 +32,9 @@ use commcore::wire::Header;
 pub const SHARED_MEMORY: TransportId = TransportId(0);
 /// The selector of the TCP transport in an address-vector entry.
 pub const TCP: TransportId = TransportId(1);
+/// The selector of the verbs transport in an address-vector entry (its address word: the
+/// peer's link and index, as TCP's).
+pub const VERBS: TransportId = TransportId(2);
 
 /// A peer as its transport addresses it: the address word of the peer's address-vector
 /// entry, whose meaning is the transport's (shared memory: the peer's slot in the job's

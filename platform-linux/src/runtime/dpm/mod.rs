@@ -101,11 +101,11 @@ impl Runtime {
                     self.note_guests(self.engine().guest_count());
                 }
                 TieKind::Tcp { link } => {
-                    let removed = self.engine().remove_tcp_link(link);
+                    let removed = self.engine().remove_message_link(link);
                     if let Some(link) = removed {
                         // Say goodbye, so the other group takes the end of our streams as
                         // normal; it is already done with us (disconnect waited for that).
-                        let _ = link.lock().finish(Instant::now() + LINK_FINISH);
+                        let _ = link.finish(Instant::now() + LINK_FINISH);
                     }
                 }
             }

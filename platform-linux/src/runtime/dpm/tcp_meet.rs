@@ -15,7 +15,7 @@ use commcore::port::Token;
 
 use super::bridge_comm::Side;
 use super::DpmError;
-use crate::runtime::engine::{tcp_peer, Peer, TcpLink};
+use crate::runtime::engine::{message_peer, MessageLink, Peer};
 use crate::runtime::registry::{GroupTie, LauncherTie, TieKind};
 use crate::runtime::Comm;
 use crate::shm::bridge::Bridge;
@@ -196,13 +196,13 @@ impl Comm {
         let transport = TcpTransport::new(me, all, listener, settings, seed)
             .map_err(|e| DpmError::Port(format!("cannot start the link: {e}")))?;
         let runtime = &self.runtime;
-        let link = runtime.engine().add_tcp_link(TcpLink::watching(transport, watch));
-        runtime.tcp_links_made.store(true, std::sync::atomic::Ordering::Relaxed);
+        let link = runtime.engine().add_message_link(MessageLink::tcp_watching(transport, watch));
+        runtime.links_made.store(true, std::sync::atomic::Ordering::Relaxed);
         let av: Vec<Ave> = theirs
             .clone()
             .map(|slot| {
                 let node = NodeId(members[slot].node);
-                Ave::new(Address::Inline(tcp_peer(link, slot) as u64), TCP, node)
+                Ave::new(Address::Inline(message_peer(link, slot) as u64), TCP, node)
             })
             .collect::<Result<_, _>>()
             .map_err(|e| DpmError::Handover(format!("address vector: {e:?}")))?;
@@ -216,7 +216,7 @@ impl Comm {
                 return Err(DpmError::Handover(format!("process groups: {error}")));
             }
         };
-        let leader_peer = Peer::Tcp(tcp_peer(link, their_leader));
+        let leader_peer = Peer::Message(message_peer(link, their_leader));
         let built = self.intercomm_over(pgid, av, self.rank() == our_leader, leader_peer, side);
         if built.is_err() {
             if let Some(tie) = runtime.registry.abandon(pgid) {

@@ -233,14 +233,15 @@ impl Engine {
     /// Why a bridge this process sits in failed, or that a process of another group
     /// ended while still connected, if one did.
     pub(crate) fn failed_bridge(&self) -> Option<u32> {
-        let watched = || self.tcp.iter().flatten().find_map(super::TcpLink::failure);
+        let watched = || self.message_links.iter().flatten().find_map(super::MessageLink::failure);
         self.guests.table.iter().flatten().find_map(GuestPeer::failure).or_else(watched)
     }
 
     /// Whether a wait must watch for other groups' failures: guests through bridges, or a
-    /// TCP link whose group the launcher watches.
+    /// message link whose group the launcher watches.
     pub(crate) fn watches_groups(&self) -> bool {
-        self.guests.inboxes.is_some() || self.tcp.iter().flatten().any(super::TcpLink::watched)
+        self.guests.inboxes.is_some()
+            || self.message_links.iter().flatten().any(super::MessageLink::watched)
     }
 
     /// Why a bridge failed whose processes this process waits on: a posted receive from
@@ -259,7 +260,7 @@ impl Engine {
                         return Some(reason);
                     }
                 }
-                Some(super::Peer::Tcp(_)) => {}
+                Some(super::Peer::Message(_)) => {}
             }
         }
         let sending = self.rendezvous.values().map(|&(dest, _, _)| dest);

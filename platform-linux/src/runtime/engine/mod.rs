@@ -1,11 +1,13 @@
 //! The point-to-point engine: MPI matching, the ring protocol, single-copy rendezvous and
-//! split copies over the shared-memory transport, and whole messages over TCP.
+//! split copies over the shared-memory transport, and whole messages over message
+//! transports (TCP, verbs).
 //!
 //! The engine keeps no reference to a caller's buffer. A call that owns one (a blocking
 //! receive, or `wait`/`test` on a request) lends it for that call as a [`Sink`] (receive) or
 //! a [`Feed`] (send); bytes that arrive while their receive's buffer is not lent wait in the
-//! engine and are copied over when it is. A long send by single copy, or over TCP, is known
-//! by its address only, for the kernel to read, while its request borrows the buffer.
+//! engine and are copied over when it is. A long send by single copy, or over a message
+//! transport, is known by its address only, for the kernel or the device to read, while
+//! its request borrows the buffer.
 //!
 //! Concerns, one file each: [`matching`] (posted and unexpected queues), [`receive`]
 //! (the direct fast path and completing receives), [`send`], [`progress`] (the ring
@@ -13,11 +15,12 @@
 //! their control cells), [`connections`] (per-peer state) and [`pool`] (spare buffers).
 //!
 //! Peers are named by [`Peer`]: their slot in the shared-memory transport (for the world's
-//! group, the world rank) or their index in the TCP transport. Matching compares peers,
-//! which is exact because a peer is one process; the rank a receive reports comes from the
-//! message's header. TCP carries each message in one frame (its own framing and bounded
-//! queue), so TCP peers need none of the per-peer cell state; their arrivals join the same
-//! queues, a long one as soon as its header is here (see [`tcp`]).
+//! group, the world rank) or their link and index in a message transport. Matching compares
+//! peers, which is exact because a peer is one process; the rank a receive reports comes
+//! from the message's header. A message transport carries each message whole (its own
+//! framing and bounded queue), so its peers need none of the per-peer cell state; their
+//! arrivals join the same queues, a long one as soon as its header is here (see
+//! [`message`]).
 //!
 //! Matching is not core's `commcore::matching`: that matcher's queues are bounded, and a
 //! full unexpected queue would have to stop draining a ring, which can hide the very
@@ -28,12 +31,14 @@ mod arrivals;
 mod connections;
 mod links;
 mod matching;
+mod message;
+#[cfg(test)]
+mod message_tests;
 mod pool;
 mod progress;
 mod receive;
 mod rendezvous;
 mod send;
-mod tcp;
 #[cfg(test)]
 mod tests;
 
@@ -45,8 +50,8 @@ use connections::Connections;
 pub(crate) use links::GuestInbox;
 pub(crate) use matching::Pattern;
 use matching::{Arrival, Body, Matched};
+pub(crate) use message::{message_peer, MessageLink};
 use pool::BufferPool;
-pub(crate) use tcp::{tcp_peer, TcpLink};
 
 use super::error::P2pError;
 use crate::shm::{CellHeader, CellKind};
@@ -56,8 +61,8 @@ use crate::shm::{CellHeader, CellKind};
 pub(crate) enum Peer {
     /// A slot of the shared-memory transport.
     Shm(usize),
-    /// A peer index of the TCP transport.
-    Tcp(usize),
+    /// A peer of a message transport (TCP, verbs): its link and index ([`message_peer`]).
+    Message(usize),
 }
 
 /// Hashes the engine's identifiers, which are distinct counters: one multiply spreads them.
@@ -234,16 +239,16 @@ pub(crate) struct Engine {
     rendezvous: HashMap<u64, (usize, u64, usize)>,
     /// Split copies whose sender has written its part: (source, sender's id) → errno or 0.
     written: std::collections::HashMap<(usize, u64), i32>,
-    /// The TCP links by number (see [`tcp`]): the job's own at 0, when some rank is reached
-    /// over TCP, then one per group connected across hosts.
-    tcp: Vec<Option<TcpLink>>,
-    /// Long TCP messages whose payload is still coming: (TCP peer, arrival id), one per
-    /// peer at most (see [`tcp`]).
-    tcp_long: Vec<(usize, u64)>,
+    /// The message links by number (see [`message`]): the job's own at 0, when some rank
+    /// is reached over TCP or verbs, then one per group connected across hosts.
+    message_links: Vec<Option<MessageLink>>,
+    /// Long messages whose payload is still coming: (message peer, arrival id), one per
+    /// peer at most (see [`message`]).
+    message_long: Vec<(usize, u64)>,
     /// Where bytes nobody keeps are read to (a cancelled receive's, a truncated one's).
-    tcp_scratch: Vec<u8>,
-    /// Lent TCP sends written whole, as the links report them.
-    tcp_written: Vec<u64>,
+    message_scratch: Vec<u8>,
+    /// Lent sends the links report the peers have whole.
+    message_written: Vec<u64>,
     /// Processes of other groups on this host, reached through bridges.
     guests: links::Guests,
 }
@@ -252,7 +257,7 @@ impl Engine {
     pub(crate) fn new(
         single_copy_above: Option<usize>,
         split_above: Option<usize>,
-        tcp: Option<TcpLink>,
+        link: Option<MessageLink>,
     ) -> Engine {
         Engine {
             next_id: 1,
@@ -270,10 +275,10 @@ impl Engine {
             owned_rendezvous: HashMap::default(),
             news: false,
             written: std::collections::HashMap::new(),
-            tcp: tcp.map(|link| vec![Some(link)]).unwrap_or_default(),
-            tcp_long: Vec::new(),
-            tcp_scratch: Vec::new(),
-            tcp_written: Vec::new(),
+            message_links: link.map(|link| vec![Some(link)]).unwrap_or_default(),
+            message_long: Vec::new(),
+            message_scratch: Vec::new(),
+            message_written: Vec::new(),
             guests: links::Guests::default(),
         }
     }
@@ -291,6 +296,6 @@ impl Engine {
 
     /// Whether any send still waits for room or for its receiver.
     pub(crate) fn has_outbound(&self) -> bool {
-        self.peers.any_outbound() || !self.owned_rendezvous.is_empty() || self.tcp_has_outbound()
+        self.peers.any_outbound() || !self.owned_rendezvous.is_empty() || self.messages_outbound()
     }
 }

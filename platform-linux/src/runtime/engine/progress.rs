@@ -13,7 +13,8 @@ use crate::shm::{cma, CellHeader, CellKind, Ring};
 use crate::transport::shm::ShmTransport;
 
 impl Engine {
-    /// Drains every inbound ring (and takes what TCP holds) and pushes what waits to go out.
+    /// Drains every inbound ring (and takes what the message links hold) and pushes what
+    /// waits to go out.
     /// Bytes for the receive in `sink` go straight into it; cells of the streamed send in
     /// `feed` come from it.
     pub(crate) fn progress(
@@ -37,7 +38,7 @@ impl Engine {
                 self.drain(fabric, guests, source, sink.as_deref_mut())?;
             }
         }
-        self.poll_tcp(sink)?;
+        self.poll_messages(sink)?;
         self.blocked.clear();
         if self.peers.maybe_outbound() {
             for i in 0..self.peers.len() {

@@ -91,9 +91,10 @@ impl Engine {
         let guests = &self.guests;
         let sources = match pattern.source {
             Some(Peer::Shm(source)) => source..source + 1,
-            // TCP's messages reach the queues only through progress: the general path.
-            Some(Peer::Tcp(_)) => return Direct::Slow,
-            None if self.has_tcp() => return Direct::Slow,
+            // A message transport's messages reach the queues only through progress: the
+            // general path.
+            Some(Peer::Message(_)) => return Direct::Slow,
+            None if self.has_message_links() => return Direct::Slow,
             None => guests.shm_peers(fabric),
         };
         let peers = &self.peers;

@@ -1,7 +1,7 @@
 //! Starting sends: eagerly into the peer's ring when it fits and nothing queues before it,
 //! else queued (copied, or lent by a blocking caller) for progress to push; announced for a
-//! single copy when long and enabled. A TCP peer gets the whole message at once: copied,
-//! or when long lent from the caller's buffer until the kernel has it.
+//! single copy when long and enabled. A message transport's peer gets the whole message at
+//! once: copied, or when long lent from the caller's buffer until the peer has it.
 
 use super::links::Link;
 use super::{Engine, Outbound, Peer, SendStart};
@@ -11,7 +11,7 @@ use crate::transport::shm::ShmTransport;
 
 // A send of one cell or less is done when `start_send` returns, over either transport:
 // collectives hand such sends over and reuse the buffer at once.
-const _: () = assert!(Ring::PAYLOAD_BYTES < super::tcp::TCP_LENT_FROM);
+const _: () = assert!(Ring::PAYLOAD_BYTES < super::message::LENT_SEND_FROM);
 
 /// A message waiting for room in a peer's ring.
 pub(super) enum Outgoing {
@@ -33,10 +33,12 @@ impl Engine {
     ) -> Result<SendStart, P2pError> {
         match peer {
             Peer::Shm(slot) => self.start_send_shm(fabric, slot, envelope, buf, lend),
-            Peer::Tcp(index) if buf.len() >= super::tcp::TCP_LENT_FROM => {
-                self.send_tcp_lent(index, envelope, buf)
+            Peer::Message(index) if buf.len() >= super::message::LENT_SEND_FROM => {
+                self.send_message_lent(index, envelope, buf)
             }
-            Peer::Tcp(index) => self.send_tcp(index, envelope, buf).map(|()| SendStart::Done),
+            Peer::Message(index) => {
+                self.send_message(index, envelope, buf).map(|()| SendStart::Done)
+            }
         }
     }
 
@@ -191,8 +193,8 @@ impl Engine {
     }
 
     /// Sends a copy of `data`, so that no caller buffer stays borrowed (collective
-    /// schedules, which reuse their regions at once). Over TCP the transport copies what the
-    /// kernel does not take at once; else the copy is made into a buffer of the engine's
+    /// schedules, which reuse their regions at once). Over a message transport the transport
+    /// copies what it does not send at once; else the copy is made into a buffer of the engine's
     /// pool, which comes back to it once delivered (no allocation for messages up to its
     /// buffers' size, and no fresh pages).
     pub(crate) fn start_send_copied(
@@ -202,8 +204,8 @@ impl Engine {
         envelope: Outbound,
         data: &[u8],
     ) -> Result<(), P2pError> {
-        if let Peer::Tcp(index) = peer {
-            return self.send_tcp(index, envelope, data);
+        if let Peer::Message(index) = peer {
+            return self.send_message(index, envelope, data);
         }
         let mut owned = self.pool.take();
         owned.extend_from_slice(data);
@@ -221,8 +223,8 @@ impl Engine {
     ) -> Result<(), P2pError> {
         let dest = match peer {
             Peer::Shm(slot) => slot,
-            Peer::Tcp(index) => {
-                let sent = self.send_tcp(index, envelope, &data);
+            Peer::Message(index) => {
+                let sent = self.send_message(index, envelope, &data);
                 self.pool.recycle(data);
                 return sent;
             }

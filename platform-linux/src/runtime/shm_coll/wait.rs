@@ -147,7 +147,7 @@ fn shares_cpu(area: &CollArea<'_>, me: usize) -> bool {
 fn push_queued_sends(runtime: &Runtime) -> bool {
     let fabric = &runtime.fabric;
     let mut engine = runtime.engine();
-    if !runtime.tcp_up() && !engine.has_outbound() && !engine.inbound_anywhere(fabric) {
+    if !runtime.links_up() && !engine.has_outbound() && !engine.inbound_anywhere(fabric) {
         return false;
     }
     // A failure belongs to the message's own operation, which reports it when it next

@@ -36,9 +36,13 @@
 //! hand; `ibverbs-sys` generates it from rdma-core's headers. The default build does not
 //! need it; `scripts/test.sh` builds the feature and runs it on soft-RoCE in a guest.
 //!
-//! Not yet: the runtime's engine does not route messages over this transport (the engine's
-//! message path is TCP's alone today; verbs joins it behind one boundary next), so no
-//! address-vector entry selects verbs and `COMMCORE_TRANSPORT` does not take `verbs`.
+//! The runtime reaches it through the message-transport boundary
+//! ([`crate::transport::message::MessageTransport`], the engine's one path for TCP and
+//! verbs): `COMMCORE_TRANSPORT=verbs` makes every pair of a job talk over verbs (entries
+//! with the [`crate::transport::VERBS`] selector), the addresses exchanged through the
+//! launcher's exchange ([`join`]). A build without the feature, or a machine without a
+//! device, says so at start-up. Not yet: verbs chosen per peer between hosts, and groups
+//! spawned or connected over verbs (they meet over TCP).
 
 pub mod address;
 pub mod device;
@@ -47,7 +51,9 @@ pub mod fabric;
 pub mod frame;
 #[cfg(feature = "verbs")]
 pub mod ibverbs;
+pub mod join;
 mod link;
+mod message;
 mod progress;
 pub mod reg_cache;
 mod rendezvous;

@@ -52,6 +52,19 @@ impl<D: Device> VerbsTransport<D> {
         remote: RemoteBuffer,
         dst: &mut [u8],
     ) -> Result<(), VerbsError> {
+        self.read_remote_part(peer, remote, 0, dst)?;
+        self.release_remote(peer, remote)
+    }
+
+    /// Reads `dst.len()` bytes at `offset` in a long message's payload in `peer`'s memory
+    /// into `dst` (RDMA read), leaving the sender's buffer lent.
+    pub(super) fn read_remote_part(
+        &mut self,
+        peer: usize,
+        remote: RemoteBuffer,
+        offset: usize,
+        dst: &mut [u8],
+    ) -> Result<(), VerbsError> {
         self.report(peer)?;
         let Some((qpn, _)) = self.links[peer].qp else {
             return Err(VerbsError::peer(peer, PeerFault::Corrupt));
@@ -64,7 +77,7 @@ impl<D: Device> VerbsTransport<D> {
         let read = self.next_read;
         self.next_read += 1;
         self.reads.insert(read, None);
-        let op = SendOp::Read { remote_addr: remote.addr, rkey: remote.rkey };
+        let op = SendOp::Read { remote_addr: remote.addr + offset as u64, rkey: remote.rkey };
         let posted = self.device.post_send(qpn, wr(WR_READ, read as usize), sge, op);
         if posted.is_ok() {
             self.links[peer].unacked += 1;
@@ -84,6 +97,15 @@ impl<D: Device> VerbsTransport<D> {
                 .err()
                 .unwrap_or(VerbsError::peer(peer, PeerFault::Gone(WorkError::RemoteAccess))));
         }
+        Ok(())
+    }
+
+    /// Tells `peer` its long message's buffer is read (`Done`), which frees it.
+    pub(super) fn release_remote(
+        &mut self,
+        peer: usize,
+        remote: RemoteBuffer,
+    ) -> Result<(), VerbsError> {
         let mut bytes = vec![0u8; PREFIX_LEN + 8];
         bytes[PREFIX_LEN..].copy_from_slice(&remote.id.to_le_bytes());
         self.enqueue(peer, Queued { kind: FrameKind::Done, bytes }, false)

@@ -17,6 +17,10 @@ pub struct Slab {
     keys: Option<MemoryKeys>,
 }
 
+// SAFETY: the slab owns its allocation alone, as a `Box` would, and hands out references
+// only through `&self`/`&mut self`; moving it to another thread moves that ownership.
+unsafe impl Send for Slab {}
+
 impl Slab {
     /// Allocates `count` zeroed buffers of `size` bytes and registers them with `device`.
     pub fn new(device: &mut impl Device, count: usize, size: usize) -> Result<Self, DeviceError> {

@@ -284,3 +284,58 @@ fn a_peer_whose_device_never_reports_the_failure_is_found_by_the_watch() {
     );
     assert!(start.elapsed() >= Duration::from_millis(700), "not before the ack timeout");
 }
+
+/// The launcher's exchange for ranks that are threads: puts into one table, fences at a
+/// barrier.
+struct ThreadExchange {
+    rank: usize,
+    table: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<(usize, String), String>>>,
+    barrier: std::sync::Arc<std::sync::Barrier>,
+}
+
+impl crate::launch::exchange::Exchange for ThreadExchange {
+    fn put(
+        &mut self,
+        key: &str,
+        value: &str,
+    ) -> Result<(), crate::launch::exchange::ExchangeError> {
+        self.table.lock().unwrap().insert((self.rank, key.into()), value.into());
+        Ok(())
+    }
+
+    fn fence(&mut self) -> Result<(), crate::launch::exchange::ExchangeError> {
+        self.barrier.wait();
+        Ok(())
+    }
+
+    fn get(
+        &mut self,
+        rank: usize,
+        key: &str,
+    ) -> Result<String, crate::launch::exchange::ExchangeError> {
+        let value = self.table.lock().unwrap().get(&(rank, key.to_string())).cloned();
+        value
+            .ok_or(crate::launch::exchange::ExchangeError { launcher: "test", message: key.into() })
+    }
+}
+
+#[test]
+fn ranks_learn_each_others_addresses_and_token_through_the_exchange() {
+    let fabric = Fabric::new(12, Faults::default());
+    let table = std::sync::Arc::default();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let joins: Vec<_> = (0..2)
+        .map(|rank| {
+            let device = fabric.device();
+            let (table, barrier) = (std::sync::Arc::clone(&table), std::sync::Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                let mut kv = ThreadExchange { rank, table, barrier };
+                join::join_with(&mut kv, device, rank, 2, VerbsSettings::new(0)).unwrap()
+            })
+        })
+        .collect();
+    let mut ts: Vec<_> = joins.into_iter().map(|j| j.join().unwrap()).collect();
+    ts[0].send(1, &header(0, 3, 4), b"ping").unwrap();
+    let got = collect(&mut ts, 1, 1);
+    assert_eq!((got[0].0, got[0].2.as_slice()), (0, &b"ping"[..]));
+}

@@ -156,6 +156,8 @@ pub struct VerbsTransport<D: Device> {
     pub(super) faults: VecDeque<VerbsError>,
     /// When the next watch over outstanding work runs (device clock).
     pub(super) next_watch: u64,
+    /// What the message-transport boundary holds between calls.
+    pub(super) messages: super::message::Messages,
 }
 
 impl<D: Device> VerbsTransport<D> {
@@ -207,6 +209,7 @@ impl<D: Device> VerbsTransport<D> {
             next_read: 1,
             faults: VecDeque::new(),
             next_watch: 0,
+            messages: super::message::Messages::default(),
         };
         for i in 0..t.ud_recv.count() {
             t.repost_ud(i)?;
