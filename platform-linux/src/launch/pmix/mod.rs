@@ -36,6 +36,10 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 
 /// How long a lookup may take the server (`PMIX_TIMEOUT`), in seconds.
 pub const LOOKUP_TIMEOUT_SECS: i32 = 30;
+/// How long a fence may wait for the other ranks (`PMIX_TIMEOUT`), in seconds: a rank that
+/// never comes (or a server that loses the fence, as Open MPI 4.1's mpirun sometimes does
+/// for spawned jobs) is an error, not a hang.
+pub const FENCE_TIMEOUT_SECS: i32 = 60;
 
 /// One process's PMIx connection; finalized on drop.
 pub struct PmixClient {
@@ -169,7 +173,9 @@ impl PmixClient {
         // SAFETY: no arguments; commits what this process put.
         check("PMIx_Commit", unsafe { ffi::PMIx_Commit() })?;
         let job = proc_in(&self.me, ffi::RANK_WILDCARD);
-        let infos = Infos::default().flag(ffi::COLLECT_DATA, true)?;
+        let infos = Infos::default()
+            .flag(ffi::COLLECT_DATA, true)?
+            .int(ffi::TIMEOUT, FENCE_TIMEOUT_SECS)?;
         let (info, ninfo) = infos.as_parts();
         // SAFETY: one valid proc (the whole namespace) and a valid info array, both alive
         // for the blocking call.
