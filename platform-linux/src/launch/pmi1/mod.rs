@@ -105,8 +105,17 @@ impl Pmi1Client {
             PmiError::NotLaunched(format!("PMI_FD={fd_text:?} is not a descriptor"))
         })?;
         let (rank, size) = (number("PMI_RANK")?, number("PMI_SIZE")?);
+        // The descriptor has one owner per process, ever: a second client would close it
+        // under the first (and PMI-1 does not start again after finalize).
+        static TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if TAKEN.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Err(PmiError::NotLaunched(format!(
+                "PMI_FD={fd} belongs to this process's earlier PMI client"
+            )));
+        }
         // SAFETY: the descriptor is checked open first; the launcher handed it to this
-        // process for PMI alone, and this is the one place that takes ownership of it.
+        // process for PMI alone, and this is the one place that takes ownership of it (once:
+        // `TAKEN` above).
         let socket = unsafe {
             if libc::fcntl(fd, libc::F_GETFD) < 0 {
                 return Err(PmiError::NotLaunched(format!("PMI_FD={fd} is not open")));
