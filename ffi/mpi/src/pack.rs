@@ -7,10 +7,10 @@ use std::ffi::{c_int, c_void};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
-use crate::datatype::TypeInfo;
+use crate::datatype::{type_info, TypeInfo};
 use crate::error::{fail, MpiResult};
 use crate::ptr::{bytes, bytes_mut, count, get, put};
-use crate::typemap::{layout, Segments};
+use crate::typemap::{is_derived, layout, Segments};
 
 /// `count` elements of a datatype at an address.
 #[derive(Clone)]
@@ -18,17 +18,26 @@ pub(crate) struct Place {
     buf: usize,
     count: usize,
     info: TypeInfo,
-    segments: Segments,
+    /// A derived datatype's segments; `None` for a predefined one (one segment, its
+    /// extent), so that the message path touches no table.
+    segments: Option<Segments>,
+    /// The one segment of a predefined datatype.
+    whole: [(isize, usize); 1],
 }
 
 impl Place {
     pub fn new(buf: *const c_void, count: c_int, datatype: c_int) -> MpiResult<Self> {
         let count = crate::ptr::count(count)?;
-        let (info, segments) = layout(datatype)?;
+        let (info, segments) = if is_derived(datatype) {
+            let (info, segments) = layout(datatype)?;
+            (info, Some(segments))
+        } else {
+            (type_info(datatype)?, None)
+        };
         if count > 0 && info.packed > 0 && buf.is_null() && info.contiguous {
             return fail(MPI_ERR_BUFFER, "the buffer is NULL");
         }
-        Ok(Place { buf: buf as usize, count, info, segments })
+        Ok(Place { buf: buf as usize, count, info, segments, whole: [(0, info.extent)] })
     }
 
     /// Bytes the data takes packed.
@@ -44,8 +53,9 @@ impl Place {
     /// Each segment's address and length, in order.
     fn pieces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let extent = self.info.extent as isize;
+        let segments = self.segments.as_deref().map_or(&self.whole[..], |s| &s[..]);
         (0..self.count as isize).flat_map(move |k| {
-            self.segments.iter().map(move |&(offset, len)| {
+            segments.iter().map(move |&(offset, len)| {
                 ((self.buf as isize + k * extent + offset) as usize, len)
             })
         })
