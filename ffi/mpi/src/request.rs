@@ -16,7 +16,7 @@ use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
 use crate::p2p::{at_comm, dest};
 use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
-use crate::state::{self, REQUEST_KIND};
+use crate::state;
 use crate::status;
 
 /// A request the program holds.
@@ -138,11 +138,7 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     if out.is_null() {
         return fail(MPI_ERR_ARG, "the request argument is NULL");
     }
-    let handle = state::with(|s| {
-        let handle = s.new_handle(REQUEST_KIND);
-        s.requests.insert(handle, pending);
-        Ok(handle)
-    })?;
+    let handle = state::with(|s| Ok(s.requests.add(pending)))?;
     // SAFETY: not NULL; the caller's contract.
     unsafe { put(out, handle) }
 }
@@ -211,18 +207,32 @@ pub(crate) unsafe fn begin_recv(
     Ok(Pending { packed, unpack, ..Pending::new(comm, work) })
 }
 
-/// Removes request `handle` from the table; `None` for `MPI_REQUEST_NULL`.
+/// Takes request `handle` out of the table, its handle kept for it to be put back;
+/// `None` for `MPI_REQUEST_NULL`.
 fn take(handle: c_int) -> MpiResult<Option<Pending>> {
+    take_ending(handle, |_| false)
+}
+
+/// Takes request `handle` out of the table, ending its handle if `ends` says so of it.
+fn take_ending(handle: c_int, ends: impl FnOnce(&Pending) -> bool) -> MpiResult<Option<Pending>> {
     if handle == MPI_REQUEST_NULL {
         return Ok(None);
     }
     state::with(|s| match s.requests.remove(&handle) {
         Some(pending) => {
+            if ends(&pending) {
+                s.requests.release(handle);
+            }
             call::on_comm(pending.comm);
             Ok(Some(pending))
         }
         None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
     })
+}
+
+/// Takes request `handle` out as it completes: a persistent one keeps its handle.
+fn take_done(handle: c_int) -> MpiResult<Option<Pending>> {
+    take_ending(handle, |pending| pending.persist.is_none())
 }
 
 /// What handle `handle` becomes once its request completed: `MPI_REQUEST_NULL`, or itself
@@ -237,7 +247,9 @@ fn retire(handle: c_int, comm: c_int, persist: Option<Persist>) -> MpiResult<c_i
 
 /// Waits for request `handle`: its outcome, and what the handle becomes.
 fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
-    let Some(pending) = take(handle)? else { return Ok((Ok(status::empty()), MPI_REQUEST_NULL)) };
+    let Some(pending) = take_done(handle)? else {
+        return Ok((Ok(status::empty()), MPI_REQUEST_NULL));
+    };
     let (comm, persist) = (pending.comm, pending.persist.clone());
     let outcome = pending.wait();
     Ok((outcome, retire(handle, comm, persist)?))
@@ -248,18 +260,20 @@ fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
     if handle == MPI_REQUEST_NULL {
         return Ok(Some((status::empty(), MPI_REQUEST_NULL)));
     }
-    let Some(mut pending) = take(handle)? else { return Ok(None) };
-    match pending.test() {
-        Ok(None) => {
-            state::with(|s| Ok(s.requests.insert(handle, pending)))?;
-            Ok(None)
+    // Tested in place: an unfinished request stays in the table under its handle.
+    let found = state::with(|s| match s.requests.get_mut(&handle) {
+        Some(pending) => {
+            call::on_comm(pending.comm);
+            Ok(pending.test())
         }
-        Ok(Some(status)) => Ok(Some((status, retire(handle, pending.comm, pending.persist)?))),
-        Err(error) => {
-            retire(handle, pending.comm, pending.persist)?;
-            Err(error)
-        }
+        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+    })?;
+    if let Ok(None) = found {
+        return Ok(None);
     }
+    let Some(pending) = take_done(handle)? else { return Ok(None) };
+    let after = retire(handle, pending.comm, pending.persist)?;
+    found.map(|status| status.map(|status| (status, after)))
 }
 
 /// Whether request `handle` has completed (kept in the table either way).
@@ -430,7 +444,7 @@ mpi_fn! {
     /// Frees the handle; the operation itself goes on (kept until `MPI_Finalize`).
     fn MPI_Request_free / PMPI_Request_free(request: *mut c_int) {
         let handle = get(request)?;
-        let Some(pending) = take(handle)? else {
+        let Some(pending) = take_ending(handle, |_| true)? else {
             return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
         };
         if let Work::Live { request: live, .. } = pending.work {
@@ -453,8 +467,10 @@ mpi_fn! {
             // Dropping an unmatched receive withdraws it.
             pending.work = Work::Done(status::cancelled());
         }
-        state::with(|s| Ok(s.requests.insert(handle, pending)))?;
-        Ok(())
+        state::with(|s| {
+            s.requests.insert(handle, pending);
+            Ok(())
+        })
     }
 }
 
