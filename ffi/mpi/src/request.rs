@@ -28,9 +28,9 @@ pub(crate) struct Pending {
     /// request reads or writes it, so dropped after it).
     packed: Option<Box<[u8]>>,
     /// Where a packed receive is unpacked to once complete.
-    unpack: Option<Place>,
+    unpack: Option<Box<Place>>,
     /// What a persistent request starts each time (`MPI_Start`).
-    pub(crate) persist: Option<Persist>,
+    pub(crate) persist: Option<Box<Persist>>,
 }
 
 enum Work {
@@ -51,7 +51,10 @@ impl Pending {
 
     /// An inactive persistent request.
     pub(crate) fn inactive(comm: c_int, persist: Persist) -> Self {
-        Pending { persist: Some(persist), ..Pending::new(comm, Work::Done(status::empty())) }
+        Pending {
+            persist: Some(Box::new(persist)),
+            ..Pending::new(comm, Work::Done(status::empty()))
+        }
     }
 
     /// Starts the operation `other` (just begun) in this persistent request.
@@ -189,7 +192,7 @@ pub(crate) unsafe fn begin_recv(
     comm: c_int,
 ) -> MpiResult<Pending> {
     let place = Place::new(buf, count, datatype)?;
-    let (data, packed, unpack): (&'static mut [u8], _, _) = if place.contiguous() {
+    let (data, packed, unpack): (&'static mut [u8], _, Option<Box<Place>>) = if place.contiguous() {
         // SAFETY: the caller's contract: MPI keeps the buffer the request's until it
         // completes.
         (unsafe { bytes_mut(buf, place.packed_len()) }?, None, None)
@@ -198,7 +201,7 @@ pub(crate) unsafe fn begin_recv(
         // SAFETY: the box's heap bytes do not move and outlive the request (`Pending` drops
         // `work` first); nothing else touches them until it completes.
         let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
-        (data, Some(copy), Some(place))
+        (data, Some(copy), Some(Box::new(place)))
     };
     let work = at_comm(comm, |c| match crate::p2p::source(from)? {
         None => Ok(Work::Done(status::empty())),
@@ -237,10 +240,11 @@ fn take_done(handle: c_int) -> MpiResult<Option<Pending>> {
 
 /// What handle `handle` becomes once its request completed: `MPI_REQUEST_NULL`, or itself
 /// for a persistent request, inactive again.
-fn retire(handle: c_int, comm: c_int, persist: Option<Persist>) -> MpiResult<c_int> {
+fn retire(handle: c_int, comm: c_int, persist: Option<Box<Persist>>) -> MpiResult<c_int> {
     let Some(persist) = persist else { return Ok(MPI_REQUEST_NULL) };
     state::with(|s| {
-        s.requests.insert(handle, Pending::inactive(comm, persist));
+        let inactive = Pending::new(comm, Work::Done(status::empty()));
+        s.requests.insert(handle, Pending { persist: Some(persist), ..inactive });
         Ok(handle)
     })
 }
