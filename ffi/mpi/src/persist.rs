@@ -7,7 +7,7 @@ use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
 use crate::ptr::{array, count, get, put};
-use crate::request::{begin_recv, begin_send, Pending};
+use crate::request::{begin_recv, begin_send, returned, Pending};
 use crate::state;
 
 /// The operation a persistent request starts: its buffer as an address.
@@ -55,9 +55,18 @@ fn start(handle: c_int) -> MpiResult {
     // request is active.
     let begun = unsafe {
         if p.recv {
-            begin_recv(p.buf as *mut c_void, p.count, p.datatype, p.peer, p.tag, comm)
+            begin_recv(p.buf as *mut c_void, p.count, p.datatype, p.peer, p.tag, comm, returned)
         } else {
-            begin_send(p.buf as *const c_void, p.count, p.datatype, p.peer, p.tag, comm, p.sync)
+            begin_send(
+                p.buf as *const c_void,
+                p.count,
+                p.datatype,
+                p.peer,
+                p.tag,
+                comm,
+                p.sync,
+                returned,
+            )
         }
     };
     let result = begun.map(|op| pending.restart(op));

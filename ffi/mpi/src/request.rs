@@ -14,9 +14,9 @@ use std::borrow::Cow;
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
-use crate::p2p::{at_comm, dest};
+use crate::p2p::dest;
 use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
-use crate::state;
+use crate::state::{self, State};
 use crate::status;
 
 /// A request the program holds.
@@ -146,11 +146,39 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     unsafe { put(out, handle) }
 }
 
-/// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request.
+/// What a start does with its new request under the state's lock: returns it
+/// ([`returned`]) or stores it, for its handle ([`stored`]).
+pub(crate) type Keep<T> = fn(&mut State, Pending) -> T;
+
+pub(crate) fn returned(_: &mut State, pending: Pending) -> Pending {
+    pending
+}
+
+fn stored(state: &mut State, pending: Pending) -> c_int {
+    state.requests.add(pending)
+}
+
+/// Writes the handle of the request `begin` starts and stores.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+unsafe fn hand_out(out: *mut c_int, begin: impl FnOnce() -> MpiResult<c_int>) -> MpiResult {
+    if out.is_null() {
+        return fail(MPI_ERR_ARG, "the request argument is NULL");
+    }
+    let handle = begin()?;
+    // SAFETY: not NULL; the caller's contract.
+    unsafe { put(out, handle) }
+}
+
+/// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request, as `keep` keeps
+/// it (one taking of the state's lock).
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
-pub(crate) unsafe fn begin_send(
+// MPI_Issend's six arguments, its mode and what keeps its request.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn begin_send<T>(
     buf: *const c_void,
     count: c_int,
     datatype: c_int,
@@ -158,7 +186,8 @@ pub(crate) unsafe fn begin_send(
     tag: c_int,
     comm: c_int,
     sync: bool,
-) -> MpiResult<Pending> {
+    keep: Keep<T>,
+) -> MpiResult<T> {
     let place = Place::new(buf, count, datatype)?;
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
     let (data, packed) = match unsafe { place.outgoing() }? {
@@ -170,27 +199,31 @@ pub(crate) unsafe fn begin_send(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
-    let work = at_comm(comm, |c| match dest(to)? {
-        None => Ok(Work::Done(status::empty())),
-        Some(to) if sync => Ok(Work::Live { request: c.issend(data, to, tag)?, recv: false }),
-        Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
-    })?;
-    Ok(Pending { packed, ..Pending::new(comm, work) })
+    state::with(|s| {
+        let c = s.comm(comm)?;
+        let work = match dest(to)? {
+            None => Work::Done(status::empty()),
+            Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
+            Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
+        };
+        Ok(keep(s, Pending { packed, ..Pending::new(comm, work) }))
+    })
 }
 
-/// Starts a receive; its request.
+/// Starts a receive; its request, as `keep` keeps it.
 ///
 /// # Safety
 /// `buf` has room for `count` elements of `datatype`, untouched until the request
 /// completes.
-pub(crate) unsafe fn begin_recv(
+pub(crate) unsafe fn begin_recv<T>(
     buf: *mut c_void,
     count: c_int,
     datatype: c_int,
     from: c_int,
     tag: c_int,
     comm: c_int,
-) -> MpiResult<Pending> {
+    keep: Keep<T>,
+) -> MpiResult<T> {
     let place = Place::new(buf, count, datatype)?;
     let (data, packed, unpack): (&'static mut [u8], _, Option<Box<Place>>) = if place.contiguous() {
         // SAFETY: the caller's contract: MPI keeps the buffer the request's until it
@@ -203,11 +236,14 @@ pub(crate) unsafe fn begin_recv(
         let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
         (data, Some(copy), Some(Box::new(place)))
     };
-    let work = at_comm(comm, |c| match crate::p2p::source(from)? {
-        None => Ok(Work::Done(status::empty())),
-        Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
-    })?;
-    Ok(Pending { packed, unpack, ..Pending::new(comm, work) })
+    state::with(|s| {
+        let c = s.comm(comm)?;
+        let work = match crate::p2p::source(from)? {
+            None => Work::Done(status::empty()),
+            Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
+        };
+        Ok(keep(s, Pending { packed, unpack, ..Pending::new(comm, work) }))
+    })
 }
 
 /// Takes request `handle` out of the table, its handle kept for it to be put back;
@@ -354,24 +390,20 @@ fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Opti
 
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
-        start(request, pending)
+        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
     }
 
     /// Completes once a receive has taken the message (see `MPI_Ssend`).
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm, true)?;
-        start(request, pending)
+        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, true, stored))
     }
 
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
-        start(request, pending)
+        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_recv(buf, count, datatype, source, tag, comm)?;
-        start(request, pending)
+        hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, stored))
     }
 
     /// Whether the request has completed, and its status, leaving it as it is.
