@@ -355,7 +355,7 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
     }
     match failed {
         None => Ok(()),
-        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.message)),
+        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.into_message())),
         Some(error) => Err(error),
     }
 }
