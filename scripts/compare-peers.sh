@@ -19,7 +19,9 @@
 # barrier, bcast, allreduce and alltoall at 8 B and 64 KiB on 2, 4 and 8 processes
 # (`commcore bench coll-procs`, scripts/peers/coll.c). For latencies lower is better; for bandwidth and
 # message rate higher is better. With --json it prints one JSON list of
-# {figure, procs, commcore, openmpi, mpich, unit, ratio_to_best_peer, better}. Last, on
+# {figure, procs, commcore, openmpi, mpich, commcore_mpi, unit, ratio_to_best_peer, better}.
+# commcore_mpi is the MPICH-built binary on commcore's MPI library (ffi/mpi, release) under
+# `commcore run`, and library_over_native its figure / commcore's. Last, on
 # stderr, how many of each one's point-to-point jobs got this host's fast vCPU placement.
 #
 # Peer settings, measured on this machine: Open MPI needs --allow-run-as-root --oversubscribe,
@@ -67,6 +69,9 @@ for group in ${only//,/ }; do [ "$group" = dpm ] || [ "$group" = tcp ] || rounds
 log "building commcore (release) and the peer programs"
 if [ "$rounds_wanted" = 1 ] || wants tcp || wants dpm; then
     cargo build --release --locked -q -p commcore-cli --bin commcore >&2
+fi
+if [ "$rounds_wanted" = 1 ]; then
+    ffi/mpi/build.sh target/mpi-release --release >&2
 fi
 for program in scripts/peers/*.c; do
     name=$(basename "$program" .c)
@@ -151,16 +156,16 @@ figures_commcore() {
         jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 
-figures_peer() { # peer launcher-function
-    local peer=$1 pt2pt='{}' large='{}' small='{}' coll=() p params
-    if wants pt2pt; then pt2pt=$($peer -np 2 "$out/pt2pt-$peer" | tail -n 1); fi
+figures_peer() { # launcher-function [build: the programs' suffix, default the launcher's]
+    local peer=$1 build=${2:-$1} pt2pt='{}' large='{}' small='{}' coll=() p params
+    if wants pt2pt; then pt2pt=$($peer -np 2 "$out/pt2pt-$build" | tail -n 1); fi
     if wants split; then
-        large=$($peer -np 8 "$out/split-$peer" large_comm "$split_iterations" | tail -n 1)
-        small=$($peer -np 8 "$out/split-$peer" small_comm "$split_iterations" | tail -n 1)
+        large=$($peer -np 8 "$out/split-$build" large_comm "$split_iterations" | tail -n 1)
+        small=$($peer -np 8 "$out/split-$build" small_comm "$split_iterations" | tail -n 1)
     fi
     for p in "${coll_procs[@]}"; do
         read -r -a params <<<"$(coll_params "$p")"
-        coll+=("$(coll_figures "$($peer -np "$p" "$out/coll-$peer" "${params[@]}" | tail -n 1)" "$p")")
+        coll+=("$(coll_figures "$($peer -np "$p" "$out/coll-$build" "${params[@]}" | tail -n 1)" "$p")")
     done
     jq -c -n --argjson p "$pt2pt" --argjson l "$large" --argjson s "$small" '{
         pingpong_latency_8B: $p.latency_us["8"]?,
@@ -177,17 +182,23 @@ figures_peer() { # peer launcher-function
         jq -c -s 'add' - <(printf '%s\n' "${coll[@]}")
 }
 mpich() { mpirun.mpich "$@"; }
+# The MPICH-built programs on commcore's library.
+commcore_mpi() { # -np N program args...
+    COMMCORE_MPI_LIBRARY="$PWD/target/mpi-release" ./target/release/commcore run -n "$2" -- "${@:3}"
+}
 
 # One line per run: {"peer": ..., "figures": {figure: value}}.
 results="$out/results.jsonl"
 : >"$results"
-peers=(commcore openmpi mpich)
+peers=(commcore openmpi mpich commcore_mpi)
 for ((round = 0; round < runs * rounds_wanted; round++)); do
-    for ((k = 0; k < 3; k++)); do
-        peer=${peers[$(((round + k) % 3))]}
+    for ((k = 0; k < 4; k++)); do
+        peer=${peers[$(((round + k) % 4))]}
         log "round $((round + 1))/$runs: $peer"
         if [ "$peer" = commcore ]; then
             figures=$(figures_commcore)
+        elif [ "$peer" = commcore_mpi ]; then
+            figures=$(figures_peer commcore_mpi mpich)
         else
             figures=$(figures_peer "$peer")
         fi
@@ -220,7 +231,10 @@ report=$(jq -s '
            commcore: ($all | med("commcore"; $key)),
            openmpi: ($all | med("openmpi"; $key)),
            mpich: ($all | med("mpich"; $key)),
+           commcore_mpi: ($all | med("commcore_mpi"; $key)),
            unit: $unit, better: $better}
+        | .library_over_native = (if .commcore_mpi and .commcore then .commcore_mpi / .commcore
+                                  else null end)
         | . as $row
         | ([$row.openmpi, $row.mpich] | map(select(. != null))) as $peers
         | .ratio_to_best_peer = (
@@ -231,7 +245,8 @@ report=$(jq -s '
             commcore: (($all | med("commcore"; "pingpong_latency_1MiB_two_copy")) as $two
                        | ($all | med("commcore"; "pingpong_latency_1MiB")) as $one
                        | if $two and $one then $two / $one else null end),
-            openmpi: null, mpich: null, unit: "x (two-copy / single-copy time)",
+            openmpi: null, mpich: null, commcore_mpi: null, library_over_native: null,
+            unit: "x (two-copy / single-copy time)",
             better: "higher", ratio_to_best_peer: null}]
     | if ($all | length) == 0 then [] else . end
 ' "$results")
@@ -269,11 +284,14 @@ if [ "$json" = 1 ]; then
     jq -c . <<<"$report"
 else
     echo "medians of $runs interleaved runs each (ratio = commcore / better peer)"
-    jq -r '(["figure", "procs", "commcore", "openmpi", "mpich", "unit", "ratio"] | @tsv),
+    echo "(commcore_mpi: the MPICH-built binary on commcore's library; lib/native: its ratio)"
+    jq -r '(["figure", "procs", "commcore", "openmpi", "mpich", "commcore_mpi", "unit", "ratio",
+             "lib/native"] | @tsv),
         (.[] | [.figure, .procs,
-                (.commcore, .openmpi, .mpich, .ratio_to_best_peer
+                (.commcore, .openmpi, .mpich, .commcore_mpi, .ratio_to_best_peer,
+                 .library_over_native
                  | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end),
-                .unit] | [.[0], .[1], .[2], .[3], .[4], .[6], .[5]] | @tsv)' <<<"$report" |
+                .unit] | [.[0], .[1], .[2], .[3], .[4], .[5], .[8], .[6], .[7]] | @tsv)' <<<"$report" |
         column -t -s $'\t'
 fi
 

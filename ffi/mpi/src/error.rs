@@ -7,9 +7,13 @@ use commcore_linux::runtime::{CollectiveError, CommError, P2pError};
 
 use crate::consts::*;
 
-/// A failed call: its MPI error class and what went wrong.
+/// A failed call: its MPI error class and what went wrong. Boxed, so that every result
+/// on the message path is small to move.
 #[derive(Debug)]
-pub(crate) struct MpiError {
+pub(crate) struct MpiError(Box<ErrorDetails>);
+
+#[derive(Debug)]
+pub(crate) struct ErrorDetails {
     pub class: c_int,
     pub message: String,
 }
@@ -18,7 +22,20 @@ pub(crate) type MpiResult<T = ()> = Result<T, MpiError>;
 
 impl MpiError {
     pub fn new(class: c_int, message: impl Into<String>) -> Self {
-        MpiError { class, message: message.into() }
+        MpiError(Box::new(ErrorDetails { class, message: message.into() }))
+    }
+
+    /// What went wrong.
+    pub fn into_message(self) -> String {
+        self.0.message
+    }
+}
+
+impl std::ops::Deref for MpiError {
+    type Target = ErrorDetails;
+
+    fn deref(&self) -> &ErrorDetails {
+        &self.0
     }
 }
 

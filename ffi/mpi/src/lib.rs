@@ -36,6 +36,7 @@ mod persist;
 mod progress;
 mod ptr;
 mod request;
+mod request_table;
 mod state;
 mod status;
 mod topo;

@@ -11,7 +11,7 @@ use crate::consts::*;
 use crate::error::{fail, MpiResult};
 use crate::p2p::on_comm;
 use crate::ptr::{get, put, put_status};
-use crate::request::{begin_recv, start};
+use crate::request::{begin_recv, returned, start};
 use crate::status;
 
 /// Kind bits of message handles.
@@ -114,7 +114,7 @@ mpi_fn! {
             None => (MPI_COMM_SELF, MPI_PROC_NULL, 0),
             Some(p) => (p.comm, p.source, p.tag),
         };
-        let pending = begin_recv(buf, count, datatype, source, tag, comm)?;
+        let pending = begin_recv(buf, count, datatype, source, tag, comm, returned)?;
         start(request, pending)
     }
 }

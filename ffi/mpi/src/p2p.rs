@@ -39,12 +39,6 @@ pub(crate) fn on_comm<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> 
     f(&comm)
 }
 
-/// Runs `f`, which must not block, on communicator `comm` under the state's lock (no
-/// clone: the path of nonblocking starts).
-pub(crate) fn at_comm<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
-    state::with(|s| f(s.comm(comm)?))
-}
-
 /// A standard send, or a synchronous one (`sync`: it returns once a receive took it).
 ///
 /// # Safety

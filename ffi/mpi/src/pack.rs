@@ -7,45 +7,75 @@ use std::ffi::{c_int, c_void};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
-use crate::datatype::TypeInfo;
+use crate::datatype::type_info;
 use crate::error::{fail, MpiResult};
 use crate::ptr::{bytes, bytes_mut, count, get, put};
-use crate::typemap::{layout, Segments};
+use crate::typemap::{is_derived, layout, Segments};
 
 /// `count` elements of a datatype at an address.
 #[derive(Clone)]
 pub(crate) struct Place {
     buf: usize,
     count: usize,
-    info: TypeInfo,
-    segments: Segments,
+    /// Of the datatype: bytes from one element to the next, bytes packed, and whether the
+    /// elements are sent as they lie.
+    extent: usize,
+    packed: usize,
+    contiguous: bool,
+    /// A derived datatype's segments; `None` for a predefined one (one segment, its
+    /// extent), so that the message path touches no table.
+    segments: Option<Segments>,
+    /// The one segment of a predefined datatype.
+    whole: [(isize, usize); 1],
+}
+
+/// The size of a basic predefined datatype as MPICH encodes it in the handle (kind 0x4c,
+/// bits 8..16), as [`type_info`] reads it; `None` for any other handle.
+fn basic_size(datatype: c_int) -> Option<usize> {
+    let bits = datatype as u32;
+    let size = ((bits >> 8) & 0xff) as usize;
+    (bits & 0xff00_0000 == 0x4c00_0000 && size > 0).then_some(size)
 }
 
 impl Place {
     pub fn new(buf: *const c_void, count: c_int, datatype: c_int) -> MpiResult<Self> {
         let count = crate::ptr::count(count)?;
-        let (info, segments) = layout(datatype)?;
-        if count > 0 && info.packed > 0 && buf.is_null() && info.contiguous {
+        let (info, segments) = match basic_size(datatype) {
+            // Its shape from the handle alone: the message path's common case.
+            Some(size) => ((size, size, true), None),
+            None if is_derived(datatype) => {
+                let (info, segments) = layout(datatype)?;
+                ((info.extent, info.packed, info.contiguous), Some(segments))
+            }
+            None => {
+                let info = type_info(datatype)?;
+                ((info.extent, info.packed, info.contiguous), None)
+            }
+        };
+        let (extent, packed, contiguous) = info;
+        if count > 0 && packed > 0 && buf.is_null() && contiguous {
             return fail(MPI_ERR_BUFFER, "the buffer is NULL");
         }
-        Ok(Place { buf: buf as usize, count, info, segments })
+        let whole = [(0, extent)];
+        Ok(Place { buf: buf as usize, count, extent, packed, contiguous, segments, whole })
     }
 
     /// Bytes the data takes packed.
     pub fn packed_len(&self) -> usize {
-        self.count * self.info.packed
+        self.count * self.packed
     }
 
     /// Whether the data lies as it is sent.
     pub fn contiguous(&self) -> bool {
-        self.info.contiguous
+        self.contiguous
     }
 
     /// Each segment's address and length, in order.
     fn pieces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let extent = self.info.extent as isize;
+        let extent = self.extent as isize;
+        let segments = self.segments.as_deref().map_or(&self.whole[..], |s| &s[..]);
         (0..self.count as isize).flat_map(move |k| {
-            self.segments.iter().map(move |&(offset, len)| {
+            segments.iter().map(move |&(offset, len)| {
                 ((self.buf as isize + k * extent + offset) as usize, len)
             })
         })

@@ -7,8 +7,8 @@ use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
 use crate::ptr::{array, count, get, put};
-use crate::request::{begin_recv, begin_send, Pending};
-use crate::state::{self, REQUEST_KIND};
+use crate::request::{begin_recv, begin_send, returned, Pending};
+use crate::state;
 
 /// The operation a persistent request starts: its buffer as an address.
 #[derive(Clone, Debug)]
@@ -32,9 +32,7 @@ unsafe fn init(persist: Persist, comm: c_int, request: *mut c_int) -> MpiResult 
     count(persist.count)?;
     let handle = state::with(|s| {
         s.comm(comm)?;
-        let handle = s.new_handle(REQUEST_KIND);
-        s.requests.insert(handle, Pending::inactive(comm, persist));
-        Ok(handle)
+        Ok(s.requests.add(Pending::inactive(comm, persist)))
     })?;
     // SAFETY: the caller's contract.
     unsafe { put(request, handle) }
@@ -57,9 +55,18 @@ fn start(handle: c_int) -> MpiResult {
     // request is active.
     let begun = unsafe {
         if p.recv {
-            begin_recv(p.buf as *mut c_void, p.count, p.datatype, p.peer, p.tag, comm)
+            begin_recv(p.buf as *mut c_void, p.count, p.datatype, p.peer, p.tag, comm, returned)
         } else {
-            begin_send(p.buf as *const c_void, p.count, p.datatype, p.peer, p.tag, comm, p.sync)
+            begin_send(
+                p.buf as *const c_void,
+                p.count,
+                p.datatype,
+                p.peer,
+                p.tag,
+                comm,
+                p.sync,
+                returned,
+            )
         }
     };
     let result = begun.map(|op| pending.restart(op));

@@ -14,9 +14,9 @@ use std::borrow::Cow;
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
-use crate::p2p::{at_comm, dest};
+use crate::p2p::dest;
 use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
-use crate::state::{self, REQUEST_KIND};
+use crate::state::{self, State};
 use crate::status;
 
 /// A request the program holds.
@@ -28,9 +28,9 @@ pub(crate) struct Pending {
     /// request reads or writes it, so dropped after it).
     packed: Option<Box<[u8]>>,
     /// Where a packed receive is unpacked to once complete.
-    unpack: Option<Place>,
+    unpack: Option<Box<Place>>,
     /// What a persistent request starts each time (`MPI_Start`).
-    pub(crate) persist: Option<Persist>,
+    pub(crate) persist: Option<Box<Persist>>,
 }
 
 enum Work {
@@ -51,7 +51,10 @@ impl Pending {
 
     /// An inactive persistent request.
     pub(crate) fn inactive(comm: c_int, persist: Persist) -> Self {
-        Pending { persist: Some(persist), ..Pending::new(comm, Work::Done(status::empty())) }
+        Pending {
+            persist: Some(Box::new(persist)),
+            ..Pending::new(comm, Work::Done(status::empty()))
+        }
     }
 
     /// Starts the operation `other` (just begun) in this persistent request.
@@ -138,20 +141,44 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     if out.is_null() {
         return fail(MPI_ERR_ARG, "the request argument is NULL");
     }
-    let handle = state::with(|s| {
-        let handle = s.new_handle(REQUEST_KIND);
-        s.requests.insert(handle, pending);
-        Ok(handle)
-    })?;
+    let handle = state::with(|s| Ok(s.requests.add(pending)))?;
     // SAFETY: not NULL; the caller's contract.
     unsafe { put(out, handle) }
 }
 
-/// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request.
+/// What a start does with its new request under the state's lock: returns it
+/// ([`returned`]) or stores it, for its handle ([`stored`]).
+pub(crate) type Keep<T> = fn(&mut State, Pending) -> T;
+
+pub(crate) fn returned(_: &mut State, pending: Pending) -> Pending {
+    pending
+}
+
+fn stored(state: &mut State, pending: Pending) -> c_int {
+    state.requests.add(pending)
+}
+
+/// Writes the handle of the request `begin` starts and stores.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+unsafe fn hand_out(out: *mut c_int, begin: impl FnOnce() -> MpiResult<c_int>) -> MpiResult {
+    if out.is_null() {
+        return fail(MPI_ERR_ARG, "the request argument is NULL");
+    }
+    let handle = begin()?;
+    // SAFETY: not NULL; the caller's contract.
+    unsafe { put(out, handle) }
+}
+
+/// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request, as `keep` keeps
+/// it (one taking of the state's lock).
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
-pub(crate) unsafe fn begin_send(
+// MPI_Issend's six arguments, its mode and what keeps its request.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn begin_send<T>(
     buf: *const c_void,
     count: c_int,
     datatype: c_int,
@@ -159,7 +186,8 @@ pub(crate) unsafe fn begin_send(
     tag: c_int,
     comm: c_int,
     sync: bool,
-) -> MpiResult<Pending> {
+    keep: Keep<T>,
+) -> MpiResult<T> {
     let place = Place::new(buf, count, datatype)?;
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
     let (data, packed) = match unsafe { place.outgoing() }? {
@@ -171,29 +199,33 @@ pub(crate) unsafe fn begin_send(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
-    let work = at_comm(comm, |c| match dest(to)? {
-        None => Ok(Work::Done(status::empty())),
-        Some(to) if sync => Ok(Work::Live { request: c.issend(data, to, tag)?, recv: false }),
-        Some(to) => Ok(Work::Live { request: c.isend(data, to, tag)?, recv: false }),
-    })?;
-    Ok(Pending { packed, ..Pending::new(comm, work) })
+    state::with(|s| {
+        let c = s.comm(comm)?;
+        let work = match dest(to)? {
+            None => Work::Done(status::empty()),
+            Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
+            Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
+        };
+        Ok(keep(s, Pending { packed, ..Pending::new(comm, work) }))
+    })
 }
 
-/// Starts a receive; its request.
+/// Starts a receive; its request, as `keep` keeps it.
 ///
 /// # Safety
 /// `buf` has room for `count` elements of `datatype`, untouched until the request
 /// completes.
-pub(crate) unsafe fn begin_recv(
+pub(crate) unsafe fn begin_recv<T>(
     buf: *mut c_void,
     count: c_int,
     datatype: c_int,
     from: c_int,
     tag: c_int,
     comm: c_int,
-) -> MpiResult<Pending> {
+    keep: Keep<T>,
+) -> MpiResult<T> {
     let place = Place::new(buf, count, datatype)?;
-    let (data, packed, unpack): (&'static mut [u8], _, _) = if place.contiguous() {
+    let (data, packed, unpack): (&'static mut [u8], _, Option<Box<Place>>) = if place.contiguous() {
         // SAFETY: the caller's contract: MPI keeps the buffer the request's until it
         // completes.
         (unsafe { bytes_mut(buf, place.packed_len()) }?, None, None)
@@ -202,22 +234,34 @@ pub(crate) unsafe fn begin_recv(
         // SAFETY: the box's heap bytes do not move and outlive the request (`Pending` drops
         // `work` first); nothing else touches them until it completes.
         let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
-        (data, Some(copy), Some(place))
+        (data, Some(copy), Some(Box::new(place)))
     };
-    let work = at_comm(comm, |c| match crate::p2p::source(from)? {
-        None => Ok(Work::Done(status::empty())),
-        Some(from) => Ok(Work::Live { request: c.irecv(data, from, tag)?, recv: true }),
-    })?;
-    Ok(Pending { packed, unpack, ..Pending::new(comm, work) })
+    state::with(|s| {
+        let c = s.comm(comm)?;
+        let work = match crate::p2p::source(from)? {
+            None => Work::Done(status::empty()),
+            Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
+        };
+        Ok(keep(s, Pending { packed, unpack, ..Pending::new(comm, work) }))
+    })
 }
 
-/// Removes request `handle` from the table; `None` for `MPI_REQUEST_NULL`.
+/// Takes request `handle` out of the table, its handle kept for it to be put back;
+/// `None` for `MPI_REQUEST_NULL`.
 fn take(handle: c_int) -> MpiResult<Option<Pending>> {
+    take_ending(handle, |_| false)
+}
+
+/// Takes request `handle` out of the table, ending its handle if `ends` says so of it.
+fn take_ending(handle: c_int, ends: impl FnOnce(&Pending) -> bool) -> MpiResult<Option<Pending>> {
     if handle == MPI_REQUEST_NULL {
         return Ok(None);
     }
     state::with(|s| match s.requests.remove(&handle) {
         Some(pending) => {
+            if ends(&pending) {
+                s.requests.release(handle);
+            }
             call::on_comm(pending.comm);
             Ok(Some(pending))
         }
@@ -225,19 +269,27 @@ fn take(handle: c_int) -> MpiResult<Option<Pending>> {
     })
 }
 
+/// Takes request `handle` out as it completes: a persistent one keeps its handle.
+fn take_done(handle: c_int) -> MpiResult<Option<Pending>> {
+    take_ending(handle, |pending| pending.persist.is_none())
+}
+
 /// What handle `handle` becomes once its request completed: `MPI_REQUEST_NULL`, or itself
 /// for a persistent request, inactive again.
-fn retire(handle: c_int, comm: c_int, persist: Option<Persist>) -> MpiResult<c_int> {
+fn retire(handle: c_int, comm: c_int, persist: Option<Box<Persist>>) -> MpiResult<c_int> {
     let Some(persist) = persist else { return Ok(MPI_REQUEST_NULL) };
     state::with(|s| {
-        s.requests.insert(handle, Pending::inactive(comm, persist));
+        let inactive = Pending::new(comm, Work::Done(status::empty()));
+        s.requests.insert(handle, Pending { persist: Some(persist), ..inactive });
         Ok(handle)
     })
 }
 
 /// Waits for request `handle`: its outcome, and what the handle becomes.
 fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
-    let Some(pending) = take(handle)? else { return Ok((Ok(status::empty()), MPI_REQUEST_NULL)) };
+    let Some(pending) = take_done(handle)? else {
+        return Ok((Ok(status::empty()), MPI_REQUEST_NULL));
+    };
     let (comm, persist) = (pending.comm, pending.persist.clone());
     let outcome = pending.wait();
     Ok((outcome, retire(handle, comm, persist)?))
@@ -248,18 +300,20 @@ fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
     if handle == MPI_REQUEST_NULL {
         return Ok(Some((status::empty(), MPI_REQUEST_NULL)));
     }
-    let Some(mut pending) = take(handle)? else { return Ok(None) };
-    match pending.test() {
-        Ok(None) => {
-            state::with(|s| Ok(s.requests.insert(handle, pending)))?;
-            Ok(None)
+    // Tested in place: an unfinished request stays in the table under its handle.
+    let found = state::with(|s| match s.requests.get_mut(&handle) {
+        Some(pending) => {
+            call::on_comm(pending.comm);
+            Ok(pending.test())
         }
-        Ok(Some(status)) => Ok(Some((status, retire(handle, pending.comm, pending.persist)?))),
-        Err(error) => {
-            retire(handle, pending.comm, pending.persist)?;
-            Err(error)
-        }
+        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+    })?;
+    if let Ok(None) = found {
+        return Ok(None);
     }
+    let Some(pending) = take_done(handle)? else { return Ok(None) };
+    let after = retire(handle, pending.comm, pending.persist)?;
+    found.map(|status| status.map(|status| (status, after)))
 }
 
 /// Whether request `handle` has completed (kept in the table either way).
@@ -301,7 +355,7 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
     }
     match failed {
         None => Ok(()),
-        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.message)),
+        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.into_message())),
         Some(error) => Err(error),
     }
 }
@@ -336,24 +390,20 @@ fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Opti
 
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
-        start(request, pending)
+        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
     }
 
     /// Completes once a receive has taken the message (see `MPI_Ssend`).
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm, true)?;
-        start(request, pending)
+        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, true, stored))
     }
 
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_send(buf, count, datatype, dest, tag, comm, false)?;
-        start(request, pending)
+        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        let pending = begin_recv(buf, count, datatype, source, tag, comm)?;
-        start(request, pending)
+        hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, stored))
     }
 
     /// Whether the request has completed, and its status, leaving it as it is.
@@ -430,7 +480,7 @@ mpi_fn! {
     /// Frees the handle; the operation itself goes on (kept until `MPI_Finalize`).
     fn MPI_Request_free / PMPI_Request_free(request: *mut c_int) {
         let handle = get(request)?;
-        let Some(pending) = take(handle)? else {
+        let Some(pending) = take_ending(handle, |_| true)? else {
             return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
         };
         if let Work::Live { request: live, .. } = pending.work {
@@ -453,8 +503,10 @@ mpi_fn! {
             // Dropping an unmatched receive withdraws it.
             pending.work = Work::Done(status::cancelled());
         }
-        state::with(|s| Ok(s.requests.insert(handle, pending)))?;
-        Ok(())
+        state::with(|s| {
+            s.requests.insert(handle, pending);
+            Ok(())
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use crate::call;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
 use crate::handles::HandleMap;
-use crate::request::Pending;
+use crate::request_table::RequestTable;
 
 /// Kind bits of the handles this library makes (as MPICH's indirect handles).
 pub(crate) const COMM_KIND: u32 = 0x8400_0000;
@@ -39,7 +39,7 @@ pub(crate) struct State {
     pub groups: HashMap<c_int, Vec<usize>>,
     /// Names given to communicators (`MPI_Comm_set_name`).
     pub names: HashMap<c_int, String>,
-    pub requests: HandleMap<Pending>,
+    pub requests: RequestTable,
     /// Requests the program freed before they completed.
     pub detached: Vec<Request<'static>>,
     /// The inter-communicator to the spawning job (`MPI_COMM_NULL` if none).
@@ -58,7 +58,7 @@ impl State {
             errhandlers: HashMap::new(),
             groups: HashMap::new(),
             names: HashMap::new(),
-            requests: HandleMap::default(),
+            requests: RequestTable::default(),
             detached: Vec::new(),
             thread_level,
             main_thread: std::thread::current().id(),

@@ -32,13 +32,18 @@ pub(crate) fn lookup(handle: c_int) -> Option<(TypeInfo, Segments)> {
 
 /// The layout of any datatype: a predefined one is one segment over its extent.
 pub(crate) fn layout(handle: c_int) -> MpiResult<(TypeInfo, Segments)> {
-    if (handle as u32) & 0xfff0_0000 == TYPE_KIND {
+    if is_derived(handle) {
         if let Some(found) = lookup(handle) {
             return Ok(found);
         }
     }
     let info = type_info(handle)?;
     Ok((info, one_segment(info.extent)))
+}
+
+/// Whether `handle` has the kind bits of a derived datatype this library made.
+pub(crate) fn is_derived(handle: c_int) -> bool {
+    (handle as u32) & 0xfff0_0000 == TYPE_KIND
 }
 
 /// The segments `[(0, extent)]`, shared (no allocation on the message path).

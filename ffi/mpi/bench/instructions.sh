@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Instructions per 8 B message through the MPI library, counted by callgrind exactly as
+# `scripts/instructions.sh peers` counts the runtime: scripts/peers/msgpath.c built with
+# mpicc.mpich, two ranks under `commcore run` on the release library, collecting only
+# inside its probe_* functions.
+#   ffi/mpi/bench/instructions.sh   {"send": n, "recv": n, "window_send": n, "window_recv": n}
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+lib=target/mpi-release
+nice -n 10 ffi/mpi/build.sh "$lib" --release
+nice -n 10 cargo build --release --locked -q -p commcore-cli --bin commcore
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+mpicc.mpich -O2 -Wall -o "$out/msgpath" scripts/peers/msgpath.c
+for mode in single window; do
+    COMMCORE_MPI_LIBRARY="$PWD/$lib" timeout 300 target/release/commcore run -n 2 --timeout 250 -- \
+        valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
+        --callgrind-out-file="$out/$mode.%q{COMMCORE_RANK}" "$out/msgpath" "$mode" \
+        >/dev/null 2>"$out/log" || {
+        cat "$out/log" >&2
+        exit 1
+    }
+done
+per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$1"; }
+printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s}\n' \
+    "$(per single.0 2000)" "$(per single.1 2000)" "$(per window.0 12800)" "$(per window.1 12800)"

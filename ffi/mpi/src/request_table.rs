@@ -1,0 +1,89 @@
+//! The table of requests: a slab indexed by the handle's index bits, its vacant slots
+//! reused (no hashing, no allocation once it has grown to the program's window).
+
+use std::ffi::c_int;
+
+use crate::request::Pending;
+use crate::state::REQUEST_KIND;
+
+const INDEX_MASK: u32 = 0x03ff_ffff;
+
+/// Requests by handle. A slot taken out stays reserved for its handle until released,
+/// so that the request can be put back under the same handle.
+#[derive(Default)]
+pub(crate) struct RequestTable {
+    slots: Vec<Slot>,
+    /// Slots no handle holds.
+    vacant: Vec<u32>,
+}
+
+// Requests are stored inline: a box each would be an allocation per message.
+#[allow(clippy::large_enum_variant)]
+enum Slot {
+    Held(Pending),
+    /// Taken out, its handle still the program's.
+    Reserved,
+    Vacant,
+}
+
+/// The slot of `handle`, if it has the kind bits of a request.
+fn slot(handle: c_int) -> Option<usize> {
+    let bits = handle as u32;
+    let index = bits & INDEX_MASK;
+    (bits & !INDEX_MASK == REQUEST_KIND && index > 0).then(|| index as usize - 1)
+}
+
+impl RequestTable {
+    /// Stores `pending` in a vacant slot; its new handle.
+    pub fn add(&mut self, pending: Pending) -> c_int {
+        let index = match self.vacant.pop() {
+            Some(index) => {
+                self.slots[index as usize] = Slot::Held(pending);
+                index
+            }
+            None => {
+                self.slots.push(Slot::Held(pending));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        (REQUEST_KIND | (index + 1)) as c_int
+    }
+
+    pub fn get_mut(&mut self, handle: &c_int) -> Option<&mut Pending> {
+        match self.slots.get_mut(slot(*handle)?)? {
+            Slot::Held(pending) => Some(pending),
+            _ => None,
+        }
+    }
+
+    /// Takes the request out; its slot stays reserved (see [`RequestTable::release`]).
+    pub fn remove(&mut self, handle: &c_int) -> Option<Pending> {
+        let entry = self.slots.get_mut(slot(*handle)?)?;
+        if !matches!(entry, Slot::Held(_)) {
+            return None;
+        }
+        match std::mem::replace(entry, Slot::Reserved) {
+            Slot::Held(pending) => Some(pending),
+            _ => None,
+        }
+    }
+
+    /// Puts a request taken out back under its handle.
+    pub fn insert(&mut self, handle: c_int, pending: Pending) {
+        if let Some(entry) = slot(handle).and_then(|index| self.slots.get_mut(index)) {
+            if matches!(entry, Slot::Reserved) {
+                *entry = Slot::Held(pending);
+            }
+        }
+    }
+
+    /// Ends the handle of a request taken out: its slot may serve another.
+    pub fn release(&mut self, handle: c_int) {
+        if let Some(index) = slot(handle) {
+            if matches!(self.slots.get(index), Some(Slot::Reserved)) {
+                self.slots[index] = Slot::Vacant;
+                self.vacant.push(index as u32);
+            }
+        }
+    }
+}
