@@ -20,7 +20,7 @@ use std::os::fd::OwnedFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::sync::atomic::Ordering::{Relaxed, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::time::{Duration, Instant};
 
 use super::super::error::InitError;
@@ -159,7 +159,14 @@ pub(in crate::runtime) fn meet(
         hand_over(&listener, &region, locals.len() - 1, HANDOVER_TIMEOUT)?;
         region
     } else {
-        take(&everyone[leader].meeting, leader)?
+        let region = take(&everyone[leader].meeting, leader)?;
+        let ours = region.len() >= layout.region_bytes()
+            && region.atomic_u64(layout.magic()).load(Acquire) == Layout::MAGIC
+            && region.atomic_u32(layout.job_size()).load(Relaxed) as usize == size;
+        if !ours {
+            return Err(bad(format!("rank {leader} handed over a region that is not this job's")));
+        }
+        region
     };
     Ok(Met { region, layout, members: locals.len(), local_index })
 }
