@@ -230,6 +230,9 @@ benches_run() {
         jq -e '([.handshake[].failed] == [0, 0, 0]) and
             ([.resources[] | select(.ranks >= 8) | .qps_per_process] as $q |
              [range(0; $q | length; 2) | $q[.] < $q[. + 1]] | all)' >/dev/null
+    # Start-up under commcore run and mpiexec beside MPICH's own MPI_Init (both rows there).
+    ./target/release/commcore bench launch --runs 1 --procs 2 --launchers commcore,mpiexec \
+        --json | jq -e '[.startup[] | select(.commcore_ms > 0)] | length == 2' >/dev/null
     ./scripts/instructions.sh rankmap
     CALLS=20000 ./scripts/instructions.sh verbs
     CALLS=200000 REPS=50 ./scripts/instructions.sh ffi
