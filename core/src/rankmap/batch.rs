@@ -191,6 +191,10 @@ mod tests {
     }
 
     const WORLD: usize = 96;
+    /// Rounds of random maps, and batches per map: fewer under miri, which runs them
+    /// thousands of times slower.
+    const ROUNDS: usize = if cfg!(miri) { 2 } else { 40 };
+    const BATCHES: usize = if cfg!(miri) { 3 } else { 50 };
 
     fn address_vector(pgid: u64) -> [Ave; WORLD] {
         core::array::from_fn(|lpid| {
@@ -233,7 +237,7 @@ mod tests {
     /// Batches of in-range and out-of-range ranks: the batch writes what one-at-a-time
     /// translation returns, and fails at the first rank it refuses, with that rank's index.
     fn check_batches(map: &RankMap<'_>, rng: &mut Rng) {
-        for _ in 0..50 {
+        for _ in 0..BATCHES {
             let len = rng.below(70) as usize;
             let ranks: std::vec::Vec<Rank> = (0..len)
                 .map(|_| match rng.below(20) {
@@ -280,7 +284,7 @@ mod tests {
         let world = RankMap::direct(home, groups.av(home));
         let mut rng = Rng(0x5eed_1234_abcd_0001);
         let mut seen = std::vec::Vec::new();
-        for round in 0..40 {
+        for round in 0..ROUNDS {
             for kind in [
                 ModelKind::Direct,
                 ModelKind::Offset,
