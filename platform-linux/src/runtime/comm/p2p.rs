@@ -203,12 +203,7 @@ impl Comm {
                 _ => engine.start_send(&runtime.fabric, peer, envelope, buf, false)?,
             }
         };
-        let status = Status { source: dest, tag, len: buf.len() };
-        let state = match start {
-            SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
-            SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
-        };
-        Ok(Request { runtime: self.runtime.clone(), state })
+        Ok(self.send_request(start, buf, dest, tag))
     }
 
     /// Starts a synchronous send (`MPI_Issend`): the request completes once a receive has
@@ -223,12 +218,23 @@ impl Comm {
         let runtime = &self.runtime;
         let envelope = self.outbound(self.remote_context, tag);
         let start = runtime.engine().start_send_sync(&runtime.fabric, peer, envelope, buf)?;
+        Ok(self.send_request(start, buf, dest, tag))
+    }
+
+    /// The request of a send the engine started.
+    fn send_request<'a>(
+        &self,
+        start: SendStart,
+        buf: &'a [u8],
+        dest: usize,
+        tag: i32,
+    ) -> Request<'a> {
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
             SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
             SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
         };
-        Ok(Request { runtime: self.runtime.clone(), state })
+        Request { runtime: self.runtime.clone(), state }
     }
 
     /// Starts receiving into `buf` (`MPI_Irecv`); matching follows posting order.
