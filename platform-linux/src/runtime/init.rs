@@ -490,6 +490,8 @@ impl World {
     /// its way; under `commcore run` this rank exits and the launcher ends the others.
     pub fn abort(&self, code: i32, message: &str) -> ! {
         eprintln!("rank {} aborts the job (code {code}): {message}", self.rank());
+        // The launcher forwards our words before it ends the job on the abort.
+        std::thread::sleep(Duration::from_millis(100));
         let asked = self.comm.runtime().foreign().as_mut().map(|f| f.abort(code, message));
         match asked {
             // The launcher kills the job, this rank with it; the exit below is for a
