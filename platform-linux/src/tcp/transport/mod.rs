@@ -34,10 +34,13 @@ pub struct TcpSettings {
 
 impl TcpSettings {
     /// The defaults for a job whose handshakes carry `token`: 4 MiB per peer, sends give
-    /// up after 1 s without room, 50 µs of spinning, handshakes give up after 1.5 s.
+    /// up after 1 s without room, 50 µs of spinning, handshakes give up after 5 s. A connected
+    /// peer that dies is seen at once (its stream ends); the handshake's limit bounds a peer
+    /// that never answers. It was 1.5 s until a rank of a loaded machine, not scheduled for
+    /// that long, failed a live handshake.
     pub fn new(token: u128) -> Self {
         let mut handshake = Config::micros(token);
-        handshake.timeout = 1_500_000;
+        handshake.timeout = 5_000_000;
         Self {
             queue_bytes: 4 << 20,
             send_timeout: Duration::from_secs(1),
