@@ -3,9 +3,10 @@
 # emulation) loads soft-RoCE, makes rxe0 on its virtual NIC, and runs
 # target/release/examples/verbs_check (pairs of processes: on-demand and eager
 # connections, ping-pong, 1 MiB by RDMA read both ways, a peer killed, a peer that stops
-# receiving), then target/release/examples/verbs_world (a job of three processes through
-# the runtime with COMMCORE_TRANSPORT=verbs: 8 B, 20 kB and 1 MiB both ways, barriers, a
-# 1 MiB broadcast and an allreduce),
+# receiving), then target/release/examples/verbs_world (jobs through the runtime: three
+# processes with COMMCORE_TRANSPORT=verbs, and four on two hosts where the default choice
+# takes verbs between hosts; 8 B, 20 kB and 1 MiB both ways, barriers, a 1 MiB broadcast
+# and an allreduce),
 # counting the device's resources with `rdma res show` before and after.
 #   scripts/verbs-guest.sh [--json]   prints the check's results; exits non-zero when a
 #                                     check failed, the guest did not boot, or resources
@@ -64,11 +65,13 @@ root=$work/root
 rm -rf "$root"
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/libibverbs.d,modules,lib64}
 cp "$(command -v busybox)" "$root/bin/busybox"
-for applet in sh mount insmod ip sleep cat echo poweroff grep sed mkdir seq; do
+for applet in sh mount insmod sleep cat echo poweroff grep sed mkdir seq; do
     ln -s busybox "$root/bin/$applet"
 done
+# veth and bridge make the runtime job's two hosts (network namespaces linked by iproute2).
 modules="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover
-    net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe"
+    net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe
+    llc stp bridge veth"
 for m in $modules; do
     file=$(find "$kroot/lib/modules/$version" -name "$m.ko" | head -n 1)
     [ -n "$file" ] || { echo "verbs-guest.sh: module $m not in $kernel_pkg" >&2; exit 1; }
@@ -86,6 +89,7 @@ copy_with_libs() { # file destination-in-root
 copy_with_libs "$check" /bin/verbs_check
 copy_with_libs "$world" /bin/verbs_world
 copy_with_libs "$(command -v rdma)" /bin/rdma
+copy_with_libs "$(command -v ip)" /bin/ip
 copy_with_libs "$provider_dir/librxe-rdmav34.so" "$provider_dir/librxe-rdmav34.so"
 cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 cat >"$root/init" <<'INIT'
@@ -95,7 +99,8 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci failover \
-    net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
+    net_failover virtio_net crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe \
+    llc stp bridge veth; do
     insmod /modules/$m.ko || echo "GUEST-ERROR insmod $m"
 done
 ip link set lo up
@@ -109,7 +114,8 @@ done
 echo "GUEST-RES-BEFORE $(rdma res show | sed -n 1p)"
 /bin/verbs_check
 echo "GUEST-EXIT $?"
-# A job of three processes through the runtime, every pair over verbs.
+# Jobs through the runtime: three processes with every pair over verbs, then four on two
+# hosts choosing shared memory within a host and verbs between them.
 /bin/verbs_world
 echo "GUEST-RES-AFTER $(rdma res show | sed -n 1p)"
 poweroff -f

@@ -1,17 +1,28 @@
-//! A job of three processes whose ranks talk over verbs (`COMMCORE_TRANSPORT=verbs`)
-//! through the runtime: started without arguments it launches itself as the job (the
-//! launcher's exchange carries the verbs addresses). Ranks 0 and 1 echo messages of 8 B,
-//! 20 kB (by copy past the eager size) and 1 MiB (RDMA read into the receive's buffer),
-//! checking every byte; then every rank takes part in a barrier, a 1 MiB broadcast and an
-//! allreduce of 100,000 words, checked. Prints one line, `VERBS-WORLD-RESULT {...}`.
-//! Needs a device (the guest of `scripts/verbs-guest.sh`).
+//! Jobs whose ranks talk over verbs through the runtime: started without arguments it
+//! launches itself twice (the launcher's exchange carries the verbs addresses):
+//! - three processes on one host with `COMMCORE_TRANSPORT=verbs`, every pair over verbs;
+//! - four processes on two hosts (network namespaces) with the default choice: shared
+//!   memory within a host and verbs between them, which every rank checks in its address
+//!   vector.
+//!
+//! In each, rank 0 and the first rank of another host (rank 1 in the first job) echo
+//! messages of 8 B, 20 kB (by copy past the eager size) and 1 MiB (RDMA read into the
+//! receive's buffer), checking every byte; then every rank takes part in a barrier, a 1 MiB
+//! broadcast and an allreduce of 100,000 words, checked. Prints one line,
+//! `VERBS-WORLD-RESULT {...}`. Needs a device (the guest of `scripts/verbs-guest.sh`).
 
 use commcore::coll::{Datatype, ReduceOp};
 use commcore_linux::launch::{run_job, JobSpec};
 use commcore_linux::runtime::World;
+use commcore_linux::transport::{SHARED_MEMORY, VERBS};
 
 const SIZES: [usize; 3] = [8, 20_000, 1 << 20];
+/// The forced job's ranks, and the automatic job's ranks and hosts.
 const RANKS: usize = 3;
+const AUTO_RANKS: usize = 4;
+const AUTO_HOSTS: usize = 2;
+/// Set in the automatic job's ranks.
+const ENV_AUTO: &str = "VERBS_WORLD_AUTO";
 
 fn main() -> std::process::ExitCode {
     if std::env::var_os("COMMCORE_RANK").is_some() {
@@ -24,14 +35,26 @@ fn main() -> std::process::ExitCode {
         };
     }
     let program = std::env::current_exe().expect("the program's own path");
-    let mut spec = JobSpec::new(RANKS, program);
-    spec.env.push(("COMMCORE_TRANSPORT".into(), "verbs".into()));
-    spec.timeout = Some(std::time::Duration::from_secs(60));
-    let (ok, error) = match run_job(&spec) {
-        Ok(_) => (true, String::new()),
-        Err(failure) => (false, failure.to_string().replace('"', "'")),
+    let mut forced = JobSpec::new(RANKS, &program);
+    forced.env.push(("COMMCORE_TRANSPORT".into(), "verbs".into()));
+    let mut auto = JobSpec::new(AUTO_RANKS, &program);
+    auto.hosts = AUTO_HOSTS;
+    auto.env.push((ENV_AUTO.into(), "1".into()));
+    let run = |mut spec: JobSpec| {
+        spec.timeout = Some(std::time::Duration::from_secs(60));
+        match run_job(&spec) {
+            Ok(_) => (true, String::new()),
+            Err(failure) => (false, failure.to_string().replace('"', "'")),
+        }
     };
-    println!("VERBS-WORLD-RESULT {{\"ok\": {ok}, \"ranks\": {RANKS}, \"error\": \"{error}\"}}");
+    let (forced_ok, forced_error) = run(forced);
+    let (auto_ok, auto_error) = run(auto);
+    let ok = forced_ok && auto_ok;
+    println!(
+        "VERBS-WORLD-RESULT {{\"ok\": {ok}, \"ranks\": {RANKS}, \"error\": \"{forced_error}\", \
+         \"automatic\": {{\"ok\": {auto_ok}, \"ranks\": {AUTO_RANKS}, \"hosts\": {AUTO_HOSTS}, \
+         \"error\": \"{auto_error}\"}}}}"
+    );
     if ok {
         std::process::ExitCode::SUCCESS
     } else {
@@ -39,14 +62,36 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// One rank: echo each size ten times between ranks 0 and 1, checking every byte; then
-/// the collectives.
+/// Checks how this rank reaches every other: the forced job, verbs to all; the automatic
+/// one, shared memory within its host and verbs to the other host (one link, no TCP).
+fn check_routes(world: &World, auto: bool) -> Result<(), String> {
+    if world.tcp_links() != 1 {
+        return Err(format!("{} message links, not the one verbs link", world.tcp_links()));
+    }
+    let me = world.comm().rank();
+    for (peer, entry) in world.address_vector().iter().enumerate().filter(|&(p, _)| p != me) {
+        let same_host = world.host_of(peer) == world.host_of(me);
+        let want = if auto && same_host { SHARED_MEMORY } else { VERBS };
+        if entry.transport() != want {
+            return Err(format!(
+                "rank {peer} is reached through {:?}, not {want:?}",
+                entry.transport()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One rank: echo each size ten times between rank 0 and the first rank of another host
+/// (rank 1 when all share one), checking every byte; then the collectives.
 fn rank() -> Result<(), Box<dyn std::error::Error>> {
     let world = World::init()?;
-    if world.tcp_links() != 1 {
-        return Err("the job's ranks are not reached through a message link".into());
-    }
+    let auto = std::env::var_os(ENV_AUTO).is_some();
+    check_routes(&world, auto)?;
     let comm = world.comm();
+    let partner = (1..comm.size())
+        .find(|&r| !auto || world.host_of(r) != world.host_of(0))
+        .ok_or("no rank on another host")?;
     for size in SIZES {
         let mut buf = vec![0u8; size];
         for round in 0..10u8 {
@@ -58,12 +103,12 @@ fn rank() -> Result<(), Box<dyn std::error::Error>> {
             };
             if comm.rank() == 0 {
                 fill(&mut buf, 0);
-                comm.send(&buf, 1, 1)?;
-                comm.recv(&mut buf, 1, 2)?;
+                comm.send(&buf, partner, 1)?;
+                comm.recv(&mut buf, partner, 2)?;
                 if !check(&buf, 1) {
                     return Err(format!("{size} B came back changed in round {round}").into());
                 }
-            } else if comm.rank() == 1 {
+            } else if comm.rank() == partner {
                 comm.recv(&mut buf, 0, 1)?;
                 if !check(&buf, 0) {
                     return Err(format!("{size} B arrived changed in round {round}").into());

@@ -12,7 +12,7 @@ use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
 use commcore::rankmap::{RankMap, TableArena};
 
 use super::bootstrap::{self, Foreign, Origin};
-use super::engine::Engine;
+use super::engine::{message_peer, Engine};
 use super::error::InitError;
 use super::job_link;
 use super::settings::{self, Settings, TransportSetting, WakeFenceSetting};
@@ -315,41 +315,32 @@ impl World {
         let split_above = settings.split_copy_above.unwrap_or(Some(DEFAULT_SPLIT_COPY_ABOVE));
         // TCP or verbs between every pair, not only between hosts.
         let message_only = settings.transport != TransportSetting::Auto;
-        // Whether rank `r` is reached over the job's message link; the same answer on
-        // every rank.
-        let over_link = |r: usize| r != rank && (message_only || hosts[r] != hosts[rank]);
         // The launcher's exchange, kept for start-up and for spawn and names later.
         let from_launcher = launched && join.foreign.is_none();
         let mut kv = if from_launcher { KvClient::from_env(KV_TIMEOUT).ok() } else { None };
-        // Every rank answers alike: with two hosts, each rank has a peer on the other.
-        let link = if size > 1 && (message_only || host_count > 1) {
-            // `commcore run` names each host's address; another launcher's hosts listen on
-            // an interface of their own.
-            let away = join.foreign.is_some() && host_count > 1;
-            let exchange: Option<&mut dyn Exchange> = match (join.foreign.as_mut(), kv.as_mut()) {
-                (Some(foreign), _) => Some(foreign),
-                (None, Some(kv)) => Some(kv),
-                (None, None) => None,
-            };
-            let joined = match settings.transport {
-                TransportSetting::Verbs => job_link::join_verbs(exchange, rank, size),
-                _ => job_link::join_tcp(exchange, rank, size, away, settings),
-            };
-            match joined {
-                Ok(link) => Some(link),
-                Err(error) => {
-                    finalized();
-                    return Err(error);
-                }
+        // `commcore run` names each host's address; another launcher's hosts listen on an
+        // interface of their own.
+        let away = join.foreign.is_some() && host_count > 1;
+        let exchange: Option<&mut dyn Exchange> = match (join.foreign.as_mut(), kv.as_mut()) {
+            (Some(foreign), _) => Some(foreign),
+            (None, Some(kv)) => Some(kv),
+            (None, None) => None,
+        };
+        // Every rank decides alike which links the job opens and which reaches each peer.
+        let job_links = match job_link::join_job(exchange, rank, &hosts, away, settings) {
+            Ok(job_links) => job_links,
+            Err(error) => {
+                finalized();
+                return Err(error);
             }
-        } else {
-            None
         };
-        let selector = match settings.transport {
-            TransportSetting::Verbs => transport::VERBS,
-            _ => transport::TCP,
-        };
-        let av = world_address_vector(&pids, &nodes, over_link, selector)?;
+        let av = world_address_vector(&pids, &nodes, &job_links.routes)?;
+        let mut links = job_links.links.iter().cloned();
+        let mut engine = Engine::new(threshold, split_above, links.next());
+        // The engine numbers the further links 1, 2, … in this order, as the routes do.
+        links.for_each(|link| {
+            engine.add_message_link(link);
+        });
         let fabric = ShmTransport { region, layout, rank, size, pids, nodes, node_count, wake };
         let registry = super::registry::Registry::new(av)
             .map_err(|e| InitError::Environment(format!("process group: {e:?}")))?;
@@ -357,8 +348,8 @@ impl World {
             Box::leak((0..ARENA_WORDS).map(|_| AtomicU32::new(0)).collect::<Box<[_]>>());
         let runtime = Arc::new(Runtime {
             fabric,
-            engine: Mutex::new(Engine::new(threshold, split_above, link.clone())),
-            message_link: link,
+            engine: Mutex::new(engine),
+            message_link: job_links.links.first().cloned(),
             links_made: Default::default(),
             areas_enabled: !message_only,
             spin,
@@ -509,22 +500,21 @@ impl World {
     }
 }
 
-/// Builds the world's address vector: rank `r`'s entry names the message transport
-/// `selector` (TCP or verbs) and its index there (its world rank) when `over_link(r)`, else
-/// the shared-memory transport and its slot and process id. It lives as long as the
-/// process, as MPI's world does (a few bytes per rank, once per `World::init`).
+/// Builds the world's address vector: rank `r`'s entry names the message transport of its
+/// route (TCP or verbs) and its peer number there (the link's number and its world rank)
+/// when it has one, else the shared-memory transport and its slot and process id. It lives
+/// as long as the process, as MPI's world does (a few bytes per rank, once per
+/// `World::init`).
 fn world_address_vector(
     pids: &[u32],
     nodes: &[u32],
-    over_link: impl Fn(usize) -> bool,
-    selector: commcore::av::TransportId,
+    routes: &[Option<(usize, commcore::av::TransportId)>],
 ) -> Result<&'static [Ave], InitError> {
     let entries = (0..pids.len())
         .map(|r| {
-            let (address, transport) = if over_link(r) {
-                (r as u64, selector)
-            } else {
-                (ShmTransport::address_of(r, pids[r]).0, transport::SHARED_MEMORY)
+            let (address, transport) = match routes[r] {
+                Some((link, selector)) => (message_peer(link, r) as u64, selector),
+                None => (ShmTransport::address_of(r, pids[r]).0, transport::SHARED_MEMORY),
             };
             Ave::new(Address::Inline(address), transport, NodeId(nodes[r]))
                 .map_err(|e| InitError::Environment(format!("rank {r}: {e:?}")))

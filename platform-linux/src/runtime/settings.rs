@@ -145,8 +145,8 @@ pub const SETTINGS: &[SettingDoc] = &[
     SettingDoc {
         name: ENV_TRANSPORT,
         accepted: "auto (default), tcp or verbs (a build with the verbs feature, and a device)",
-        meaning: "auto: shared memory within a host, TCP between hosts; tcp or verbs: that \
-                  transport between any two ranks",
+        meaning: "auto: shared memory within a host; between hosts verbs where both ends \
+                  have a device, else TCP; tcp or verbs: that transport between any two ranks",
     },
     SettingDoc {
         name: super::bootstrap::ENV_BOOTSTRAP,
@@ -164,7 +164,8 @@ pub const SETTINGS: &[SettingDoc] = &[
 /// How ranks reach each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TransportSetting {
-    /// Shared memory within a host, TCP between hosts.
+    /// Shared memory within a host; between hosts verbs where both ends have a device
+    /// (a build with the `verbs` feature), TCP otherwise.
     Auto,
     /// TCP between any two ranks (a rank still reaches itself through memory).
     Tcp,

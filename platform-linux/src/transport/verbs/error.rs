@@ -36,6 +36,8 @@ pub enum PeerFault {
     Corrupt,
     /// It finished (said goodbye) and takes nothing more.
     Finished,
+    /// It has no RDMA device (the job reaches it another way).
+    NoDevice,
     /// No such rank in the job.
     NoSuchRank {
         /// The job's size.
@@ -96,6 +98,7 @@ impl fmt::Display for VerbsError {
             }
             PeerFault::Corrupt => f.write_str("sent bytes that are not a frame"),
             PeerFault::Finished => f.write_str("has finished and takes no more messages"),
+            PeerFault::NoDevice => f.write_str("has no RDMA device"),
             PeerFault::NoSuchRank { size } => write!(f, "is not in the job of {size} ranks"),
         }
     }

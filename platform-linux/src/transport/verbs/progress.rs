@@ -81,9 +81,13 @@ impl<D: Device> VerbsTransport<D> {
         if self.links[peer].state != LinkState::Idle || peer == self.rank {
             return Ok(());
         }
+        let Some(address) = self.peers[peer] else {
+            self.fail(peer, PeerFault::NoDevice);
+            return self.report(peer);
+        };
         let id = Identity::new(self.pgid, peer as u32);
         let now = self.device.now_micros();
-        match self.endpoint.connect(now, id, self.peers[peer].to_addr()) {
+        match self.endpoint.connect(now, id, address.to_addr()) {
             Ok(ConnectOutcome::Started | ConnectOutcome::InProgress) => {}
             Ok(ConnectOutcome::Connected(_)) => {}
             Err(_) => {
@@ -163,7 +167,7 @@ impl<D: Device> VerbsTransport<D> {
                     if let Some(link) = self
                         .peers
                         .iter()
-                        .position(|a| a.ud_dest() == to.ud.ud_dest())
+                        .position(|a| a.is_some_and(|a| a.ud_dest() == to.ud.ud_dest()))
                         .and_then(|p| self.links.get_mut(p))
                     {
                         link.datagrams += 1;

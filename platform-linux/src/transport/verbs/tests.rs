@@ -319,22 +319,49 @@ impl crate::launch::exchange::Exchange for ThreadExchange {
     }
 }
 
-#[test]
-fn ranks_learn_each_others_addresses_and_token_through_the_exchange() {
+/// Joins `with_device.len()` ranks, each a thread, through one exchange; rank `r` brings a
+/// device when `with_device[r]`.
+fn join_threads(with_device: &[bool]) -> Vec<join::Joined<FabricDevice>> {
     let fabric = Fabric::new(12, Faults::default());
     let table = std::sync::Arc::default();
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
-    let joins: Vec<_> = (0..2)
+    let size = with_device.len();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(size));
+    let joins: Vec<_> = (0..size)
         .map(|rank| {
-            let device = fabric.device();
+            let device = with_device[rank].then(|| fabric.device());
             let (table, barrier) = (std::sync::Arc::clone(&table), std::sync::Arc::clone(&barrier));
             std::thread::spawn(move || {
                 let mut kv = ThreadExchange { rank, table, barrier };
-                join::join_with(&mut kv, device, rank, 2, VerbsSettings::new(0)).unwrap()
+                let settings = VerbsSettings::new(0);
+                join::join_where_present(&mut kv, device, rank, size, settings).unwrap()
             })
         })
         .collect();
-    let mut ts: Vec<_> = joins.into_iter().map(|j| j.join().unwrap()).collect();
+    joins.into_iter().map(|j| j.join().unwrap()).collect()
+}
+
+#[test]
+fn ranks_without_a_device_are_known_to_all_and_a_message_to_one_is_an_error() {
+    let joined = join_threads(&[true, true, false]);
+    for j in &joined {
+        assert_eq!(j.devices, [true, true, false]);
+        assert!(j.open_error.is_none());
+    }
+    let mut ts: Vec<_> = joined.into_iter().filter_map(|j| j.transport).collect();
+    assert_eq!(ts.len(), 2, "the rank without a device opens no transport");
+    let error = ts[0].send(2, &header(0, 1, 8), &[0; 8]).expect_err("rank 2 has no device");
+    assert_eq!(error, VerbsError::Peer { rank: 2, fault: PeerFault::NoDevice });
+    assert!(error.to_string().contains("has no RDMA device"), "{error}");
+    // The ranks that have one still talk.
+    ts[0].send(1, &header(0, 3, 4), b"ping").unwrap();
+    let got = collect(&mut ts, 1, 1);
+    assert_eq!((got[0].0, got[0].2.as_slice()), (0, &b"ping"[..]));
+}
+
+#[test]
+fn ranks_learn_each_others_addresses_and_token_through_the_exchange() {
+    let joined = join_threads(&[true, true]);
+    let mut ts: Vec<_> = joined.into_iter().map(|j| j.transport.expect("a transport")).collect();
     ts[0].send(1, &header(0, 3, 4), b"ping").unwrap();
     let got = collect(&mut ts, 1, 1);
     assert_eq!((got[0].0, got[0].2.as_slice()), (0, &b"ping"[..]));

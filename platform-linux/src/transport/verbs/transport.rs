@@ -130,7 +130,8 @@ pub struct VerbsTransport<D: Device> {
     pub(super) pgid: u16,
     pub(super) settings: VerbsSettings,
     pub(super) me: VerbsAddress,
-    pub(super) peers: Vec<VerbsAddress>,
+    /// Each rank's address; `None` for a rank without a device.
+    pub(super) peers: Vec<Option<VerbsAddress>>,
     pub(super) links: Vec<Link>,
     pub(super) by_qpn: HashMap<Qpn, usize>,
     pub(super) endpoint: Box<Endpoint<MAX_PEERS>>,
@@ -233,11 +234,21 @@ impl<D: Device> VerbsTransport<D> {
     /// The job's addresses, by rank; with [`ConnectMode::Eager`], begins the handshake with
     /// every peer (see [`VerbsTransport::wait_connected`]).
     pub fn set_peers(&mut self, peers: Vec<VerbsAddress>) -> Result<(), VerbsError> {
+        self.set_reachable_peers(peers.into_iter().map(Some).collect())
+    }
+
+    /// [`set_peers`](Self::set_peers) for a job where some ranks have no device (`None`):
+    /// a message to one of them is [`PeerFault::NoDevice`], and eager connection skips them.
+    pub fn set_reachable_peers(
+        &mut self,
+        peers: Vec<Option<VerbsAddress>>,
+    ) -> Result<(), VerbsError> {
         self.links = (0..peers.len()).map(|_| Link::new()).collect();
         self.peers = peers;
         if self.settings.connect == ConnectMode::Eager {
             let rank = self.rank;
-            for peer in (0..self.peers.len()).filter(|&p| p != rank) {
+            let reachable = |p: &usize| *p != rank && self.peers[*p].is_some();
+            for peer in (0..self.peers.len()).filter(reachable).collect::<Vec<_>>() {
                 self.connect(peer)?;
             }
         }
