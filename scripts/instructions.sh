@@ -19,6 +19,11 @@
 #                                      node (scripts/peers/msgpath.c, examples/msgpath.rs):
 #                                      a send, a receive of a message already there, and
 #                                      per message of a 64-message isend or irecv window
+#   scripts/instructions.sh cidmask    {"ours": {op: {fill: n}}, "bitvec": {...}}: the CID space's
+#                                      mask operations (scan, claim, lookup, release; see
+#                                      cli/src/bench/cidmask.rs) on a 2,048-CID space at
+#                                      fills empty, half and full, written on core's words
+#                                      and on bitvec; a readable table goes to stderr
 #   scripts/instructions.sh ffi        the C ABI's hot calls against the Rust calls doing the
 #                                      same work, exports and library size (see
 #                                      ffi/bench/instructions.sh)
@@ -30,10 +35,10 @@ what=${1:-}
 calls=${CALLS:-1000000}
 
 case "$what" in
-rankmap | verbs | peers) ;;
+rankmap | verbs | peers | cidmask) ;;
 ffi) exec ffi/bench/instructions.sh ;;
 *)
-    echo "usage: scripts/instructions.sh rankmap|verbs|peers|ffi" >&2
+    echo "usage: scripts/instructions.sh rankmap|verbs|peers|cidmask|ffi" >&2
     exit 2
     ;;
 esac
@@ -148,6 +153,44 @@ PY
     shm_send=$(printf '%s' "$shm" | jq .send)
     shm_recv=$(printf '%s' "$shm" | jq .recv)
     echo "{\"verbs_send\": $(verbs_count send), \"verbs_recv\": $(verbs_count recv), \"shm_send\": $shm_send, \"shm_recv\": $shm_recv}"
+    exit 0
+fi
+
+if [ "$what" = cidmask ]; then
+    # Each call's count is exact (no data-dependent work between calls): few calls suffice.
+    mcalls=${CALLS:-20000}
+    mask_count() { # form fill op
+        local file="$out/cidmask-$1-$2-$3.out"
+        valgrind --tool=callgrind --dump-line=no --callgrind-out-file="$file" \
+            --toggle-collect="*probe_cidmask_$3*" "$bin" bench cidmask --probe "$1" \
+            --fill "$2" --calls "$mcalls" --json >/dev/null 2>"$out/cidmask.log" || {
+            cat "$out/cidmask.log" >&2
+            exit 1
+        }
+        awk -v c="$mcalls" '/^(summary|totals):/ { printf "%.1f", $2 / c; exit }' "$file"
+    }
+    "$bin" bench cidmask --json >/dev/null # the two forms must agree before they are counted
+    json="{"
+    for form in ours bitvec; do
+        json="$json\"$form\": {"
+        for op in scan claim lookup release; do
+            json="$json\"$op\": {"
+            for fill in empty half full; do
+                json="$json\"$fill\": $(mask_count $form $fill $op), "
+            done
+            json="${json%, }}, "
+        done
+        json="${json%, }}, "
+    done
+    json="${json%, }}"
+    echo "$json"
+    # The table: per operation and fill, each form's count and what bitvec adds.
+    printf '%s' "$json" | jq -r '
+        def pad($n): tostring | (" " * $n) + . | .[-$n:];
+        "op       fill      ours  bitvec  bitvec-ours",
+        (["scan", "claim", "lookup", "release"][] as $op | ["empty", "half", "full"][] as $f
+         | "\($op + " " * 9 | .[:9])\($f + " " * 7 | .[:7])\(.ours[$op][$f] | pad(6))\(
+             .bitvec[$op][$f] | pad(8))\(.bitvec[$op][$f] - .ours[$op][$f] | pad(13))")' >&2
     exit 0
 fi
 

@@ -235,6 +235,7 @@ benches_run() {
         --json | jq -e '[.startup[] | select(.commcore_ms > 0)] | length == 2' >/dev/null
     ./scripts/instructions.sh rankmap
     CALLS=20000 ./scripts/instructions.sh verbs
+    CALLS=2000 ./scripts/instructions.sh cidmask
     CALLS=200000 REPS=50 ./scripts/instructions.sh ffi
 }
 

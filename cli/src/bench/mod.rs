@@ -5,6 +5,7 @@
 pub mod cid;
 mod cid_floor;
 mod cid_one_load;
+pub mod cidmask;
 pub mod coll;
 pub mod coll_procs;
 pub mod dpm;
@@ -72,6 +73,16 @@ pub const BENCHES: &[Bench] = &[
             ("--seed", "N", "workload seed"),
             ("--lookups", "N", "storage lookups"),
             ("--part", "PART", "all, allocation or storage"),
+        ],
+    },
+    Bench {
+        name: "cidmask",
+        about: "context-id mask scan, claim, lookup and release: core's words against bitvec (for scripts/instructions.sh)",
+        run: cidmask::run,
+        options: &[
+            ("--probe", "FORM", "ours or bitvec: run that form's probes (without it: check the forms agree)"),
+            ("--fill", "FILL", "empty, half or full"),
+            ("--calls", "N", "probe calls"),
         ],
     },
     Bench {
