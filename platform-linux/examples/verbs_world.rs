@@ -8,12 +8,14 @@
 //! In each, rank 0 and the first rank of another host (rank 1 in the first job) echo
 //! messages of 8 B, 20 kB (by copy past the eager size) and 1 MiB (RDMA read into the
 //! receive's buffer), checking every byte; then every rank takes part in a barrier, a 1 MiB
-//! broadcast and an allreduce of 100,000 words, checked. Prints one line,
+//! broadcast and an allreduce of 100,000 words, checked. In the second, the two hosts'
+//! ranks then meet as two groups (one accepts on a port, the other connects), which reach
+//! each other over verbs: 8 B and 1 MiB across, a merge and its allreduce. Prints one line,
 //! `VERBS-WORLD-RESULT {...}`. Needs a device (the guest of `scripts/verbs-guest.sh`).
 
 use commcore::coll::{Datatype, ReduceOp};
 use commcore_linux::launch::{run_job, JobSpec};
-use commcore_linux::runtime::World;
+use commcore_linux::runtime::{Comm, World};
 use commcore_linux::transport::{SHARED_MEMORY, VERBS};
 
 const SIZES: [usize; 3] = [8, 20_000, 1 << 20];
@@ -23,6 +25,8 @@ const AUTO_RANKS: usize = 4;
 const AUTO_HOSTS: usize = 2;
 /// Set in the automatic job's ranks.
 const ENV_AUTO: &str = "VERBS_WORLD_AUTO";
+/// How long accept and connect wait for the other group.
+const MEET_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn main() -> std::process::ExitCode {
     if std::env::var_os("COMMCORE_RANK").is_some() {
@@ -139,6 +143,60 @@ fn rank() -> Result<(), Box<dyn std::error::Error>> {
         .any(|(i, w)| u64::from_le_bytes(w.try_into().unwrap_or_default()) != expected(i as u64));
     if wrong {
         return Err("the allreduce's sums are wrong".into());
+    }
+    if auto {
+        meet_across_hosts(&world)?;
+    }
+    Ok(())
+}
+
+/// Host 0's ranks accept on a port and host 1's connect: two groups on two hosts, every
+/// process with a device, so their link is verbs. Each rank trades 8 B and 1 MiB with the
+/// rank of the same number in the other group, then the merged communicator sums ranks.
+fn meet_across_hosts(world: &World) -> Result<(), Box<dyn std::error::Error>> {
+    let comm = world.comm();
+    let host = world.host_of(comm.rank()).ok_or("a rank without a host")?;
+    let side = comm.split(host as i32, 0)?.ok_or("a rank outside the split")?;
+    let mut name = [0u8; 256];
+    let port = if comm.rank() == 0 { world.open_port()? } else { String::new() };
+    name[..port.len()].copy_from_slice(port.as_bytes());
+    comm.bcast(&mut name, 0)?;
+    let port = String::from_utf8_lossy(&name).trim_end_matches('\0').to_string();
+    let inter = if host == 0 {
+        side.accept(&port, 0, MEET_TIMEOUT)?
+    } else {
+        side.connect(&port, 0, MEET_TIMEOUT)?
+    };
+    let remote = inter.remote_size().ok_or("not an inter-communicator")?;
+    if let Some(r) = (0..remote).find(|&r| inter.transport_to(r) != Some(VERBS)) {
+        return Err(format!("the other group's rank {r} is not reached over verbs").into());
+    }
+    let me = side.rank();
+    let peer = me % remote;
+    for size in [8, 1 << 20] {
+        let out: Vec<u8> = (0..size).map(|i| (i % 251) as u8 ^ host as u8).collect();
+        let mut back = vec![0u8; size];
+        inter.sendrecv(&out, peer, 3, &mut back, peer, 3)?;
+        if back.iter().enumerate().any(|(i, &b)| b != (i % 251) as u8 ^ (1 - host) as u8) {
+            return Err(format!("{size} B across the groups arrived changed").into());
+        }
+    }
+    let merged: Comm = inter.intercomm_merge(host == 1)?;
+    let mut sum = [0u8; 8];
+    merged.allreduce(
+        &(merged.rank() as u64).to_le_bytes(),
+        &mut sum,
+        Datatype::U64,
+        ReduceOp::Sum,
+    )?;
+    let n = merged.size() as u64;
+    if u64::from_le_bytes(sum) != n * (n - 1) / 2 {
+        return Err("the merged communicator's sum is wrong".into());
+    }
+    drop(merged);
+    inter.disconnect()?;
+    if comm.rank() == 0 {
+        world.close_port(&port)?;
     }
     Ok(())
 }

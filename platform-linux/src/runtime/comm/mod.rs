@@ -158,6 +158,13 @@ impl Comm {
         self.members.to_world(rank)
     }
 
+    /// The transport that carries messages to rank `rank` (a remote rank, on an
+    /// inter-communicator): the selector of its address-vector entry, e.g.
+    /// [`crate::transport::VERBS`].
+    pub fn transport_to(&self, rank: usize) -> Option<commcore::av::TransportId> {
+        self.members.route(rank).map(|route| route.transport)
+    }
+
     /// This process's rank in the communicator.
     pub fn rank(&self) -> usize {
         self.rank

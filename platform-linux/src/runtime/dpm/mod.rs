@@ -12,6 +12,7 @@ mod error;
 pub(crate) mod handover;
 mod join;
 mod listen;
+mod meet_verbs;
 mod names;
 mod ports;
 mod spawn;

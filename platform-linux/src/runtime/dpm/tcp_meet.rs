@@ -1,9 +1,10 @@
 //! Two groups on different hosts meet over TCP (no shared memory to hand over): every
 //! process of both groups listens on a socket of its own, the roots trade the two groups'
-//! addresses over the port's TCP connection, and each process runs a TCP link for the
-//! pair of groups (a transport with its own token, the port's, and its own numbering: group
-//! A's processes first). The engine reaches the other group's processes through that link,
-//! and the two leaders agree the context ids over it as over a bridge.
+//! addresses over the port's TCP connection, and each process runs a link for the pair of
+//! groups (a transport with its own token, the port's, and its own numbering: group A's
+//! processes first). The link is verbs when every process of both has a device
+//! ([`super::meet_verbs`]), else TCP. The engine reaches the other group's processes
+//! through that link, and the two leaders agree the context ids over it as over a bridge.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -14,17 +15,22 @@ use commcore::av::{Address, Ave, NodeId};
 use commcore::port::Token;
 
 use super::bridge_comm::Side;
+use super::meet_verbs::{self, OwnVerbs};
 use super::DpmError;
 use crate::runtime::engine::{message_peer, MessageLink, Peer};
 use crate::runtime::registry::{GroupTie, LauncherTie, TieKind};
 use crate::runtime::Comm;
 use crate::shm::bridge::Bridge;
 use crate::tcp::{socket, TcpSettings, TcpTransport};
-use crate::transport::TCP;
+use crate::transport::verbs::VerbsAddress;
+use crate::transport::{TCP, VERBS};
 
-/// Bytes one process takes on the wire: its address's text, zero-padded, then its node.
-const ADDR_BYTES: usize = 64;
-const TEXT_BYTES: usize = ADDR_BYTES - 4;
+/// Bytes one process takes on the wire: its socket address's text and its verbs address's
+/// (empty without a device), each zero-padded, then its node.
+const ADDR_BYTES: usize = 128;
+const TEXT_BYTES: usize = 56;
+const VERBS_BYTES: usize = 68;
+const NODE_AT: usize = TEXT_BYTES + VERBS_BYTES;
 /// The first bytes of the connecting root's hello over TCP.
 pub(super) const HELLO_TCP: &[u8; 8] = b"CCHELLOT";
 
@@ -40,6 +46,7 @@ pub(super) fn host_ip() -> IpAddr {
 #[derive(Clone, Copy)]
 pub(super) struct Member {
     addr: SocketAddr,
+    verbs: Option<VerbsAddress>,
     node: u32,
 }
 
@@ -48,20 +55,31 @@ fn encode_members(members: &[Member]) -> Vec<u8> {
     for (item, member) in out.chunks_exact_mut(ADDR_BYTES).zip(members) {
         let text = member.addr.to_string();
         item[..text.len()].copy_from_slice(text.as_bytes());
-        item[TEXT_BYTES..].copy_from_slice(&member.node.to_le_bytes());
+        let verbs = member.verbs.map(|v| v.to_text()).unwrap_or_default();
+        item[TEXT_BYTES..TEXT_BYTES + verbs.len()].copy_from_slice(verbs.as_bytes());
+        item[NODE_AT..].copy_from_slice(&member.node.to_le_bytes());
     }
     out
 }
 
+/// The zero-padded text at the start of `field`.
+fn text_of(field: &[u8]) -> Option<&str> {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    std::str::from_utf8(&field[..end]).ok()
+}
+
 fn decode_members(bytes: &[u8]) -> Result<Vec<Member>, DpmError> {
+    let malformed = || DpmError::Port("the other group sent a malformed address".into());
     bytes
         .chunks_exact(ADDR_BYTES)
         .map(|item| {
-            let end = item[..TEXT_BYTES].iter().position(|&b| b == 0).unwrap_or(TEXT_BYTES);
-            let addr = std::str::from_utf8(&item[..end]).ok().and_then(|t| t.parse().ok());
-            let node = u32::from_le_bytes(item[TEXT_BYTES..].try_into().unwrap_or([0; 4]));
-            addr.map(|addr| Member { addr, node })
-                .ok_or_else(|| DpmError::Port("the other group sent a malformed address".into()))
+            let addr = text_of(&item[..TEXT_BYTES]).and_then(|t| t.parse().ok());
+            let verbs = match text_of(&item[TEXT_BYTES..NODE_AT]).ok_or_else(malformed)? {
+                "" => None,
+                text => Some(VerbsAddress::from_text(text).ok_or_else(malformed)?),
+            };
+            let node = u32::from_le_bytes(item[NODE_AT..].try_into().unwrap_or([0; 4]));
+            addr.map(|addr| Member { addr, verbs, node }).ok_or_else(malformed)
         })
         .collect()
 }
@@ -81,13 +99,32 @@ pub(super) fn read_all(
     Ok(buf)
 }
 
-/// A process's listener for a TCP link, and every member of its group (collective).
-fn listen_all(comm: &Comm) -> Result<(TcpListener, Vec<Member>), DpmError> {
+/// What a process brings to a meeting: its listener for a TCP link and, with a device,
+/// its verbs transport.
+struct Own {
+    listener: TcpListener,
+    verbs: Option<OwnVerbs>,
+    seed: u64,
+}
+
+/// A process's listener for a TCP link (and its verbs transport, with a device), and every
+/// member of its group (collective).
+fn listen_all(
+    comm: &Comm,
+    token: Token,
+    deadline: Instant,
+) -> Result<(Own, Vec<Member>), DpmError> {
     let listened = socket::listen(host_ip());
     let fabric = &comm.runtime.fabric;
+    let seed = u64::from(std::process::id()) ^ (comm.rank() as u64).rotate_left(32);
+    let verbs = meet_verbs::open(token, deadline, seed);
     let node = fabric.nodes[fabric.rank];
     let mine = match &listened {
-        Ok(listener) => listener.local_addr().ok().map(|addr| Member { addr, node }),
+        Ok(listener) => listener.local_addr().ok().map(|addr| Member {
+            addr,
+            verbs: verbs.as_ref().map(meet_verbs::address),
+            node,
+        }),
         Err(_) => None,
     };
     let mine_bytes = encode_members(&mine.into_iter().collect::<Vec<_>>());
@@ -98,7 +135,7 @@ fn listen_all(comm: &Comm) -> Result<(TcpListener, Vec<Member>), DpmError> {
     let addrs = decode_members(&all)
         .map_err(|_| DpmError::Port("a process of the group could not listen".into()))?;
     let listener = listened.map_err(|e| DpmError::Port(format!("cannot listen: {e}")))?;
-    Ok((listener, addrs))
+    Ok((Own { listener, verbs, seed }, addrs))
 }
 
 impl Comm {
@@ -113,7 +150,7 @@ impl Comm {
         (token, deadline): (Token, Instant),
         watch: Option<Arc<Bridge>>,
     ) -> Result<Comm, DpmError> {
-        let (listener, ours) = listen_all(self)?;
+        let (own, ours) = listen_all(self, token, deadline)?;
         let answer = match target {
             Some(target) if self.rank() == root => {
                 hello_and_answer(target, token, root, &ours, deadline).map(|(leader, theirs)| {
@@ -129,7 +166,7 @@ impl Comm {
         let theirs = decode_members(&answer[4..])?;
         let members = (theirs, ours);
         let ties = (LauncherTie::None, watch);
-        self.tcp_intercomm(Side::B, (root, leader), listener, members, (token, deadline), ties)
+        self.tcp_intercomm(Side::B, (root, leader), own, members, (token, deadline), ties)
     }
 
     /// The accepting group's side, its root holding `stream` from a connecting root whose
@@ -143,7 +180,7 @@ impl Comm {
         (token, deadline): (Token, Instant),
         (launcher, watch): (LauncherTie, Option<Arc<Bridge>>),
     ) -> Result<Comm, DpmError> {
-        let (listener, ours) = listen_all(self)?;
+        let (own, ours) = listen_all(self, token, deadline)?;
         let heard = match hello {
             Some((mut stream, _, leader, theirs)) if self.rank() == root => {
                 let mut reply = super::ports::ACCEPTED.to_vec();
@@ -166,17 +203,17 @@ impl Comm {
         let theirs = decode_members(&heard[4..])?;
         let members = (ours, theirs);
         let ties = (launcher, watch);
-        self.tcp_intercomm(Side::A, (root, leader), listener, members, (token, deadline), ties)
+        self.tcp_intercomm(Side::A, (root, leader), own, members, (token, deadline), ties)
     }
 
-    /// Runs the TCP link for groups A and B (`addrs`: A's addresses, then B's) and builds
-    /// the inter-communicator over it; `leaders` are A's and B's leader ranks, `ties` the
-    /// new group's tie to the launcher and the failure word the link watches.
+    /// Runs the link for groups A and B (`members`: A's, then B's) and builds the
+    /// inter-communicator over it; `leaders` are A's and B's leader ranks, `ties` the new
+    /// group's tie to the launcher and the failure word the link watches.
     fn tcp_intercomm(
         &self,
         side: Side,
         leaders: (usize, usize),
-        listener: TcpListener,
+        own: Own,
         members: (Vec<Member>, Vec<Member>),
         (token, deadline): (Token, Instant),
         (launcher, watch): (LauncherTie, Option<Arc<Bridge>>),
@@ -187,22 +224,32 @@ impl Comm {
             Side::B => (a + self.rank(), 0..a, leaders.1, leaders.0),
         };
         let members: Vec<Member> = members.0.into_iter().chain(members.1).collect();
-        let all: Vec<SocketAddr> = members.iter().map(|m| m.addr).collect();
-        let mut settings = TcpSettings::new(u128::from_le_bytes(token.0));
-        settings.spin = Duration::ZERO;
-        let left = deadline.saturating_duration_since(Instant::now());
-        settings.handshake.timeout = (left.as_micros() as u64).max(100_000);
-        let seed = u64::from(std::process::id()) ^ (me as u64).rotate_left(32);
-        let transport = TcpTransport::new(me, all, listener, settings, seed)
-            .map_err(|e| DpmError::Port(format!("cannot start the link: {e}")))?;
+        let cannot = |e: String| DpmError::Port(format!("cannot start the link: {e}"));
+        let verbs: Option<Vec<VerbsAddress>> = members.iter().map(|m| m.verbs).collect();
+        let (made, selector) = match (own.verbs, verbs) {
+            (Some(transport), Some(peers)) => {
+                let made = meet_verbs::link(transport, (me, own.seed), peers, watch);
+                (made.map_err(cannot)?, VERBS)
+            }
+            _ => {
+                let all: Vec<SocketAddr> = members.iter().map(|m| m.addr).collect();
+                let mut settings = TcpSettings::new(u128::from_le_bytes(token.0));
+                settings.spin = Duration::ZERO;
+                let left = deadline.saturating_duration_since(Instant::now());
+                settings.handshake.timeout = (left.as_micros() as u64).max(100_000);
+                let transport = TcpTransport::new(me, all, own.listener, settings, own.seed)
+                    .map_err(|e| cannot(e.to_string()))?;
+                (MessageLink::tcp_watching(transport, watch), TCP)
+            }
+        };
         let runtime = &self.runtime;
-        let link = runtime.engine().add_message_link(MessageLink::tcp_watching(transport, watch));
+        let link = runtime.engine().add_message_link(made);
         runtime.links_made.store(true, std::sync::atomic::Ordering::Relaxed);
         let av: Vec<Ave> = theirs
             .clone()
             .map(|slot| {
                 let node = NodeId(members[slot].node);
-                Ave::new(Address::Inline(message_peer(link, slot) as u64), TCP, node)
+                Ave::new(Address::Inline(message_peer(link, slot) as u64), selector, node)
             })
             .collect::<Result<_, _>>()
             .map_err(|e| DpmError::Handover(format!("address vector: {e:?}")))?;

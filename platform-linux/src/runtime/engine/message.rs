@@ -110,7 +110,16 @@ impl MessageLink {
     /// A verbs link on a device.
     #[cfg(feature = "verbs")]
     pub(crate) fn verbs(transport: VerbsTransport<IbvDevice>) -> MessageLink {
-        MessageLink { transport: LinkTransport::Verbs(Shared::new(transport)), watch: None }
+        MessageLink::verbs_watching(transport, None)
+    }
+
+    /// A verbs link whose group's failures the launcher marks in `watch`'s failure word.
+    #[cfg(feature = "verbs")]
+    pub(crate) fn verbs_watching(
+        transport: VerbsTransport<IbvDevice>,
+        watch: Option<Arc<Bridge>>,
+    ) -> MessageLink {
+        MessageLink { transport: LinkTransport::Verbs(Shared::new(transport)), watch }
     }
 
     /// A verbs link on the in-process fabric.

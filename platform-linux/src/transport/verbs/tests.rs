@@ -319,6 +319,28 @@ impl crate::launch::exchange::Exchange for ThreadExchange {
     }
 }
 
+#[test]
+fn a_transport_numbered_after_it_opened_talks_under_its_new_rank() {
+    // A group that meets another learns its numbering after publishing its address.
+    let fabric = Fabric::new(12, Faults::default());
+    let settings = VerbsSettings::new(TOKEN);
+    let mut ts: Vec<_> = (0..2)
+        .map(|r| VerbsTransport::new(fabric.device(), 0, 0, settings, 7 + r).unwrap())
+        .collect();
+    ts[1].set_rank(1, 99);
+    assert_eq!(ts[1].rank(), 1);
+    let addrs: Vec<_> = ts.iter().map(VerbsTransport::address).collect();
+    for t in &mut ts {
+        t.set_peers(addrs.clone()).unwrap();
+    }
+    ts[1].send(0, &header(1, 5, 3), b"one").unwrap();
+    let got = collect(&mut ts, 0, 1);
+    assert_eq!((got[0].0, got[0].2.as_slice()), (1, &b"one"[..]));
+    ts[0].send(1, &header(0, 6, 4), b"zero").unwrap();
+    let got = collect(&mut ts, 1, 1);
+    assert_eq!((got[0].0, got[0].2.as_slice()), (0, &b"zero"[..]));
+}
+
 /// Joins `with_device.len()` ranks, each a thread, through one exchange; rank `r` brings a
 /// device when `with_device[r]`.
 fn join_threads(with_device: &[bool]) -> Vec<join::Joined<FabricDevice>> {

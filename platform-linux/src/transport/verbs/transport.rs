@@ -221,6 +221,20 @@ impl<D: Device> VerbsTransport<D> {
         Ok(t)
     }
 
+    /// Numbers this process `rank` among peers not set yet: a group that meets another
+    /// learns its numbering (the other group's processes first) only after it published
+    /// its address. Rebuilds the handshake's endpoint, which has done nothing yet.
+    #[cfg(any(test, feature = "verbs"))]
+    pub(crate) fn set_rank(&mut self, rank: usize, seed: u64) {
+        let identity = Identity::new(self.pgid, rank as u32);
+        if let Ok(endpoint) =
+            Endpoint::new(identity, self.me.to_addr(), self.settings.handshake, seed)
+        {
+            *self.endpoint = endpoint;
+            self.rank = rank;
+        }
+    }
+
     /// This process's verbs address, for the job's exchange.
     pub fn address(&self) -> VerbsAddress {
         self.me
