@@ -113,11 +113,24 @@ pmpi() {
     cargo build --release --locked -p commcore-linux --features pmix --example pmix_check
     OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp timeout -k 5 60 \
         mpirun.openmpi --allow-run-as-root --oversubscribe -n 3 target/release/examples/pmix_check
-    # One rank aborts with status 3: the job must end with it, not hang.
-    status=0
-    OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp timeout -k 5 60 \
-        mpirun.openmpi --allow-run-as-root --oversubscribe -n 3 target/release/examples/pmix_check abort ||
-        status=$?
+    # One rank aborts with status 3: the job must end with it, not hang. Debian's mpirun
+    # (Open MPI 4.1) now and then crashes in its own PMIx server's teardown after the abort
+    # (a segfault in PMIx_server_finalize, exit 139); only that crash earns another try.
+    local status log
+    log=$(mktemp)
+    for attempt in 1 2 3; do
+        status=0
+        OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp timeout -k 5 60 \
+            mpirun.openmpi --allow-run-as-root --oversubscribe -n 3 \
+            target/release/examples/pmix_check abort 2>"$log" || status=$?
+        cat "$log" >&2
+        if [ "$status" = 139 ] && grep -q PMIx_server_finalize "$log"; then
+            echo "pmix_check abort: mpirun crashed in its PMIx teardown (attempt $attempt)" >&2
+            continue
+        fi
+        break
+    done
+    rm -f "$log"
     [ "$status" = 3 ] || { echo "pmix_check abort: mpirun exited $status, not 3" >&2; exit 1; }
 }
 

@@ -6,7 +6,9 @@
 # receiving), then target/release/examples/verbs_world (jobs through the runtime: three
 # processes with COMMCORE_TRANSPORT=verbs, and four on two hosts where the default choice
 # takes verbs between hosts; 8 B, 20 kB and 1 MiB both ways, barriers, a 1 MiB broadcast
-# and an allreduce),
+# and an allreduce; then the groups meet over verbs), and verbs_spawn (spawn of 1 and 4
+# children onto the other host and a ping-pong with them, verbs connected on demand
+# against eagerly, interleaved; times are emulation, ratios only),
 # counting the device's resources with `rdma res show` before and after.
 #   scripts/verbs-guest.sh [--json]   prints the check's results; exits non-zero when a
 #                                     check failed, the guest did not boot, or resources
@@ -30,9 +32,10 @@ done
 
 log "building verbs_check and verbs_world with the verbs feature"
 cargo build --release --locked -q -p commcore-linux --features verbs --example verbs_check \
-    --example verbs_world
+    --example verbs_world --example verbs_spawn
 check=target/release/examples/verbs_check
 world=target/release/examples/verbs_world
+spawner=target/release/examples/verbs_spawn
 
 # The kernel Debian's linux-image-amd64 points at, downloaded once.
 kernel_of() {
@@ -88,6 +91,7 @@ copy_with_libs() { # file destination-in-root
 }
 copy_with_libs "$check" /bin/verbs_check
 copy_with_libs "$world" /bin/verbs_world
+copy_with_libs "$spawner" /bin/verbs_spawn
 copy_with_libs "$(command -v rdma)" /bin/rdma
 copy_with_libs "$(command -v ip)" /bin/ip
 copy_with_libs "$provider_dir/librxe-rdmav34.so" "$provider_dir/librxe-rdmav34.so"
@@ -117,6 +121,8 @@ echo "GUEST-EXIT $?"
 # Jobs through the runtime: three processes with every pair over verbs, then four on two
 # hosts choosing shared memory within a host and verbs between them.
 /bin/verbs_world
+# The paper's comparison: spawn onto another host and ping-pong, on demand against eager.
+/bin/verbs_spawn
 echo "GUEST-RES-AFTER $(rdma res show | sed -n 1p)"
 poweroff -f
 INIT
@@ -135,6 +141,8 @@ tr -d '\r' <"$out" >"$out.txt"
 result=$(sed -n 's/.*VERBS-RESULT //p' "$out.txt" | tail -n 1)
 world=$(sed -n 's/.*VERBS-WORLD-RESULT //p' "$out.txt" | tail -n 1)
 [ -n "$world" ] || world='{"ok": false, "error": "the guest printed no runtime result"}'
+spawned=$(sed -n 's/.*VERBS-SPAWN-RESULT //p' "$out.txt" | tail -n 1)
+[ -n "$spawned" ] || spawned='{"ok": false, "error": "the guest printed no spawn result"}'
 before=$(sed -n 's/.*GUEST-RES-BEFORE //p' "$out.txt")
 after=$(sed -n 's/.*GUEST-RES-AFTER //p' "$out.txt")
 if [ -z "$result" ]; then
@@ -148,9 +156,10 @@ clean=false
 errors=$(grep -c 'GUEST-ERROR' "$out.txt" || true)
 summary=$(printf '%s' "$result" | jq -c --arg before "$before" --arg after "$after" \
     --argjson clean "$clean" --argjson errors "$errors" --argjson world "$world" \
+    --argjson spawned "$spawned" \
     '. + {resources_before: $before, resources_after: $after, resources_released: $clean,
-          guest_errors: $errors, runtime_job: $world} |
-     .ok = (.ok and $clean and $errors == 0 and $world.ok)')
+          guest_errors: $errors, runtime_job: $world, spawn_on_demand_vs_eager: $spawned} |
+     .ok = (.ok and $clean and $errors == 0 and $world.ok and $spawned.ok)')
 if [ "$json" = --json ]; then
     echo "$summary"
 else

@@ -94,7 +94,13 @@ pub(super) fn join_job(
     };
     let (verbs, devices) = if probe {
         let exchange = exchange.as_deref_mut().ok_or_else(|| no_exchange("verbs"))?;
-        join_devices(exchange, rank, size, setting == TransportSetting::Verbs)?
+        join_devices(
+            exchange,
+            rank,
+            size,
+            setting == TransportSetting::Verbs,
+            settings.verbs_eager,
+        )?
     } else {
         (None, vec![false; size])
     };
@@ -158,22 +164,26 @@ fn join_tcp(
 /// Learns which ranks have an RDMA device and opens this rank's verbs transport on its
 /// first one if it has one (collective: every rank takes part). `strict`
 /// (`COMMCORE_TRANSPORT=verbs`): every rank must have one, else the error names a rank
-/// without.
+/// without. `eager`: connects every pair with devices before it returns.
 #[cfg(feature = "verbs")]
 fn join_devices(
     exchange: &mut dyn Exchange,
     rank: usize,
     size: usize,
     strict: bool,
+    eager: bool,
 ) -> Result<(Option<MessageLink>, Vec<bool>), InitError> {
-    use crate::transport::verbs::{ibverbs::IbvDevice, join, VerbsSettings};
+    use crate::transport::verbs::{ibverbs::IbvDevice, join, ConnectMode, VerbsSettings};
     let bad = |m: String| InitError::Transport(format!("COMMCORE_TRANSPORT=verbs: {m}"));
     let (device, open_error) = match IbvDevice::open() {
         Ok(device) => (Some(device), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    let joined = join::join_where_present(exchange, device, rank, size, VerbsSettings::new(0))
-        .map_err(bad)?;
+    let mut verbs = VerbsSettings::new(0);
+    if eager {
+        verbs.connect = ConnectMode::Eager;
+    }
+    let mut joined = join::join_where_present(exchange, device, rank, size, verbs).map_err(bad)?;
     if strict {
         if let Some(error) = open_error.or(joined.open_error) {
             return Err(bad(error));
@@ -181,6 +191,9 @@ fn join_devices(
         if let Some(missing) = joined.devices.iter().position(|&has| !has) {
             return Err(bad(format!("rank {missing} has no RDMA device")));
         }
+    }
+    if let (true, Some(transport)) = (eager, joined.transport.as_mut()) {
+        transport.wait_connected().map_err(|e| bad(e.to_string()))?;
     }
     Ok((joined.transport.map(MessageLink::verbs), joined.devices))
 }
@@ -193,6 +206,7 @@ fn join_devices(
     _rank: usize,
     size: usize,
     strict: bool,
+    _eager: bool,
 ) -> Result<(Option<MessageLink>, Vec<bool>), InitError> {
     if strict {
         return Err(InitError::Transport(
@@ -231,7 +245,8 @@ mod tests {
     #[test]
     fn verbs_in_a_build_without_them_is_one_clear_error() {
         let mut kv = Refusing;
-        let error = super::join_devices(&mut kv, 0, 2, true).err().expect("an error").to_string();
+        let error =
+            super::join_devices(&mut kv, 0, 2, true, false).err().expect("an error").to_string();
         assert!(error.contains("no verbs transport") && error.contains("`verbs` feature"));
     }
 

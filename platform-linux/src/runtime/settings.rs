@@ -51,13 +51,17 @@ pub const ENV_BIND: &str = "COMMCORE_BIND";
 /// free; set it for a second job on the same host).
 pub const ENV_CPU_OFFSET: &str = "COMMCORE_CPU_OFFSET";
 /// Environment: `auto` (the default) reaches peers on this host through shared memory and
-/// peers on other hosts over TCP; `tcp` sends everything between two ranks over TCP;
+/// peers on other hosts over verbs where both ends have a device, else TCP; `tcp` sends
+/// everything between two ranks over TCP;
 /// `verbs` everything over verbs (a build with the `verbs` feature, on a machine with a
 /// device).
 pub const ENV_TRANSPORT: &str = "COMMCORE_TRANSPORT";
 /// Environment: milliseconds a TCP send waits for a peer that takes nothing before the
 /// peer counts as no longer reading (default 1000).
 pub const ENV_TCP_SEND_TIMEOUT_MS: &str = "COMMCORE_TCP_SEND_TIMEOUT_MS";
+/// Environment: `on_demand` (the default) connects verbs queue pairs at a pair's first
+/// message; `eager` connects every pair of a job or of two groups that meet at once.
+pub const ENV_VERBS_CONNECT: &str = "COMMCORE_VERBS_CONNECT";
 
 /// One setting as the help texts list it: its variable, what it accepts, what it does.
 pub struct SettingDoc {
@@ -159,6 +163,12 @@ pub const SETTINGS: &[SettingDoc] = &[
         accepted: "milliseconds: a whole number above 0, e.g. 1000",
         meaning: "how long a TCP send waits for a peer that reads nothing before failing",
     },
+    SettingDoc {
+        name: ENV_VERBS_CONNECT,
+        accepted: "on_demand (default) or eager",
+        meaning: "when verbs connections are made: at a pair's first message, or all at once \
+                  when a job starts or two groups meet (the papers' baseline)",
+    },
 ];
 
 /// How ranks reach each other.
@@ -224,6 +234,8 @@ pub struct Settings {
     pub transport: TransportSetting,
     /// `COMMCORE_TCP_SEND_TIMEOUT_MS`.
     pub tcp_send_timeout_ms: Option<u64>,
+    /// `COMMCORE_VERBS_CONNECT=eager`.
+    pub verbs_eager: bool,
 }
 
 impl Default for Settings {
@@ -244,6 +256,7 @@ impl Default for Settings {
             cpu_offset: None,
             transport: TransportSetting::Auto,
             tcp_send_timeout_ms: None,
+            verbs_eager: false,
         }
     }
 }
@@ -339,6 +352,13 @@ impl Settings {
                         "auto" => TransportSetting::Auto,
                         "tcp" => TransportSetting::Tcp,
                         "verbs" => TransportSetting::Verbs,
+                        _ => return Err(bad(accepted())),
+                    }
+                }
+                ENV_VERBS_CONNECT => {
+                    s.verbs_eager = match value.as_str() {
+                        "on_demand" => false,
+                        "eager" => true,
                         _ => return Err(bad(accepted())),
                     }
                 }
@@ -542,8 +562,11 @@ mod tests {
             (ENV_COLL, "coll=^shm"),
             (ENV_TRANSPORT, "tcp"),
             (ENV_TCP_SEND_TIMEOUT_MS, "2500"),
+            (ENV_VERBS_CONNECT, "eager"),
         ])
         .unwrap();
+        assert!(s.verbs_eager);
+        assert!(parse(&[(ENV_VERBS_CONNECT, "lazy")]).is_err());
         assert_eq!(s.transport, TransportSetting::Tcp);
         assert_eq!(s.tcp_send_timeout_ms, Some(2500));
         assert!(parse(&[(ENV_TCP_SEND_TIMEOUT_MS, "0")]).is_err());

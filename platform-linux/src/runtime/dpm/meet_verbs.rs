@@ -25,19 +25,23 @@ use crate::transport::verbs::ibverbs::IbvDevice;
 pub(super) enum OwnVerbs {}
 
 /// Opens a transport for a meeting under the port's `token` when this process has a
-/// device and `COMMCORE_TRANSPORT` does not ask for TCP; the handshake gives up at
-/// `deadline` at the latest.
+/// device and `COMMCORE_TRANSPORT` does not ask for TCP; a handshake may take until
+/// `deadline`, as over TCP.
 #[cfg(feature = "verbs")]
 pub(super) fn open(token: Token, deadline: Instant, seed: u64) -> Option<OwnVerbs> {
     use crate::runtime::settings::{self, TransportSetting};
-    use crate::transport::verbs::VerbsSettings;
-    if settings::current().transport == TransportSetting::Tcp {
+    use crate::transport::verbs::{ConnectMode, VerbsSettings};
+    let settings = settings::current();
+    if settings.transport == TransportSetting::Tcp {
         return None;
     }
     let device = IbvDevice::open().ok()?;
     let mut verbs = VerbsSettings::new(u128::from_le_bytes(token.0));
+    if settings.verbs_eager {
+        verbs.connect = ConnectMode::Eager;
+    }
     let left = deadline.saturating_duration_since(Instant::now());
-    verbs.handshake.timeout = (left.as_micros() as u64).clamp(100_000, verbs.handshake.timeout);
+    verbs.handshake.timeout = (left.as_micros() as u64).max(100_000);
     OwnVerbs::new(device, 0, 0, verbs, seed).ok()
 }
 
@@ -56,6 +60,7 @@ pub(super) fn address(own: &OwnVerbs) -> VerbsAddress {
 
 /// The link for the pair of groups: this process is `me` among `peers` (both groups'
 /// addresses, A's first); `watch` is the launcher's failure word for the pair, if any.
+/// With `COMMCORE_VERBS_CONNECT=eager` every pair is connected before it returns.
 pub(super) fn link(
     own: OwnVerbs,
     (me, seed): (usize, u64),
@@ -67,6 +72,9 @@ pub(super) fn link(
         let mut own = own;
         own.set_rank(me, seed);
         own.set_peers(peers).map_err(|e| e.to_string())?;
+        if crate::runtime::settings::current().verbs_eager {
+            own.wait_connected().map_err(|e| e.to_string())?;
+        }
         Ok(MessageLink::verbs_watching(own, watch))
     }
     #[cfg(not(feature = "verbs"))]

@@ -59,10 +59,12 @@ pub struct VerbsSettings {
 }
 
 impl VerbsSettings {
-    /// Defaults for a job whose handshakes carry `token`.
+    /// Defaults for a job whose handshakes carry `token`. A handshake gives up after 5 s:
+    /// it bounds only a peer that never answers (a connected peer that dies fails its queue
+    /// pair sooner), and processes of a loaded machine can go unscheduled for over 1.5 s.
     pub fn new(token: u128) -> Self {
         let mut handshake = Config::micros(token);
-        handshake.timeout = 1_500_000;
+        handshake.timeout = 5_000_000;
         Self {
             eager_max: 8 << 10,
             srq_buffers: 128,
