@@ -2,6 +2,7 @@
 # Compares MPI collectives native and with libcommcore_pmpi in front (LD_PRELOAD), under
 # Debian's Open MPI and MPICH, at 2, 4 and 8 processes:
 #   scripts/compare-pmpi.sh [--json] [--runs N] [--procs "2 4 8"] [--modes "native commcore off"]
+#                           [--mpis "openmpi mpich"] [--raw FILE]
 # Two benchmarks of ours: ffi/pmpi/bench/pmpi_bench.c (collectives: barrier; bcast,
 # allreduce, alltoall at 8 B and 64 KiB; allgather at 8 B; v-collectives: alltoallv and
 # allgatherv at 8 B and 64 KiB per peer; creation: dup + free, split + free, intercomm
@@ -12,17 +13,20 @@
 # MPI and group (collective, v, creation, threads) the geometric mean of the ratios, the
 # largest ratio, and the same for the COMMCORE_PMPI=off runs (the library loaded but passing
 # everything through) against native. Timing figures: the machine may be shared; they are
-# not asserted.
+# not asserted. --raw FILE keeps every run's figure ("mpi procs mode figure us" lines), so
+# the spread behind a median can be read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-json=0 runs=5 procs="2 4 8" modes="native commcore off"
-usage="usage: scripts/compare-pmpi.sh [--json] [--runs N] [--procs LIST] [--modes LIST]"
+json=0 runs=5 procs="2 4 8" modes="native commcore off" mpis="openmpi mpich" keep=""
+usage="usage: scripts/compare-pmpi.sh [--json] [--runs N] [--procs LIST] [--modes LIST] [--mpis LIST] [--raw FILE]"
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
     --runs) runs=${2:?--runs needs a number}; shift ;;
     --procs) procs=${2:?--procs needs a list}; shift ;;
     --modes) modes=${2:?--modes needs a list}; shift ;; # native and commcore at least
+    --mpis) mpis=${2:?--mpis needs a list}; shift ;;
+    --raw) keep=${2:?--raw needs a file}; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
     esac
     shift
@@ -33,6 +37,7 @@ ffi/pmpi/build.sh target/release/libcommcore.a "$build" >&2
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+touch "$tmp/raw"
 
 run() { # mpi procs mode(native|commcore|off) [program] -> "figure us" lines
     local mpi=$1 np=$2 mode=$3 prog=${4:-bench} lib="$PWD/$build/$1/libcommcore_pmpi.so" pre=""
@@ -46,7 +51,8 @@ run() { # mpi procs mode(native|commcore|off) [program] -> "figure us" lines
     fi
 }
 
-for mpi in openmpi mpich; do
+for mpi in $mpis; do
+    case $mpi in openmpi | mpich) ;; *) echo "compare-pmpi: --mpis takes openmpi and mpich, not $mpi" >&2; exit 2 ;; esac
     "mpicc.$mpi" -O2 -o "$tmp/bench.$mpi" ffi/pmpi/bench/pmpi_bench.c
     "mpicc.$mpi" -O2 -pthread -o "$tmp/threads.$mpi" ffi/pmpi/bench/pmpi_bench_threads.c
     for np in $procs; do
@@ -63,6 +69,7 @@ for mpi in openmpi mpich; do
     done
 done
 
+[ -z "$keep" ] || cp "$tmp/raw" "$keep"
 python3 - "$tmp/raw" "$json" <<'PY'
 import json, math, statistics, sys
 raw, as_json = sys.argv[1], sys.argv[2] == "1"

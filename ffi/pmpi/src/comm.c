@@ -3,8 +3,10 @@
  * its state is built at its first blocking collective (state.c's note says why). The
  * constructors of communicators with a topology or hints build it at once. Freeing goes
  * through the attribute's delete callback (state.c). Communicators from constructors not
- * wrapped (MPI_Comm_idup, dynamic processes) get theirs at their first blocking collective;
- * nonblocking collectives on a communicator without state go to the host. */
+ * wrapped (MPI_Comm_idup, dynamic processes) get theirs at their first blocking collective,
+ * except under MPI_THREAD_MULTIPLE, where they and their descendants stay with the host
+ * (state.c says why); nonblocking collectives on a communicator without state go to the
+ * host. */
 #include "pmpi.h"
 
 /* The host's result, after marking the communicator it made with its kind. */

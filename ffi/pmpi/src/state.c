@@ -32,8 +32,10 @@
  *   constructor uses its tag, an inter-communicator its tag and both groups' lowest world
  *   ranks). Keys are 32-bit mixes: two communicators of one process whose keys collide
  *   and whose first collectives run at once on two threads would tie (commcore refuses a
- *   duplicate priority). A communicator this library never saw made (MPI_Comm_idup,
- *   dynamic processes) has the loose family's key and its first child place 0. */
+ *   duplicate priority before its round, so the member's peers would wait in theirs). A
+ *   communicator this library never saw made (MPI_Comm_idup, dynamic processes) has no
+ *   place its members agree on, nor have its descendants: under threads they all tie, so
+ *   there this family stays with the host (alike on every member: same constructors). */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <sched.h>
 #include <stdlib.h>
@@ -65,6 +67,7 @@ typedef struct cc_mark {
     uint32_t key;      /* this communicator's, alike on every member: its children's parent */
     uint32_t prio_parent, prio_tag; /* its agreement's priority, alike on every member */
     unsigned children; /* constructors run on it so far (collective: alike on every member) */
+    int loose;         /* it or an ancestor was never seen made: no priority of its own */
 } cc_mark;
 
 /* Keys of predefined and inter-communicators' families, apart from derived ones. */
@@ -262,7 +265,8 @@ fail:
 
 /* Makes the state of `comm` (collective over its members) and records it in its mark. */
 static cc_comm *attach(MPI_Comm comm, cc_mark *mark) {
-    cc_comm *cs = create(comm, mark->prio_parent, mark->prio_tag);
+    cc_comm *cs = cc_threaded && mark->loose ? NULL
+                                              : create(comm, mark->prio_parent, mark->prio_tag);
     mark->state = cs ? MARK_SERVED : MARK_UNSERVED;
     mark->cid = cs ? cs->cid : -1;
     if (mark->kind >= 0)
@@ -273,11 +277,11 @@ static cc_comm *attach(MPI_Comm comm, cc_mark *mark) {
 /* A new mark for a communicator of `kind`, or NULL (then it is served as one this library
  * never saw made). */
 static cc_mark *new_mark(MPI_Comm comm, int kind, uint32_t key, uint32_t prio_parent,
-                         uint32_t prio_tag) {
+                         uint32_t prio_tag, int loose) {
     cc_mark *mark = malloc(sizeof *mark);
     if (!mark)
         return NULL;
-    *mark = (cc_mark){kind, MARK_PENDING, -1, key, prio_parent, prio_tag, 0};
+    *mark = (cc_mark){kind, MARK_PENDING, -1, key, prio_parent, prio_tag, 0, loose};
     if (PMPI_Comm_set_attr(comm, keyval, mark) != MPI_SUCCESS) {
         free(mark);
         return NULL;
@@ -333,9 +337,9 @@ static cc_mark *mark_child(MPI_Comm parent, MPI_Comm made, int kind, int tag) {
     cc_count_made(kind);
     if (kind == CC_MADE_INTERCOMM_CREATE) {
         uint32_t t = inter_tag(made, tag);
-        return new_mark(made, kind, mix(CC_KEY_INTER, t), CC_KEY_INTER, t);
+        return new_mark(made, kind, mix(CC_KEY_INTER, t), CC_KEY_INTER, t, 0);
     }
-    return new_mark(made, kind, mix(parent_key, index), parent_key, index);
+    return new_mark(made, kind, mix(parent_key, index), parent_key, index, !p || p->loose);
 }
 
 void cc_comm_mark(MPI_Comm parent, MPI_Comm made, int kind, int tag) {
@@ -366,7 +370,7 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
             /* Seen first here: its members agree on nothing that names it but its group
              * and the order of these calls, so its priority is the loose family's. */
             cc_count_made(CC_MADE_OTHER);
-            mark = new_mark(comm, CC_MADE_OTHER, CC_KEY_LOOSE, CC_KEY_LOOSE, 0);
+            mark = new_mark(comm, CC_MADE_OTHER, CC_KEY_LOOSE, CC_KEY_LOOSE, 0, 1);
         }
         cs = mark ? attach(comm, mark) : NULL;
     } else {
@@ -433,8 +437,8 @@ int cc_state_init(void) {
     int k = fake ? atoi(fake) : 0;
     for (int i = 0; k > 0 && i < world_size; i++)
         world_nodes[i] = (uint32_t)((long)i * k / world_size);
-    cc_mark *world = new_mark(MPI_COMM_WORLD, -1, CC_KEY_WORLD, 0, CC_KEY_WORLD);
-    cc_mark *self = new_mark(MPI_COMM_SELF, -1, CC_KEY_SELF, 0, CC_KEY_SELF);
+    cc_mark *world = new_mark(MPI_COMM_WORLD, -1, CC_KEY_WORLD, 0, CC_KEY_WORLD, 0);
+    cc_mark *self = new_mark(MPI_COMM_SELF, -1, CC_KEY_SELF, 0, CC_KEY_SELF, 0);
     /* The world's shadow is every intra-communicator's within it when the host's tags hold
      * a lane of CC_TAG_SPAN per context id. */
     int *tag_ub = NULL, flag = 0;

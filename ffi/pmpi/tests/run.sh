@@ -13,7 +13,8 @@
 #   rank that fell back alone would hang the others).
 # - threads: 4 threads per process at MPI_THREAD_MULTIPLE dup, split, run collectives on
 #   what they made and free it, 1,000 iterations, then the multithreaded context id paper's
-#   deadlock case; the report must show every creation and collective served by commcore.
+#   deadlock case; the report must show every creation and collective served by commcore
+#   but those on MPI_Comm_idup's communicators (no priority their members agree on).
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -112,8 +113,14 @@ threads() {
     out=$(launch "$mpi" "$np" 1 "$bin/threads.$mpi" "$iterations" 2>&1) ||
         { echo "$out" | tail -30; fail "threads failed under $mpi at $np processes"; }
     echo "$(echo "$out" | grep '^threads:') ($mpi)"
-    host=$(echo "$out" | grep '^commcore_pmpi' | grep -vc 'all_ranks_host=0$' || true)
-    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: threads' calls went to the host"; }
+    # Only the idups' allreduces (and their communicators, kind "other") go to the host.
+    want=$(echo "$out" | sed -n 's/.*expected_host_calls=\([0-9]*\).*/\1/p')
+    got=$(echo "$out" | grep '^commcore_pmpi: ' | sed 's/.*all_ranks_host=//' | paste -sd+ | bc)
+    [ -n "$want" ] && [ "$want" = "$got" ] ||
+        { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: the host served $got calls, want $want"; }
+    host=$(echo "$out" | grep '^commcore_pmpi_comm: ' | grep -v '^commcore_pmpi_comm: other ' |
+        grep -vc 'all_ranks_host=0$' || true)
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: threads' creations went to the host"; }
     for kind in dups splits; do
         want=$(echo "$out" | sed -n "s/.*expected_${kind}_served=\([0-9]*\).*/\1/p")
         got=$(echo "$out" | sed -n "s/^commcore_pmpi_comm: ${kind%s} .*all_ranks_commcore=\([0-9]*\).*/\1/p")
@@ -158,11 +165,13 @@ for np_stride in 1:2 2:4 3:24 4:24 8:400; do
 done
 for np in 1 2 4; do corners mpich "$np"; done
 for np in 2 3; do mixed mpich "$np"; done
-# Threads: Open MPI's own creation is slow under threads (about 60 ms an iteration here),
-# and MPICH busy-polls with 16 threads on few cores: 1,000 iterations at 2 processes, fewer
-# at 3 and 4.
-threads openmpi 2 1000
+# Threads: creation under threads is slow in both hosts (Open MPI's progress hands off
+# between threads, MPICH busy-polls with 8-16 threads on few cores), and slower with this
+# library (more rounds a communicator): 1,000 iterations at 2 processes (under Open MPI on
+# a shared 2-core machine 87-155 s, past 240 s at load 20: their own limit), fewer at 3
+# and 4.
+limit=${PMPI_TEST_TIMEOUT:-600} threads openmpi 2 1000
 threads openmpi 4 30
-threads mpich 2 1000
+limit=${PMPI_TEST_TIMEOUT:-600} threads mpich 2 1000
 threads mpich 3 30
 echo "pmpi tests: passed"
