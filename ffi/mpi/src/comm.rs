@@ -27,6 +27,23 @@ pub(crate) fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
     })
 }
 
+/// Stores `dup`, a duplicate of `comm`, with `comm`'s attributes and topology. When a copy
+/// callback fails, the duplicate is freed and the call fails with the callback's code.
+fn add_dup(comm: c_int, dup: Comm) -> MpiResult<c_int> {
+    let handle = add(comm, Some(dup))?;
+    if let Err(error) = crate::keyval::copy_all(comm, handle) {
+        let _ = crate::keyval::delete_all(handle);
+        state::with(|s| {
+            s.comms.remove(&handle);
+            s.errhandlers.remove(&handle);
+            Ok(())
+        })?;
+        return Err(error);
+    }
+    crate::topo::copy(comm, handle);
+    Ok(handle)
+}
+
 /// Runs communicator creation `f` on `comm` after the nonblocking collectives (and
 /// `MPI_Comm_idup`s) started on it before.
 fn on_parent<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
@@ -68,10 +85,7 @@ mpi_fn! {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let dup = on_parent(comm, |c| Ok(c.dup()?))?;
-        let handle = add(comm, Some(dup))?;
-        crate::keyval::copy_all(comm, handle)?;
-        crate::topo::copy(comm, handle);
-        put(newcomm, handle)
+        put(newcomm, add_dup(comm, dup)?)
     }
 
     fn MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
@@ -138,10 +152,7 @@ mpi_fn! {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let dup = on_parent(comm, |c| Ok(c.dup()?))?;
-        let handle = add(comm, Some(dup))?;
-        crate::keyval::copy_all(comm, handle)?;
-        crate::topo::copy(comm, handle);
-        put(newcomm, handle)
+        put(newcomm, add_dup(comm, dup)?)
     }
 
     /// `MPI_Comm_dup` run on the communicator's worker, in order with its nonblocking

@@ -67,8 +67,14 @@ mpi_fn! {
     }
 
     /// Ends MPI: what is queued for peers is delivered first.
+    /// Deletes the attributes of `MPI_COMM_SELF`, then of `MPI_COMM_WORLD`, first (the
+    /// standard's exit hooks: their callbacks may still call MPI), then ends.
     fn MPI_Finalize / PMPI_Finalize() {
-        state::finish()
+        state::with(|s| s.comm(MPI_COMM_WORLD).map(drop))?;
+        let deleted = crate::keyval::delete_all(MPI_COMM_SELF)
+            .and_then(|()| crate::keyval::delete_all(MPI_COMM_WORLD));
+        state::finish()?;
+        deleted
     }
 
     fn MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {
