@@ -102,12 +102,21 @@ mpi_fn! {
     }
 
     /// The communicator of `group`'s members, in group order (`MPI_COMM_NULL` elsewhere).
+    /// On an intra-communicator the ranks may pass disjoint groups (MPI-2.2): a split whose
+    /// color is the group's lowest rank here.
     fn MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let (c, ranks) = group_ranks(comm, group)?;
-        let made = c.create(&ranks)?;
+        let made = match ranks.iter().position(|&r| r == c.rank()) {
+            _ if c.is_inter() => c.create(&ranks)?,
+            Some(key) => {
+                let color = ranks.iter().min().copied().unwrap_or(0) as c_int;
+                c.split(color, key as c_int)?
+            }
+            None => c.split(UNDEFINED, 0)?,
+        };
         put(newcomm, add(comm, made)?)
     }
 
