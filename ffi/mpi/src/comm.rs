@@ -54,6 +54,11 @@ fn on_parent<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult
 /// Communicator `comm` and the ranks in it of `group`'s members, in group order.
 fn group_ranks(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
     crate::progress::drain(comm);
+    group_ranks_now(comm, group)
+}
+
+/// [`group_ranks`] without waiting for `comm`'s nonblocking collectives.
+fn group_ranks_now(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
     state::with(|s| {
         let c = s.comm(comm)?.clone();
         let world = members(&c)?;
@@ -131,7 +136,9 @@ mpi_fn! {
         let Some(wire_tag) = wire_tag else {
             return fail(MPI_ERR_TAG, format!("tag {tag} is negative or above {}", MAX_GROUP_TAG - 1));
         };
-        let (c, ranks) = group_ranks(comm, group)?;
+        // Its own tag keeps it apart from the collectives on `comm`, which need not have
+        // finished: waiting for them could wait for members that are in this call.
+        let (c, ranks) = group_ranks_now(comm, group)?;
         if !ranks.contains(&c.rank()) {
             return fail(MPI_ERR_GROUP, "the calling process is not in the group");
         }
@@ -140,16 +147,23 @@ mpi_fn! {
     }
 
     /// Splits into the processes that share memory (`MPI_COMM_TYPE_SHARED`, and the
-    /// hardware-guided split, which ends at the same level); `MPI_COMM_NULL` for
-    /// `MPI_UNDEFINED` and for the unguided split (there is no finer level).
-    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
+    /// hardware-guided split for `mpi_hw_resource_type` `mpi_shared_memory`, the one level
+    /// known); `MPI_COMM_NULL` for `MPI_UNDEFINED`, for other resource types or none, for the
+    /// unguided split (there is no finer level) and for MPICH's neighborhood split.
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let node = state::with(|s| Ok(s.world.node()))?;
+        let guided = || -> MpiResult<bool> {
+            let pairs = crate::info::pairs(info)?;
+            Ok(pairs.iter().any(|(k, v)| k == "mpi_hw_resource_type" && v == "mpi_shared_memory"))
+        };
         let color = match split_type {
-            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED => node as c_int,
-            MPI_COMM_TYPE_HW_UNGUIDED | MPI_UNDEFINED => UNDEFINED,
+            MPI_COMM_TYPE_SHARED => node as c_int,
+            MPI_COMM_TYPE_HW_GUIDED if guided()? => node as c_int,
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED | MPIX_COMM_TYPE_NEIGHBORHOOD => UNDEFINED,
+            MPI_UNDEFINED => UNDEFINED,
             other => return fail(MPI_ERR_ARG, format!("split type {other} is not known")),
         };
         let part = on_parent(comm, |c| Ok(c.split(color, key)?))?;

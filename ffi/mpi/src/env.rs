@@ -27,9 +27,10 @@ fn init(required: c_int) -> MpiResult<c_int> {
     if state::phase() != state::BEFORE_INIT {
         return fail(MPI_ERR_OTHER, "MPI was initialized before");
     }
-    let world =
-        if required >= MPI_THREAD_MULTIPLE { World::init_thread_multiple() } else { World::init() };
-    let world = world.or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
+    // Threaded at every level: nonblocking collectives and MPI_Comm_idup run on worker
+    // threads, so communicator creations overlap even in a single-threaded program.
+    let world = World::init_thread_multiple()
+        .or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
     epoch();
     let provided = required.clamp(MPI_THREAD_SINGLE, THREAD_LEVEL);
     state::start(State::new(world, provided));
