@@ -205,7 +205,9 @@ mpi_fn! {
             let per = Place::new(recvbuf, 1, datatype)?.packed_len() / dtype.size();
             let counts: Vec<usize> = counts.iter().map(|&n| n as usize * per).collect();
             let displs: Vec<usize> = counts.iter().scan(0, |at, &n| { let d = *at; *at += n; Some(d) }).collect();
-            let args = CollArgs::new(counts[c.rank()], dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
+            // An inter-communicator's vector is the whole of this group's blocks.
+            let n = if c.is_inter() { counts.iter().sum() } else { counts[c.rank()] };
+            let args = CollArgs::new(n, dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
             c.collective(CollOp::ReduceScatter, &args, &send, recv.bytes())?;
             recv.finish(usize::MAX)
         })

@@ -184,6 +184,19 @@ fn intra(c: &Comm) -> MpiResult {
     Ok(())
 }
 
+/// On an inter-communicator, one group may send blocks of another size than it receives
+/// (even none: a one-way call). Not provided yet; both groups see it alone (what one sends
+/// the other receives), so both fail without communicating.
+fn same_both_ways(c: &Comm, send_block: usize, recv_all: usize) -> MpiResult {
+    if c.is_inter() && send_block * blocks(c) != recv_all {
+        return fail(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "inter-communicator blocks of different sizes each way are not provided yet",
+        );
+    }
+    Ok(())
+}
+
 mpi_fn! {
     fn MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
         on_coll(comm, |c| {
@@ -235,6 +248,7 @@ mpi_fn! {
                 copy(sendbuf, sendcount, sendtype)?
             };
             let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, blocks(c))?, recvtype)?)?;
+            same_both_ways(c, send.len(), recv.bytes().len())?;
             run(c, CollOp::Allgather, send.len(), Root::Rank(0), &send, recv.bytes())?;
             recv.finish(usize::MAX)
         })
@@ -250,6 +264,7 @@ mpi_fn! {
             };
             let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, n)?, recvtype)?)?;
             let block = recv.bytes().len() / n.max(1);
+            same_both_ways(c, send.len() / n.max(1), recv.bytes().len())?;
             run(c, CollOp::Alltoall, block, Root::Rank(0), &send, recv.bytes())?;
             recv.finish(usize::MAX)
         })

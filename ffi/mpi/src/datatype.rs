@@ -149,6 +149,12 @@ pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, Op)> {
     }
     let op = reduce_op(op)?;
     let Some(dtype) = info.reduces_as else {
+        if !crate::typemap::is_derived(handle) {
+            // Complex numbers and long double: the standard's, not ours yet.
+            let message =
+                format!("reductions on predefined datatype {handle:#x} are not provided yet");
+            return fail(MPI_ERR_UNSUPPORTED_OPERATION, message);
+        }
         return fail(MPI_ERR_TYPE, format!("datatype {handle:#x} cannot be reduced here"));
     };
     if !op.supports(dtype) {

@@ -73,7 +73,7 @@ pub(crate) fn prepare(
     };
     if !info.contiguous {
         return fail(
-            MPI_ERR_TYPE,
+            MPI_ERR_UNSUPPORTED_OPERATION,
             "user operations on non-contiguous datatypes are not provided yet",
         );
     }
@@ -85,7 +85,7 @@ pub(crate) fn prepare(
         16 => Datatype::PairF64I32,
         n => {
             return fail(
-                MPI_ERR_TYPE,
+                MPI_ERR_UNSUPPORTED_OPERATION,
                 format!("user operations on a datatype of {n} bytes are not provided yet"),
             )
         }
