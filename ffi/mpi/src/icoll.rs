@@ -15,16 +15,46 @@ use crate::state;
 trait Carry: Copy {
     type Sent: Send + 'static;
     fn carry(self) -> Self::Sent;
-    fn back(sent: Self::Sent) -> Self;
+    fn back(sent: &Self::Sent) -> Self;
+}
+
+/// An integer argument; a derived datatype or user operation travels as the call's own
+/// copy, which goes when the call ends: the program may free its handle before the
+/// request completes (MPI lets it).
+struct Held {
+    handle: c_int,
+    own: Option<fn(c_int)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(free) = self.own {
+            free(self.handle);
+        }
+    }
 }
 
 impl Carry for c_int {
-    type Sent = c_int;
-    fn carry(self) -> c_int {
-        self
+    type Sent = Held;
+    fn carry(self) -> Held {
+        if crate::typemap::is_derived(self) {
+            if let Some((info, segments)) = crate::typemap::lookup(self) {
+                let copy = crate::typemap::add(info, segments);
+                return Held {
+                    handle: copy,
+                    own: Some(|h| {
+                        crate::typemap::remove(h);
+                    }),
+                };
+            }
+        }
+        if let Some(copy) = crate::ops::copy(self) {
+            return Held { handle: copy, own: Some(crate::ops::remove) };
+        }
+        Held { handle: self, own: None }
     }
-    fn back(sent: c_int) -> c_int {
-        sent
+    fn back(sent: &Held) -> c_int {
+        sent.handle
     }
 }
 
@@ -33,8 +63,8 @@ impl<T> Carry for *const T {
     fn carry(self) -> usize {
         self as usize
     }
-    fn back(sent: usize) -> Self {
-        sent as *const T
+    fn back(sent: &usize) -> Self {
+        *sent as *const T
     }
 }
 
@@ -43,8 +73,8 @@ impl<T> Carry for *mut T {
     fn carry(self) -> usize {
         self as usize
     }
-    fn back(sent: usize) -> Self {
-        sent as *mut T
+    fn back(sent: &usize) -> Self {
+        *sent as *mut T
     }
 }
 
@@ -77,7 +107,7 @@ macro_rules! nonblocking {
                 start(comm_handle, request, Box::new(move || {
                     // SAFETY: the arguments of the nonblocking call, which MPI keeps valid
                     // until its request completes.
-                    unsafe { $blocking($( <$ty as Carry>::back($arg) ),*) }
+                    unsafe { $blocking($( <$ty as Carry>::back(&$arg) ),*) }
                 }))
             }
         )* }

@@ -60,6 +60,26 @@ pub(crate) fn is_user(op: c_int) -> bool {
     defined(op).is_some()
 }
 
+/// A new handle for user operation `op` (`None` for any other handle).
+pub(crate) fn copy(op: c_int) -> Option<c_int> {
+    let copy = defined(op)?;
+    Some(add(copy))
+}
+
+/// Forgets user operation handle `op`.
+pub(crate) fn remove(op: c_int) {
+    OPS.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(|t| t.ops.remove(&op));
+}
+
+fn add(defined: Defined) -> c_int {
+    let mut guard = OPS.lock().unwrap_or_else(PoisonError::into_inner);
+    let table = guard.get_or_insert_with(|| Table { ops: HashMap::new(), next: 0 });
+    table.next = (table.next + 1) & 0x03ff_ffff;
+    let handle = (OP_KIND | table.next) as c_int;
+    table.ops.insert(handle, defined);
+    handle
+}
+
 /// The core reduction for user op `op` on `datatype` (of `info`), made ready to run in
 /// this thread. Core's element is a type of the datatype's extent, so that no schedule
 /// splits one of the program's elements.
@@ -126,15 +146,7 @@ mpi_fn! {
         if op.is_null() {
             return fail(MPI_ERR_ARG, "op is NULL");
         }
-        let handle = {
-            let mut guard = OPS.lock().unwrap_or_else(PoisonError::into_inner);
-            let table = guard.get_or_insert_with(|| Table { ops: HashMap::new(), next: 0 });
-            table.next = (table.next + 1) & 0x03ff_ffff;
-            let handle = (OP_KIND | table.next) as c_int;
-            table.ops.insert(handle, Defined { function, commutative: commute != 0 });
-            handle
-        };
-        put(op, handle)
+        put(op, add(Defined { function, commutative: commute != 0 }))
     }
 
     fn MPI_Op_free / PMPI_Op_free(op: *mut c_int) {
