@@ -121,7 +121,13 @@ mpi_fn! {
         if newtype.is_null() {
             return fail(MPI_ERR_ARG, "newtype is NULL");
         }
-        put(newtype, typemap::add(info, segments))
+        let handle = typemap::add(info, segments);
+        if let Err(error) = crate::keyval::copy_all(oldtype, handle) {
+            let _ = crate::keyval::delete_all(handle);
+            typemap::remove(handle);
+            return Err(error);
+        }
+        put(newtype, handle)
     }
 
     /// Nothing to prepare: packing reads the layout as it is.
@@ -131,6 +137,9 @@ mpi_fn! {
 
     fn MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) {
         let handle = get(datatype)?;
+        if typemap::is_derived(handle) {
+            crate::keyval::delete_all(handle)?;
+        }
         if !typemap::remove(handle) {
             return fail(MPI_ERR_TYPE, format!("{handle:#x} is not a derived datatype (predefined ones cannot be freed)"));
         }

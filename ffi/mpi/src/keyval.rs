@@ -1,5 +1,5 @@
-//! User attributes on communicators: keyvals with copy and delete callbacks, values set,
-//! read and deleted; duplicating a communicator copies them, freeing it deletes them.
+//! User attributes on communicators and datatypes: keyvals with copy and delete callbacks,
+//! values set, read and deleted; duplicating an object copies them, freeing it deletes them.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -145,10 +145,19 @@ unsafe fn create(
     unsafe { put(keyval_out, handle) }
 }
 
+/// Fails unless `object` is a communicator or a datatype (attributes are kept by handle:
+/// the kinds' handles differ).
+fn exists(object: c_int) -> MpiResult {
+    if state::with(|s| s.comm(object).map(drop)).is_ok() {
+        return Ok(());
+    }
+    crate::typemap::layout(object).map(drop)
+}
+
 /// Sets an attribute; a value it replaces is deleted first, and stays when its delete
 /// callback fails (the call then fails with the callback's code).
 fn set(comm: c_int, keyval: c_int, value: *mut c_void) -> MpiResult {
-    state::with(|s| s.comm(comm).map(drop))?;
+    exists(comm)?;
     let (k, old) =
         with(|a| Ok((self::keyval(a, keyval)?, a.values.get(&(comm, keyval)).copied())))?;
     if let Some((old, _)) = old {
@@ -159,7 +168,7 @@ fn set(comm: c_int, keyval: c_int, value: *mut c_void) -> MpiResult {
 
 /// Deletes an attribute; it stays when its delete callback fails.
 fn delete(comm: c_int, keyval: c_int) -> MpiResult {
-    state::with(|s| s.comm(comm).map(drop))?;
+    exists(comm)?;
     let (k, old) =
         with(|a| Ok((self::keyval(a, keyval)?, a.values.get(&(comm, keyval)).copied())))?;
     match old {
@@ -212,5 +221,36 @@ mpi_fn! {
 
     fn MPI_Attr_delete / PMPI_Attr_delete(comm: c_int, keyval: c_int) {
         delete(comm, keyval)
+    }
+
+    fn MPI_Type_create_keyval / PMPI_Type_create_keyval(copy_fn: Option<CopyFn>, delete_fn: Option<DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void) {
+        create(copy_fn, delete_fn, keyval, extra_state)
+    }
+
+    fn MPI_Type_free_keyval / PMPI_Type_free_keyval(keyval: *mut c_int) {
+        let handle = get(keyval)?;
+        with(|a| self::keyval(a, handle).map(drop))?;
+        put(keyval, MPI_KEYVAL_INVALID)
+    }
+
+    fn MPI_Type_set_attr / PMPI_Type_set_attr(datatype: c_int, keyval: c_int, attribute_val: *mut c_void) {
+        crate::typemap::layout(datatype)?;
+        set(datatype, keyval, attribute_val)
+    }
+
+    fn MPI_Type_get_attr / PMPI_Type_get_attr(datatype: c_int, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
+        crate::typemap::layout(datatype)?;
+        match value(datatype, keyval)? {
+            Some(v) => {
+                put(attribute_val.cast::<*mut c_void>(), v as *mut c_void)?;
+                put(flag, 1)
+            }
+            None => put(flag, 0),
+        }
+    }
+
+    fn MPI_Type_delete_attr / PMPI_Type_delete_attr(datatype: c_int, keyval: c_int) {
+        crate::typemap::layout(datatype)?;
+        delete(datatype, keyval)
     }
 }
