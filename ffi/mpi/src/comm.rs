@@ -44,6 +44,23 @@ fn add_dup(comm: c_int, dup: Comm) -> MpiResult<c_int> {
     Ok(handle)
 }
 
+/// `MPI_Comm_idup`.
+///
+/// # Safety
+/// `newcomm` stays valid for a write until the request completes; `request` is valid.
+unsafe fn idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> MpiResult {
+    if newcomm.is_null() || request.is_null() {
+        return fail(MPI_ERR_ARG, "newcomm or request is NULL");
+    }
+    state::with(|s| s.comm(comm).map(drop))?;
+    let out = newcomm as usize;
+    // The program keeps `newcomm` valid until the request completes, as MPI requires.
+    // SAFETY: `newcomm`, valid until the request completes (the caller's contract).
+    let job = Box::new(move || unsafe { PMPI_Comm_dup(comm, out as *mut c_int) });
+    // SAFETY: the caller's contract.
+    unsafe { crate::request::start_collective(request, comm, crate::progress::start(comm, job)) }
+}
+
 /// Runs communicator creation `f` on `comm` after the nonblocking collectives (and
 /// `MPI_Comm_idup`s) started on it before.
 fn on_parent<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
@@ -181,14 +198,12 @@ mpi_fn! {
     /// `MPI_Comm_dup` run on the communicator's worker, in order with its nonblocking
     /// collectives; `newcomm` is set when the request completes.
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) {
-        if newcomm.is_null() || request.is_null() {
-            return fail(MPI_ERR_ARG, "newcomm or request is NULL");
-        }
-        state::with(|s| s.comm(comm).map(drop))?;
-        let out = newcomm as usize;
-        // The program keeps `newcomm` valid until the request completes, as MPI requires.
-        let job = Box::new(move || PMPI_Comm_dup(comm, out as *mut c_int));
-        crate::request::start_collective(request, comm, crate::progress::start(comm, job))
+        idup(comm, newcomm, request)
+    }
+
+    /// `MPI_Comm_idup` (no hints are kept).
+    fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int, request: *mut c_int) {
+        idup(comm, newcomm, request)
     }
 
     fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: c_int, _info: c_int) {

@@ -16,6 +16,8 @@ use crate::state;
 pub(crate) struct Persist {
     recv: bool,
     sync: bool,
+    /// Buffered (`MPI_Bsend_init`): each start is an `MPI_Bsend`, complete at once.
+    buffered: bool,
     buf: usize,
     count: c_int,
     datatype: c_int,
@@ -73,7 +75,10 @@ fn start(handle: c_int) -> MpiResult {
     // SAFETY: the buffer the program gave at init, which MPI keeps valid while the
     // request is active.
     let begun = unsafe {
-        if p.recv {
+        if p.buffered {
+            crate::bsend::bsend(p.buf as *const c_void, p.count, p.datatype, p.peer, p.tag, comm)
+                .map(|()| Pending::finished(comm, crate::status::inactive()))
+        } else if p.recv {
             begin_recv(p.buf as *mut c_void, p.count, p.datatype, p.peer, p.tag, comm, returned)
         } else {
             begin_send(
@@ -98,20 +103,24 @@ fn start(handle: c_int) -> MpiResult {
 
 mpi_fn! {
     fn MPI_Send_init / PMPI_Send_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: false, sync: false, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
+        init(Persist { recv: false, sync: false, buffered: false, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
     }
 
     /// Synchronous (see `MPI_Ssend`).
     fn MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: false, sync: true, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
+        init(Persist { recv: false, sync: true, buffered: false, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
     }
 
     fn MPI_Rsend_init / PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: false, sync: false, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
+        init(Persist { recv: false, sync: false, buffered: false, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
+    }
+
+    fn MPI_Bsend_init / PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        init(Persist { recv: false, sync: false, buffered: true, buf: buf as usize, count, datatype, peer: dest, tag, own_type: None }, comm, request)
     }
 
     fn MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        init(Persist { recv: true, sync: false, buf: buf as usize, count, datatype, peer: source, tag, own_type: None }, comm, request)
+        init(Persist { recv: true, sync: false, buffered: false, buf: buf as usize, count, datatype, peer: source, tag, own_type: None }, comm, request)
     }
 
     fn MPI_Start / PMPI_Start(request: *mut c_int) {

@@ -16,9 +16,8 @@ crate::call::unsupported! {
     MPI_Alltoallw_init_c PMPI_Alltoallw_init_c MPI_Barrier_init PMPI_Barrier_init
     MPI_Bcast_c PMPI_Bcast_c MPI_Bcast_init PMPI_Bcast_init
     MPI_Bcast_init_c PMPI_Bcast_init_c MPI_Bsend_c PMPI_Bsend_c
-    MPI_Bsend_init PMPI_Bsend_init MPI_Bsend_init_c PMPI_Bsend_init_c
-    MPI_Buffer_attach_c PMPI_Buffer_attach_c MPI_Buffer_detach_c PMPI_Buffer_detach_c
-    MPI_Comm_create_from_group PMPI_Comm_create_from_group MPI_Comm_idup_with_info PMPI_Comm_idup_with_info
+    MPI_Bsend_init_c PMPI_Bsend_init_c MPI_Buffer_attach_c PMPI_Buffer_attach_c
+    MPI_Buffer_detach_c PMPI_Buffer_detach_c MPI_Comm_create_from_group PMPI_Comm_create_from_group
     MPI_Compare_and_swap PMPI_Compare_and_swap MPI_DUP_FN PMPI_DUP_FN
     MPI_Dist_graph_create PMPI_Dist_graph_create MPI_Dist_graph_create_adjacent PMPI_Dist_graph_create_adjacent
     MPI_Dist_graph_neighbors PMPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count PMPI_Dist_graph_neighbors_count
@@ -82,15 +81,14 @@ crate::call::unsupported! {
     MPI_Iallgatherv_c PMPI_Iallgatherv_c MPI_Iallreduce_c PMPI_Iallreduce_c
     MPI_Ialltoall_c PMPI_Ialltoall_c MPI_Ialltoallv_c PMPI_Ialltoallv_c
     MPI_Ialltoallw_c PMPI_Ialltoallw_c MPI_Ibcast_c PMPI_Ibcast_c
-    MPI_Ibsend PMPI_Ibsend MPI_Ibsend_c PMPI_Ibsend_c
-    MPI_Iexscan_c PMPI_Iexscan_c MPI_Igather_c PMPI_Igather_c
-    MPI_Igatherv_c PMPI_Igatherv_c MPI_Imrecv_c PMPI_Imrecv_c
-    MPI_Ineighbor_allgather PMPI_Ineighbor_allgather MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c
-    MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c
-    MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c
-    MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c
-    MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c
-    MPI_Info_create_env PMPI_Info_create_env MPI_Info_get_string PMPI_Info_get_string
+    MPI_Ibsend_c PMPI_Ibsend_c MPI_Iexscan_c PMPI_Iexscan_c
+    MPI_Igather_c PMPI_Igather_c MPI_Igatherv_c PMPI_Igatherv_c
+    MPI_Imrecv_c PMPI_Imrecv_c MPI_Ineighbor_allgather PMPI_Ineighbor_allgather
+    MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv
+    MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall
+    MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv
+    MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw
+    MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c MPI_Info_create_env PMPI_Info_create_env
     MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups MPI_Irecv_c PMPI_Irecv_c
     MPI_Ireduce_c PMPI_Ireduce_c MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c
     MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c MPI_Irsend_c PMPI_Irsend_c
