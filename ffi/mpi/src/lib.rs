@@ -12,6 +12,7 @@ mod coll;
 mod coll_blocks;
 mod comm;
 mod consts;
+mod contents;
 mod datatype;
 mod derived;
 mod dpm;

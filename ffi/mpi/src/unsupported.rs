@@ -175,8 +175,7 @@ crate::call::unsupported! {
     MPI_Type_create_hvector_c PMPI_Type_create_hvector_c MPI_Type_create_indexed_block_c PMPI_Type_create_indexed_block_c
     MPI_Type_create_resized_c PMPI_Type_create_resized_c MPI_Type_create_struct_c PMPI_Type_create_struct_c
     MPI_Type_create_subarray PMPI_Type_create_subarray MPI_Type_create_subarray_c PMPI_Type_create_subarray_c
-    MPI_Type_get_contents PMPI_Type_get_contents MPI_Type_get_contents_c PMPI_Type_get_contents_c
-    MPI_Type_get_envelope PMPI_Type_get_envelope MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
+    MPI_Type_get_contents_c PMPI_Type_get_contents_c MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
     MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_name PMPI_Type_get_name
     MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_hindexed PMPI_Type_hindexed
     MPI_Type_indexed_c PMPI_Type_indexed_c MPI_Type_match_size PMPI_Type_match_size
