@@ -18,7 +18,8 @@
 #
 # Sources: MPICH_TESTS_SRC=DIR (an MPICH tree or its test/mpi), else MPICH's release tarball
 # of version $version, downloaded once into target/mpich-tests and checked against a hash
-# of test/mpi's files. Logs: target/mpich-tests/logs/DIR/*.log.
+# of test/mpi's files. Logs: target/mpich-tests/logs/DIR/*.log; every verdict, with its
+# exit status and seconds: target/mpich-tests/results.tsv.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 version=4.0.2
@@ -28,7 +29,7 @@ work=$root/target/mpich-tests
 json=0
 dirs=attr,coll,comm,datatype,errhan,group,info,init,pt2pt,spawn,topo
 expect=
-timeout_default=60
+timeout_default=90
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -203,7 +204,7 @@ for dir in ${dirs//,/ }; do
             continue
         fi
         log=$work/logs/$dir/$(tr ' /=,' '____' <<<"$line").log
-        verdict=failed
+        verdict=failed started=$SECONDS
         if ! build_prog "$dir" "$prog"; then
             # A call MPICH's mpi.h lacks (an MPIX one): no MPI library can run it.
             cp "$build/$dir/$prog.build.log" "$log"
@@ -239,8 +240,9 @@ for dir in ${dirs//,/ }; do
         disputed) disputed[$dir]=$((disputed[$dir] + 1)) ;;
         failed) failed[$dir]=$((failed[$dir] + 1)); names_failed[$dir]+="$line (status $status)"$'\n' ;;
         esac
-        printf '%s\t%s\t%s\n' "$id" "$verdict" "$status" >>"$results"
-        printf '%-12s %-45s %s\n' "$verdict" "$id" "$([ "$status" = 0 ] || echo "status $status")" >&3
+        took=$((SECONDS - started))
+        printf '%s\t%s\t%s\t%s\n' "$id" "$verdict" "$status" "$took" >>"$results"
+        printf '%-12s %-45s %4ss %s\n' "$verdict" "$id" "$took" "$([ "$status" = 0 ] || echo "status $status")" >&3
     done < <(testlist "$dir")
     unset seen
 done
