@@ -63,6 +63,53 @@ fn of(handle: c_int) -> MpiResult<Contents> {
     lookup(handle).map_or_else(|| fail(MPI_ERR_TYPE, format!("{handle:#x} has no contents")), Ok)
 }
 
+/// The basic elements in the first `bytes` packed bytes of one `datatype`, walked in type
+/// map order through the constructors; `None` when they end inside one (or the type's
+/// parts are not known: pairs, whose padding travels).
+pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
+    let (info, _) = layout(datatype).ok()?;
+    if !is_derived(datatype) {
+        return match bytes {
+            0 => Some(0),
+            b if info.elements == 1 && b == info.size => Some(1),
+            _ => None,
+        };
+    }
+    let found = lookup(datatype)?;
+    let ints = &found.ints;
+    let n = |i: usize| ints.get(i).map(|&v| v.max(0) as usize);
+    // The parts in type map order: (datatype, repetitions).
+    let parts: Vec<(c_int, usize)> = match found.combiner {
+        MPI_COMBINER_DUP | MPI_COMBINER_RESIZED => vec![(found.types[0], 1)],
+        MPI_COMBINER_CONTIGUOUS => vec![(found.types[0], n(0)?)],
+        MPI_COMBINER_VECTOR
+        | MPI_COMBINER_HVECTOR
+        | MPI_COMBINER_INDEXED_BLOCK
+        | MPI_COMBINER_HINDEXED_BLOCK => vec![(found.types[0], n(0)? * n(1)?)],
+        MPI_COMBINER_INDEXED | MPI_COMBINER_HINDEXED => {
+            vec![(found.types[0], (1..=n(0)?).map(n).sum::<Option<usize>>()?)]
+        }
+        MPI_COMBINER_STRUCT => {
+            (0..n(0)?).map(|i| Some((found.types[i], n(i + 1)?))).collect::<Option<_>>()?
+        }
+        _ => return None,
+    };
+    let (mut left, mut counted) = (bytes, 0);
+    for (part, reps) in parts {
+        let part_info = layout(part).ok()?.0;
+        let whole = left.checked_div(part_info.packed).map_or(reps, |w| reps.min(w));
+        counted += whole * part_info.elements;
+        left -= whole * part_info.packed;
+        if left == 0 {
+            return Some(counted);
+        }
+        if whole < reps {
+            return Some(counted + elements_in(part, left)?);
+        }
+    }
+    (left == 0).then_some(counted)
+}
+
 mpi_fn! {
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
         let (n, a, d, c) = if is_derived(datatype) {
