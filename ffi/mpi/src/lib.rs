@@ -43,3 +43,4 @@ mod status;
 mod topo;
 mod typemap;
 mod unsupported;
+mod user_reduce;

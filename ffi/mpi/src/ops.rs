@@ -60,6 +60,31 @@ pub(crate) fn is_user(op: c_int) -> bool {
     defined(op).is_some()
 }
 
+/// Whether core's schedules take user operations on a datatype of `info`: contiguous, of
+/// an extent that is a core element.
+pub(crate) fn core_takes(info: &TypeInfo) -> bool {
+    info.contiguous && matches!(info.extent, 1 | 2 | 4 | 8 | 16)
+}
+
+/// Runs user operation `op`: `inoutvec = invec op inoutvec` over `len` elements.
+///
+/// # Safety
+/// Both buffers hold `len` elements of `datatype`, laid out as it says.
+pub(crate) unsafe fn call(
+    op: c_int,
+    invec: *mut c_void,
+    inoutvec: *mut c_void,
+    len: &mut c_int,
+    datatype: &mut c_int,
+) -> MpiResult {
+    let Some(defined) = defined(op) else {
+        return fail(MPI_ERR_OP, format!("{op:#x} is not an operation"));
+    };
+    // SAFETY: the program's MPI_User_function on buffers as the caller's contract says.
+    unsafe { (defined.function)(invec, inoutvec, len, datatype) };
+    Ok(())
+}
+
 /// A new handle for user operation `op` (`None` for any other handle).
 pub(crate) fn copy(op: c_int) -> Option<c_int> {
     let copy = defined(op)?;
