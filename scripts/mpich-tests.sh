@@ -201,6 +201,7 @@ for dir in ${dirs//,/ }; do
         read -r prog np args <<<"$line"
         if [ "$skip" != - ]; then
             skipped[$dir]=$((skipped[$dir] + 1))
+            printf '%s\tskipped\t%s\t0\n' "$id" "$skip" >>"$results"
             continue
         fi
         log=$work/logs/$dir/$(tr ' /=,' '____' <<<"$line").log
