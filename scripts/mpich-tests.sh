@@ -99,6 +99,7 @@ cat >"$build/include/mpitestconf.h.new" <<'EOF'
 #define HAVE_MPI_TYPE_CREATE_STRUCT 1
 #define HAVE_MPI2_COMBINERS 1
 #define HAVE_MPI_SPAWN 1
+#define HAVE_MPI_INTEGER16 1
 #define USE_STRICT_MPI 1
 #define THREAD_PACKAGE_NAME THREAD_PACKAGE_POSIX
 #define POINTERINT_t long

@@ -1,13 +1,15 @@
 //! Derived datatypes (contiguous, vector, indexed, structure, resized, dup) and the type
 //! queries: size, extents, commit, free, addresses.
 
-use std::ffi::{c_int, c_long, c_void};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_long, c_void};
+use std::sync::{Mutex, PoisonError};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::contents::*;
 use crate::error::{fail, MpiResult};
-use crate::ptr::{array, count, get, put};
+use crate::ptr::{array, c_str, count, get, put, put_text};
 use crate::typemap::{self, bounds, layout, Builder};
 
 /// Builds a type from `blocks` (displacement in bytes, elements) of `old`, and stores it.
@@ -157,6 +159,7 @@ mpi_fn! {
             crate::keyval::delete_all(handle)?;
         }
         crate::contents::forget(handle);
+        NAMES.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(|n| n.remove(&handle));
         if !typemap::remove(handle) {
             return fail(MPI_ERR_TYPE, format!("{handle:#x} is not a derived datatype (predefined ones cannot be freed)"));
         }
@@ -204,4 +207,26 @@ mpi_fn! {
     fn MPI_Address / PMPI_Address(location: *const c_void, address: *mut c_long) {
         put(address, location as c_long)
     }
+
+    /// A predefined datatype's own name until the program sets one; a derived one's is
+    /// empty until then.
+    fn MPI_Type_get_name / PMPI_Type_get_name(datatype: c_int, type_name: *mut c_char, resultlen: *mut c_int) {
+        layout(datatype)?;
+        let set = NAMES.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|n| n.get(&datatype).cloned());
+        let name = set.unwrap_or_else(|| {
+            let predefined = crate::type_names::TYPE_NAMES.iter().find(|(h, _)| *h == datatype as u32);
+            predefined.map_or(String::new(), |(_, name)| name.to_string())
+        });
+        put_text(type_name, MPI_MAX_OBJECT_NAME, resultlen, &name)
+    }
+
+    fn MPI_Type_set_name / PMPI_Type_set_name(datatype: c_int, type_name: *const c_char) {
+        layout(datatype)?;
+        let name = c_str(type_name)?.chars().take(MPI_MAX_OBJECT_NAME - 1).collect();
+        NAMES.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(HashMap::new).insert(datatype, name);
+        Ok(())
+    }
 }
+
+/// Names the program gave datatypes.
+static NAMES: Mutex<Option<HashMap<c_int, String>>> = Mutex::new(None);

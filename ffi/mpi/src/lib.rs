@@ -41,6 +41,7 @@ mod request_table;
 mod state;
 mod status;
 mod topo;
+mod type_names;
 mod typemap;
 mod unsupported;
 mod user_reduce;

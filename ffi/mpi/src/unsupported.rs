@@ -176,10 +176,9 @@ crate::call::unsupported! {
     MPI_Type_create_resized_c PMPI_Type_create_resized_c MPI_Type_create_struct_c PMPI_Type_create_struct_c
     MPI_Type_create_subarray PMPI_Type_create_subarray MPI_Type_create_subarray_c PMPI_Type_create_subarray_c
     MPI_Type_get_contents_c PMPI_Type_get_contents_c MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
-    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_name PMPI_Type_get_name
-    MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_hindexed PMPI_Type_hindexed
-    MPI_Type_indexed_c PMPI_Type_indexed_c MPI_Type_match_size PMPI_Type_match_size
-    MPI_Type_set_name PMPI_Type_set_name MPI_Type_size_c PMPI_Type_size_c
+    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c
+    MPI_Type_hindexed PMPI_Type_hindexed MPI_Type_indexed_c PMPI_Type_indexed_c
+    MPI_Type_match_size PMPI_Type_match_size MPI_Type_size_c PMPI_Type_size_c
     MPI_Type_vector_c PMPI_Type_vector_c MPI_Unpack_c PMPI_Unpack_c
     MPI_Unpack_external PMPI_Unpack_external MPI_Unpack_external_c PMPI_Unpack_external_c
     MPI_Win_allocate PMPI_Win_allocate MPI_Win_allocate_c PMPI_Win_allocate_c
