@@ -138,6 +138,8 @@ mpi_library() {
     step "MPI library: MPICH-built C programs on libmpich.so.12 over the runtime (commcore run, mpiexec.mpich)"
     nice -n 10 cargo build --locked -p commcore-cli
     ffi/mpi/tests/run.sh target/mpi
+    step "MPICH's own tests (release 4.0.2, fetched once) on the MPI library: every one that passed still passes"
+    timeout 900 scripts/mpich-tests.sh --expect scripts/mpich-tests/expected-pass.txt
 }
 
 # In a subshell, so that the trap stops the cluster however the step ends.

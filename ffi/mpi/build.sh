@@ -22,7 +22,9 @@ cd "$root"
 cargo build -q -p commcore-mpi $flag $features
 target=${CARGO_TARGET_DIR:-$root/target}
 mkdir -p "$out"
-cp "$target/$profile/libcommcore_mpi.so" "$out/libmpich.so.12"
+# Replaced, not overwritten: programs running on the old library keep their copy.
+cp "$target/$profile/libcommcore_mpi.so" "$out/.libmpich.so.12.new"
+mv -f "$out/.libmpich.so.12.new" "$out/libmpich.so.12"
 for name in libmpi.so.12 libmpich.so libmpi.so; do
     ln -sf libmpich.so.12 "$out/$name"
 done

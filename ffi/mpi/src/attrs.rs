@@ -15,7 +15,8 @@ static HOST: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
 static IO: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
 static WTIME_IS_GLOBAL: AtomicI32 = AtomicI32::new(0);
 static UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(1);
-static LASTUSEDCODE: AtomicI32 = AtomicI32::new(78);
+/// No codes are added at run time: the last one used is the last predefined one.
+static LASTUSEDCODE: AtomicI32 = AtomicI32::new(MPI_ERR_LASTCODE);
 static APPNUM: AtomicI32 = AtomicI32::new(0);
 
 /// # Safety

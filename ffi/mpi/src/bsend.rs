@@ -41,7 +41,7 @@ impl Attached {
 
 /// # Safety
 /// `buf` holds `count` elements of `datatype`.
-unsafe fn bsend(
+pub(crate) unsafe fn bsend(
     buf: *const c_void,
     count: c_int,
     datatype: c_int,
@@ -96,6 +96,16 @@ mpi_fn! {
 
     fn MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) {
         bsend(buf, count, datatype, dest, tag, comm)
+    }
+
+    /// `MPI_Bsend`, which completes locally once the data is in the attached buffer: the
+    /// request is complete from the start.
+    fn MPI_Ibsend / PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
+        if request.is_null() {
+            return fail(MPI_ERR_ARG, "the request argument is NULL");
+        }
+        bsend(buf, count, datatype, dest, tag, comm)?;
+        crate::request::start(request, crate::request::Pending::finished(comm, crate::status::inactive()))
     }
 }
 

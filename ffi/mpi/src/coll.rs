@@ -114,6 +114,20 @@ unsafe fn scan(
     rop: c_int,
     comm: c_int,
 ) -> MpiResult {
+    if crate::user_reduce::needed(datatype, rop) {
+        // SAFETY: the caller's contract.
+        let send = unsafe { operand(sendbuf, recvbuf, count, datatype) }?;
+        return on_coll(comm, |c| {
+            let upto = if op == CollOp::Scan { c.rank() + 1 } else { c.rank() };
+            // Every rank takes part; rank 0 of an exclusive scan gets nothing.
+            let result = crate::user_reduce::prefix(c, &send, count, datatype, rop, upto)?;
+            if upto == 0 {
+                return Ok(());
+            }
+            // SAFETY: the caller's contract.
+            unsafe { Place::new(recvbuf, count, datatype)?.unpack(&result) }
+        });
+    }
     let (dtype, rop) = reduction(datatype, rop)?;
     // SAFETY: the caller's contract.
     let (send, mut recv) =
@@ -141,6 +155,19 @@ mpi_fn! {
     }
 
     fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
+        if crate::user_reduce::needed(datatype, op) {
+            return on_coll(comm, |c| {
+                let root = match root_of(c, root)? {
+                    Root::Rank(r) if !c.is_inter() => r as usize,
+                    _ => return fail(MPI_ERR_UNSUPPORTED_OPERATION, "user operations on this datatype over inter-communicators are not provided yet"),
+                };
+                let send = if c.rank() == root { operand(sendbuf, recvbuf, count, datatype)? } else { copy(sendbuf, count, datatype)? };
+                match crate::user_reduce::reduce(c, &send, count, datatype, op, Some(root))? {
+                    Some(result) => Place::new(recvbuf, count, datatype)?.unpack(&result),
+                    None => Ok(()),
+                }
+            });
+        }
         let (dtype, rop) = reduction(datatype, op)?;
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
@@ -159,6 +186,18 @@ mpi_fn! {
     }
 
     fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        if crate::user_reduce::needed(datatype, op) {
+            let send = operand(sendbuf, recvbuf, count, datatype)?;
+            return on_coll(comm, |c| {
+                if c.is_inter() {
+                    return fail(MPI_ERR_UNSUPPORTED_OPERATION, "user operations on this datatype over inter-communicators are not provided yet");
+                }
+                match crate::user_reduce::reduce(c, &send, count, datatype, op, None)? {
+                    Some(result) => Place::new(recvbuf, count, datatype)?.unpack(&result),
+                    None => Ok(()),
+                }
+            });
+        }
         let (dtype, rop) = reduction(datatype, op)?;
         let (send, mut recv) = (operand(sendbuf, recvbuf, count, datatype)?, result(recvbuf, count, datatype)?);
         on_coll(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, send.len() / dtype.size(), &send, recv.bytes()))?;
@@ -183,6 +222,13 @@ mpi_fn! {
     }
 
     fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        if crate::user_reduce::needed(datatype, op) {
+            return on_coll(comm, |c| {
+                let counts = vec![crate::ptr::count(recvcount)?; c.size()];
+                let send = operand(sendbuf, recvbuf, (counts[0] * c.size()) as c_int, datatype)?;
+                crate::user_reduce::scatter(c, &send, &counts, recvbuf, datatype, op)
+            });
+        }
         let (dtype, rop) = reduction(datatype, op)?;
         on_coll(comm, |c| {
             let total = c_int::try_from(crate::ptr::count(recvcount)? * c.size()).unwrap_or(c_int::MAX);
@@ -195,6 +241,13 @@ mpi_fn! {
     }
 
     fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
+        if crate::user_reduce::needed(datatype, op) {
+            return on_coll(comm, |c| {
+                let counts = array(recvcounts, c.size())?.iter().map(|&n| crate::ptr::count(n)).collect::<MpiResult<Vec<usize>>>()?;
+                let send = operand(sendbuf, recvbuf, counts.iter().sum::<usize>() as c_int, datatype)?;
+                crate::user_reduce::scatter(c, &send, &counts, recvbuf, datatype, op)
+            });
+        }
         let (dtype, rop) = reduction(datatype, op)?;
         on_coll(comm, |c| {
             let counts = array(recvcounts, c.size())?;
@@ -205,7 +258,9 @@ mpi_fn! {
             let per = Place::new(recvbuf, 1, datatype)?.packed_len() / dtype.size();
             let counts: Vec<usize> = counts.iter().map(|&n| n as usize * per).collect();
             let displs: Vec<usize> = counts.iter().scan(0, |at, &n| { let d = *at; *at += n; Some(d) }).collect();
-            let args = CollArgs::new(counts[c.rank()], dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
+            // An inter-communicator's vector is the whole of this group's blocks.
+            let n = if c.is_inter() { counts.iter().sum() } else { counts[c.rank()] };
+            let args = CollArgs::new(n, dtype).with_op(rop).with_recv(Blocks { counts: &counts, displs: &displs });
             c.collective(CollOp::ReduceScatter, &args, &send, recv.bytes())?;
             recv.finish(usize::MAX)
         })

@@ -27,6 +27,40 @@ pub(crate) fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
     })
 }
 
+/// Stores `dup`, a duplicate of `comm`, with `comm`'s attributes and topology. When a copy
+/// callback fails, the duplicate is freed and the call fails with the callback's code.
+fn add_dup(comm: c_int, dup: Comm) -> MpiResult<c_int> {
+    let handle = add(comm, Some(dup))?;
+    if let Err(error) = crate::keyval::copy_all(comm, handle) {
+        let _ = crate::keyval::delete_all(handle);
+        state::with(|s| {
+            s.comms.remove(&handle);
+            s.errhandlers.remove(&handle);
+            Ok(())
+        })?;
+        return Err(error);
+    }
+    crate::topo::copy(comm, handle);
+    Ok(handle)
+}
+
+/// `MPI_Comm_idup`.
+///
+/// # Safety
+/// `newcomm` stays valid for a write until the request completes; `request` is valid.
+unsafe fn idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) -> MpiResult {
+    if newcomm.is_null() || request.is_null() {
+        return fail(MPI_ERR_ARG, "newcomm or request is NULL");
+    }
+    state::with(|s| s.comm(comm).map(drop))?;
+    let out = newcomm as usize;
+    // The program keeps `newcomm` valid until the request completes, as MPI requires.
+    // SAFETY: `newcomm`, valid until the request completes (the caller's contract).
+    let job = Box::new(move || unsafe { PMPI_Comm_dup(comm, out as *mut c_int) });
+    // SAFETY: the caller's contract.
+    unsafe { crate::request::start_collective(request, comm, crate::progress::start(comm, job)) }
+}
+
 /// Runs communicator creation `f` on `comm` after the nonblocking collectives (and
 /// `MPI_Comm_idup`s) started on it before.
 fn on_parent<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
@@ -37,6 +71,11 @@ fn on_parent<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult
 /// Communicator `comm` and the ranks in it of `group`'s members, in group order.
 fn group_ranks(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
     crate::progress::drain(comm);
+    group_ranks_now(comm, group)
+}
+
+/// [`group_ranks`] without waiting for `comm`'s nonblocking collectives.
+fn group_ranks_now(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
     state::with(|s| {
         let c = s.comm(comm)?.clone();
         let world = members(&c)?;
@@ -68,10 +107,7 @@ mpi_fn! {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let dup = on_parent(comm, |c| Ok(c.dup()?))?;
-        let handle = add(comm, Some(dup))?;
-        crate::keyval::copy_all(comm, handle)?;
-        crate::topo::copy(comm, handle);
-        put(newcomm, handle)
+        put(newcomm, add_dup(comm, dup)?)
     }
 
     fn MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) {
@@ -88,12 +124,21 @@ mpi_fn! {
     }
 
     /// The communicator of `group`'s members, in group order (`MPI_COMM_NULL` elsewhere).
+    /// On an intra-communicator the ranks may pass disjoint groups (MPI-2.2): a split whose
+    /// color is the group's lowest rank here.
     fn MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let (c, ranks) = group_ranks(comm, group)?;
-        let made = c.create(&ranks)?;
+        let made = match ranks.iter().position(|&r| r == c.rank()) {
+            _ if c.is_inter() => c.create(&ranks)?,
+            Some(key) => {
+                let color = ranks.iter().min().copied().unwrap_or(0) as c_int;
+                c.split(color, key as c_int)?
+            }
+            None => c.split(UNDEFINED, 0)?,
+        };
         put(newcomm, add(comm, made)?)
     }
 
@@ -108,7 +153,9 @@ mpi_fn! {
         let Some(wire_tag) = wire_tag else {
             return fail(MPI_ERR_TAG, format!("tag {tag} is negative or above {}", MAX_GROUP_TAG - 1));
         };
-        let (c, ranks) = group_ranks(comm, group)?;
+        // Its own tag keeps it apart from the collectives on `comm`, which need not have
+        // finished: waiting for them could wait for members that are in this call.
+        let (c, ranks) = group_ranks_now(comm, group)?;
         if !ranks.contains(&c.rank()) {
             return fail(MPI_ERR_GROUP, "the calling process is not in the group");
         }
@@ -117,16 +164,23 @@ mpi_fn! {
     }
 
     /// Splits into the processes that share memory (`MPI_COMM_TYPE_SHARED`, and the
-    /// hardware-guided split, which ends at the same level); `MPI_COMM_NULL` for
-    /// `MPI_UNDEFINED` and for the unguided split (there is no finer level).
-    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, _info: c_int, newcomm: *mut c_int) {
+    /// hardware-guided split for `mpi_hw_resource_type` `mpi_shared_memory`, the one level
+    /// known); `MPI_COMM_NULL` for `MPI_UNDEFINED`, for other resource types or none, for the
+    /// unguided split (there is no finer level) and for MPICH's neighborhood split.
+    fn MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let node = state::with(|s| Ok(s.world.node()))?;
+        let guided = || -> MpiResult<bool> {
+            let pairs = crate::info::pairs(info)?;
+            Ok(pairs.iter().any(|(k, v)| k == "mpi_hw_resource_type" && v == "mpi_shared_memory"))
+        };
         let color = match split_type {
-            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED => node as c_int,
-            MPI_COMM_TYPE_HW_UNGUIDED | MPI_UNDEFINED => UNDEFINED,
+            MPI_COMM_TYPE_SHARED => node as c_int,
+            MPI_COMM_TYPE_HW_GUIDED if guided()? => node as c_int,
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED | MPIX_COMM_TYPE_NEIGHBORHOOD => UNDEFINED,
+            MPI_UNDEFINED => UNDEFINED,
             other => return fail(MPI_ERR_ARG, format!("split type {other} is not known")),
         };
         let part = on_parent(comm, |c| Ok(c.split(color, key)?))?;
@@ -138,23 +192,18 @@ mpi_fn! {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
         let dup = on_parent(comm, |c| Ok(c.dup()?))?;
-        let handle = add(comm, Some(dup))?;
-        crate::keyval::copy_all(comm, handle)?;
-        crate::topo::copy(comm, handle);
-        put(newcomm, handle)
+        put(newcomm, add_dup(comm, dup)?)
     }
 
     /// `MPI_Comm_dup` run on the communicator's worker, in order with its nonblocking
     /// collectives; `newcomm` is set when the request completes.
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) {
-        if newcomm.is_null() || request.is_null() {
-            return fail(MPI_ERR_ARG, "newcomm or request is NULL");
-        }
-        state::with(|s| s.comm(comm).map(drop))?;
-        let out = newcomm as usize;
-        // The program keeps `newcomm` valid until the request completes, as MPI requires.
-        let job = Box::new(move || PMPI_Comm_dup(comm, out as *mut c_int));
-        crate::request::start_collective(request, comm, crate::progress::start(comm, job))
+        idup(comm, newcomm, request)
+    }
+
+    /// `MPI_Comm_idup` (no hints are kept).
+    fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, _info: c_int, newcomm: *mut c_int, request: *mut c_int) {
+        idup(comm, newcomm, request)
     }
 
     fn MPI_Comm_set_info / PMPI_Comm_set_info(comm: c_int, _info: c_int) {

@@ -49,6 +49,7 @@ pub const MPI_UNDEFINED: c_int = -32766;
 pub const MPI_COMM_TYPE_SHARED: c_int = 1;
 pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 2;
 pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 3;
+pub const MPIX_COMM_TYPE_NEIGHBORHOOD: c_int = 4;
 pub const MPI_PROC_NULL: c_int = -1;
 pub const MPI_ANY_SOURCE: c_int = -2;
 pub const MPI_ROOT: c_int = -3;

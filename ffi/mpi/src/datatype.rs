@@ -54,8 +54,40 @@ impl TypeInfo {
     }
 }
 
+/// MPICH's predefined types of two equal halves (complex numbers, the Fortran pairs and
+/// `MPI_2INT`): aligned as one half, as C and Fortran align them.
+const HALVES: [u32; 15] = [
+    0x4c00_081e,
+    0x4c00_1022,
+    0x4c00_0821,
+    0x4c00_1023,
+    0x4c00_0828,
+    0x4c00_102a,
+    0x4c00_202c,
+    0x4c00_0840,
+    0x4c00_1041,
+    0x4c00_2042,
+    0x4c00_0834,
+    0x4c00_1035,
+    0x4c00_2036,
+    0x4c00_0816,
+    0x4c00_0820,
+];
+
 /// The predefined datatype `handle`.
 pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
+    let mut info = predefined_info(handle)?;
+    // A value-and-int pair is aligned as its value (`MPI_FLOAT_INT`, `MPI_SHORT_INT`: 4).
+    match handle {
+        MPI_FLOAT_INT | MPI_SHORT_INT => info.align = 4,
+        MPI_DOUBLE_INT | MPI_LONG_INT | MPI_LONG_DOUBLE_INT => info.align = info.extent / 2,
+        _ if HALVES.contains(&(handle as u32)) => info.align = info.extent / 2,
+        _ => {}
+    }
+    Ok(info)
+}
+
+fn predefined_info(handle: c_int) -> MpiResult<TypeInfo> {
     use Datatype as D;
     let reduces_as = match handle {
         MPI_CHAR | MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => Some(D::I8),
@@ -117,6 +149,12 @@ pub(crate) fn reduction(handle: c_int, op: c_int) -> MpiResult<(Datatype, Op)> {
     }
     let op = reduce_op(op)?;
     let Some(dtype) = info.reduces_as else {
+        if !crate::typemap::is_derived(handle) {
+            // Complex numbers and long double: the standard's, not ours yet.
+            let message =
+                format!("reductions on predefined datatype {handle:#x} are not provided yet");
+            return fail(MPI_ERR_UNSUPPORTED_OPERATION, message);
+        }
         return fail(MPI_ERR_TYPE, format!("datatype {handle:#x} cannot be reduced here"));
     };
     if !op.supports(dtype) {

@@ -1,12 +1,15 @@
 //! Derived datatypes (contiguous, vector, indexed, structure, resized, dup) and the type
 //! queries: size, extents, commit, free, addresses.
 
-use std::ffi::{c_int, c_long, c_void};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_long, c_void};
+use std::sync::{Mutex, PoisonError};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
+use crate::contents::*;
 use crate::error::{fail, MpiResult};
-use crate::ptr::{array, count, get, put};
+use crate::ptr::{array, c_str, count, get, put, put_text};
 use crate::typemap::{self, bounds, layout, Builder};
 
 /// Builds a type from `blocks` (displacement in bytes, elements) of `old`, and stores it.
@@ -41,50 +44,61 @@ mpi_fn! {
     /// `n` elements of `oldtype` end to end.
     fn MPI_Type_contiguous / PMPI_Type_contiguous(n: c_int, oldtype: c_int, newtype: *mut c_int) {
         let n = count(n)?;
-        build(oldtype, std::iter::once(Ok((0, n))), newtype)
+        build(oldtype, std::iter::once(Ok((0, n))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_CONTIGUOUS, ints: vec![n as c_int], aints: vec![], types: vec![oldtype] })
     }
 
     /// `n` blocks of `blocklength` elements, `stride` elements apart.
     fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
         let (n, len, step) = (count(n)?, count(blocklength)?, stride as isize * unit(oldtype)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * step, len))), newtype)
+        build(oldtype, (0..n).map(|j| Ok((j as isize * step, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_VECTOR, ints: vec![n as c_int, blocklength, stride], aints: vec![], types: vec![oldtype] })
     }
 
     /// As `MPI_Type_vector`, with `stride` in bytes.
     fn MPI_Type_create_hvector / PMPI_Type_create_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)
+        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
     }
 
     fn MPI_Type_hvector / PMPI_Type_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)
+        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
     }
 
     /// Blocks of `blocklengths[i]` elements at `displacements[i]` elements.
     fn MPI_Type_indexed / PMPI_Type_indexed(n: c_int, blocklengths: *const c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
         let n = count(n)?;
         let (lens, displs, u) = (array(blocklengths, n)?, array(displacements, n)?, unit(oldtype)?);
-        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize * u, count(l)?))), newtype)
+        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize * u, count(l)?))), newtype)?;
+        let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).chain(displs.iter().copied()).collect();
+        made(newtype, Contents { combiner: MPI_COMBINER_INDEXED, ints, aints: vec![], types: vec![oldtype] })
     }
 
     /// As `MPI_Type_indexed`, with displacements in bytes.
     fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(n: c_int, blocklengths: *const c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
         let n = count(n)?;
         let (lens, displs) = (array(blocklengths, n)?, array(displacements, n)?);
-        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize, count(l)?))), newtype)
+        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize, count(l)?))), newtype)?;
+        let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).collect();
+        made(newtype, Contents { combiner: MPI_COMBINER_HINDEXED, ints, aints: displs.to_vec(), types: vec![oldtype] })
     }
 
     fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(n: c_int, blocklength: c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
         let (displs, u) = (array(displacements, n)?, unit(oldtype)?);
-        build(oldtype, displs.iter().map(|&d| Ok((d as isize * u, len))), newtype)
+        build(oldtype, displs.iter().map(|&d| Ok((d as isize * u, len))), newtype)?;
+        let ints = [n as c_int, blocklength].into_iter().chain(displs.iter().copied()).collect();
+        made(newtype, Contents { combiner: MPI_COMBINER_INDEXED_BLOCK, ints, aints: vec![], types: vec![oldtype] })
     }
 
     fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(n: c_int, blocklength: c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
         let displs = array(displacements, n)?;
-        build(oldtype, displs.iter().map(|&d| Ok((d as isize, len))), newtype)
+        build(oldtype, displs.iter().map(|&d| Ok((d as isize, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_HINDEXED_BLOCK, ints: vec![n as c_int, blocklength], aints: displs.to_vec(), types: vec![oldtype] })
     }
 
     /// Blocks of different types at byte displacements; the extent is rounded up to the
@@ -100,7 +114,9 @@ mpi_fn! {
             builder.place(&layout(types[i])?, displs[i] as isize, count(lens[i])?)?;
         }
         let (info, segments) = builder.finish(true);
-        put(newtype, typemap::add(info, segments))
+        put(newtype, typemap::add(info, segments))?;
+        let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).collect();
+        made(newtype, Contents { combiner: MPI_COMBINER_STRUCT, ints, aints: displs.to_vec(), types: types.to_vec() })
     }
 
     /// `oldtype` with lower bound `lb` and extent `extent`.
@@ -113,7 +129,8 @@ mpi_fn! {
         };
         let (old, segments) = layout(oldtype)?;
         let (info, segments) = bounds(segments.to_vec(), lb as isize, extent, old.into(), old.reduces_as);
-        put(newtype, typemap::add(info, segments))
+        put(newtype, typemap::add(info, segments))?;
+        made(newtype, Contents { combiner: MPI_COMBINER_RESIZED, ints: vec![], aints: vec![lb, extent as c_long], types: vec![oldtype] })
     }
 
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) {
@@ -121,7 +138,14 @@ mpi_fn! {
         if newtype.is_null() {
             return fail(MPI_ERR_ARG, "newtype is NULL");
         }
-        put(newtype, typemap::add(info, segments))
+        let handle = typemap::add(info, segments);
+        if let Err(error) = crate::keyval::copy_all(oldtype, handle) {
+            let _ = crate::keyval::delete_all(handle);
+            typemap::remove(handle);
+            return Err(error);
+        }
+        put(newtype, handle)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_DUP, ints: vec![], aints: vec![], types: vec![oldtype] })
     }
 
     /// Nothing to prepare: packing reads the layout as it is.
@@ -131,6 +155,11 @@ mpi_fn! {
 
     fn MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) {
         let handle = get(datatype)?;
+        if typemap::is_derived(handle) {
+            crate::keyval::delete_all(handle)?;
+        }
+        crate::contents::forget(handle);
+        NAMES.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(|n| n.remove(&handle));
         if !typemap::remove(handle) {
             return fail(MPI_ERR_TYPE, format!("{handle:#x} is not a derived datatype (predefined ones cannot be freed)"));
         }
@@ -178,4 +207,26 @@ mpi_fn! {
     fn MPI_Address / PMPI_Address(location: *const c_void, address: *mut c_long) {
         put(address, location as c_long)
     }
+
+    /// A predefined datatype's own name until the program sets one; a derived one's is
+    /// empty until then.
+    fn MPI_Type_get_name / PMPI_Type_get_name(datatype: c_int, type_name: *mut c_char, resultlen: *mut c_int) {
+        layout(datatype)?;
+        let set = NAMES.lock().unwrap_or_else(PoisonError::into_inner).as_ref().and_then(|n| n.get(&datatype).cloned());
+        let name = set.unwrap_or_else(|| {
+            let predefined = crate::type_names::TYPE_NAMES.iter().find(|(h, _)| *h == datatype as u32);
+            predefined.map_or(String::new(), |(_, name)| name.to_string())
+        });
+        put_text(type_name, MPI_MAX_OBJECT_NAME, resultlen, &name)
+    }
+
+    fn MPI_Type_set_name / PMPI_Type_set_name(datatype: c_int, type_name: *const c_char) {
+        layout(datatype)?;
+        let name = c_str(type_name)?.chars().take(MPI_MAX_OBJECT_NAME - 1).collect();
+        NAMES.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(HashMap::new).insert(datatype, name);
+        Ok(())
+    }
 }
+
+/// Names the program gave datatypes.
+static NAMES: Mutex<Option<HashMap<c_int, String>>> = Mutex::new(None);

@@ -27,9 +27,10 @@ fn init(required: c_int) -> MpiResult<c_int> {
     if state::phase() != state::BEFORE_INIT {
         return fail(MPI_ERR_OTHER, "MPI was initialized before");
     }
-    let world =
-        if required >= MPI_THREAD_MULTIPLE { World::init_thread_multiple() } else { World::init() };
-    let world = world.or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
+    // Threaded at every level: nonblocking collectives and MPI_Comm_idup run on worker
+    // threads, so communicator creations overlap even in a single-threaded program.
+    let world = World::init_thread_multiple()
+        .or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
     epoch();
     let provided = required.clamp(MPI_THREAD_SINGLE, THREAD_LEVEL);
     state::start(State::new(world, provided));
@@ -67,8 +68,14 @@ mpi_fn! {
     }
 
     /// Ends MPI: what is queued for peers is delivered first.
+    /// Deletes the attributes of `MPI_COMM_SELF`, then of `MPI_COMM_WORLD`, first (the
+    /// standard's exit hooks: their callbacks may still call MPI), then ends.
     fn MPI_Finalize / PMPI_Finalize() {
-        state::finish()
+        state::with(|s| s.comm(MPI_COMM_WORLD).map(drop))?;
+        let deleted = crate::keyval::delete_all(MPI_COMM_SELF)
+            .and_then(|()| crate::keyval::delete_all(MPI_COMM_WORLD));
+        state::finish()?;
+        deleted
     }
 
     fn MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {

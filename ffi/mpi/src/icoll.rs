@@ -15,16 +15,46 @@ use crate::state;
 trait Carry: Copy {
     type Sent: Send + 'static;
     fn carry(self) -> Self::Sent;
-    fn back(sent: Self::Sent) -> Self;
+    fn back(sent: &Self::Sent) -> Self;
+}
+
+/// An integer argument; a derived datatype or user operation travels as the call's own
+/// copy, which goes when the call ends: the program may free its handle before the
+/// request completes (MPI lets it).
+struct Held {
+    handle: c_int,
+    own: Option<fn(c_int)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(free) = self.own {
+            free(self.handle);
+        }
+    }
 }
 
 impl Carry for c_int {
-    type Sent = c_int;
-    fn carry(self) -> c_int {
-        self
+    type Sent = Held;
+    fn carry(self) -> Held {
+        if crate::typemap::is_derived(self) {
+            if let Some((info, segments)) = crate::typemap::lookup(self) {
+                let copy = crate::typemap::add(info, segments);
+                return Held {
+                    handle: copy,
+                    own: Some(|h| {
+                        crate::typemap::remove(h);
+                    }),
+                };
+            }
+        }
+        if let Some(copy) = crate::ops::copy(self) {
+            return Held { handle: copy, own: Some(crate::ops::remove) };
+        }
+        Held { handle: self, own: None }
     }
-    fn back(sent: c_int) -> c_int {
-        sent
+    fn back(sent: &Held) -> c_int {
+        sent.handle
     }
 }
 
@@ -33,8 +63,8 @@ impl<T> Carry for *const T {
     fn carry(self) -> usize {
         self as usize
     }
-    fn back(sent: usize) -> Self {
-        sent as *const T
+    fn back(sent: &usize) -> Self {
+        *sent as *const T
     }
 }
 
@@ -43,8 +73,8 @@ impl<T> Carry for *mut T {
     fn carry(self) -> usize {
         self as usize
     }
-    fn back(sent: usize) -> Self {
-        sent as *mut T
+    fn back(sent: &usize) -> Self {
+        *sent as *mut T
     }
 }
 
@@ -77,7 +107,7 @@ macro_rules! nonblocking {
                 start(comm_handle, request, Box::new(move || {
                     // SAFETY: the arguments of the nonblocking call, which MPI keeps valid
                     // until its request completes.
-                    unsafe { $blocking($( <$ty as Carry>::back($arg) ),*) }
+                    unsafe { $blocking($( <$ty as Carry>::back(&$arg) ),*) }
                 }))
             }
         )* }
@@ -100,5 +130,6 @@ nonblocking! {
     fn MPI_Igatherv / PMPI_Igatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
     fn MPI_Iscatterv / PMPI_Iscatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
     fn MPI_Iallgatherv / PMPI_Iallgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ialltoallw / PMPI_Ialltoallw => PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) on comm
     fn MPI_Ialltoallv / PMPI_Ialltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm
 }

@@ -100,6 +100,22 @@ mpi_fn! {
         }
     }
 
+    /// The value and its length with the NUL in `buflen` (only the length when it is 0).
+    fn MPI_Info_get_string / PMPI_Info_get_string(info: c_int, key_text: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) {
+        let k = key(c_str(key_text)?)?;
+        let room = count(get(buflen)?)?;
+        match with(info, |pairs| Ok(pairs.iter().find(|(pk, _)| pk == k).map(|p| p.1.clone())))? {
+            Some(v) => {
+                if room > 0 {
+                    put_text(value, room, std::ptr::null_mut(), &v)?;
+                }
+                put(buflen, (v.len() + 1) as c_int)?;
+                put(flag, 1)
+            }
+            None => put(flag, 0),
+        }
+    }
+
     fn MPI_Info_get_valuelen / PMPI_Info_get_valuelen(info: c_int, key_text: *const c_char, valuelen: *mut c_int, flag: *mut c_int) {
         let k = key(c_str(key_text)?)?;
         match with(info, |pairs| Ok(pairs.iter().find(|(pk, _)| pk == k).map(|p| p.1.len())))? {

@@ -1,5 +1,5 @@
-//! User attributes on communicators: keyvals with copy and delete callbacks, values set,
-//! read and deleted; duplicating a communicator copies them, freeing it deletes them.
+//! User attributes on communicators and datatypes: keyvals with copy and delete callbacks,
+//! values set, read and deleted; duplicating an object copies them, freeing it deletes them.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -27,9 +27,10 @@ struct Keyval {
 #[derive(Default)]
 struct Attributes {
     keyvals: HashMap<c_int, Keyval>,
-    /// Values by (communicator, keyval), as addresses.
-    values: HashMap<(c_int, c_int), usize>,
+    /// Values by (communicator, keyval), as addresses, with when each was set.
+    values: HashMap<(c_int, c_int), (usize, u64)>,
     next: u32,
+    sets: u64,
 }
 
 static ATTRIBUTES: Mutex<Option<Attributes>> = Mutex::new(None);
@@ -61,19 +62,36 @@ fn call_delete(comm: c_int, keyval: c_int, k: Keyval, value: usize) -> MpiResult
 pub(crate) fn value(comm: c_int, keyval: c_int) -> MpiResult<Option<usize>> {
     with(|a| {
         self::keyval(a, keyval)?;
-        Ok(a.values.get(&(comm, keyval)).copied())
+        Ok(a.values.get(&(comm, keyval)).map(|v| v.0))
+    })
+}
+
+/// `comm`'s attributes, in the order they were set.
+fn attributes_of(comm: c_int) -> MpiResult<Vec<(c_int, Keyval, usize)>> {
+    with(|a| {
+        let mut present: Vec<_> = a
+            .values
+            .iter()
+            .filter(|((c, _), _)| *c == comm)
+            .map(|(&(_, k), &(v, when))| (when, k, a.keyvals[&k], v))
+            .collect();
+        present.sort_unstable_by_key(|p| p.0);
+        Ok(present.into_iter().map(|(_, k, keyval, v)| (k, keyval, v)).collect())
+    })
+}
+
+/// Stores `value` of `keyval` on `comm` as the latest set.
+fn insert(comm: c_int, keyval: c_int, value: usize) -> MpiResult {
+    with(|a| {
+        a.sets += 1;
+        a.values.insert((comm, keyval), (value, a.sets));
+        Ok(())
     })
 }
 
 /// Copies `old`'s attributes to its duplicate `new` through their copy callbacks.
 pub(crate) fn copy_all(old: c_int, new: c_int) -> MpiResult {
-    let present: Vec<(c_int, Keyval, usize)> = with(|a| {
-        Ok(a.values
-            .iter()
-            .filter(|((c, _), _)| *c == old)
-            .map(|(&(_, k), &v)| (k, a.keyvals[&k], v))
-            .collect())
-    })?;
+    let present = attributes_of(old)?;
     for (key, k, value) in present {
         let Some(copy) = k.copy else { continue };
         let (mut out, mut flag): (*mut c_void, c_int) = (std::ptr::null_mut(), 0);
@@ -92,27 +110,19 @@ pub(crate) fn copy_all(old: c_int, new: c_int) -> MpiResult {
             return Err(MpiError::new(code, "an attribute copy callback failed"));
         }
         if flag != 0 {
-            with(|a| {
-                a.values.insert((new, key), out as usize);
-                Ok(())
-            })?;
+            insert(new, key, out as usize)?;
         }
     }
     Ok(())
 }
 
-/// Deletes every attribute of `comm` (it is being freed).
+/// Deletes every attribute of `comm` (it is being freed, or it is `MPI_COMM_SELF` at
+/// `MPI_Finalize`), the last set first as MPI requires at finalize. A failing delete
+/// callback stops it and keeps that attribute, so that the free fails.
 pub(crate) fn delete_all(comm: c_int) -> MpiResult {
-    let present: Vec<(c_int, Keyval, usize)> = with(|a| {
-        let keys: Vec<c_int> =
-            a.values.keys().filter(|(c, _)| *c == comm).map(|&(_, k)| k).collect();
-        Ok(keys
-            .into_iter()
-            .filter_map(|k| Some((k, a.keyvals[&k], a.values.remove(&(comm, k))?)))
-            .collect())
-    })?;
-    for (key, k, value) in present {
+    for (key, k, value) in attributes_of(comm)?.into_iter().rev() {
         call_delete(comm, key, k, value)?;
+        with(|a| Ok(a.values.remove(&(comm, key))))?;
     }
     Ok(())
 }
@@ -135,21 +145,40 @@ unsafe fn create(
     unsafe { put(keyval_out, handle) }
 }
 
-fn set(comm: c_int, keyval: c_int, value: *mut c_void) -> MpiResult {
-    state::with(|s| s.comm(comm).map(drop))?;
-    let (k, old) =
-        with(|a| Ok((self::keyval(a, keyval)?, a.values.insert((comm, keyval), value as usize))))?;
-    match old {
-        Some(old) => call_delete(comm, keyval, k, old),
-        None => Ok(()),
+/// Fails unless `object` is a communicator or a datatype (attributes are kept by handle:
+/// the kinds' handles differ).
+fn exists(object: c_int) -> MpiResult {
+    if state::with(|s| s.comm(object).map(drop)).is_ok() {
+        return Ok(());
     }
+    crate::typemap::layout(object).map(drop)
 }
 
+/// Sets an attribute; a value it replaces is deleted first, and stays when its delete
+/// callback fails (the call then fails with the callback's code).
+fn set(comm: c_int, keyval: c_int, value: *mut c_void) -> MpiResult {
+    exists(comm)?;
+    let (k, old) =
+        with(|a| Ok((self::keyval(a, keyval)?, a.values.get(&(comm, keyval)).copied())))?;
+    if let Some((old, _)) = old {
+        call_delete(comm, keyval, k, old)?;
+    }
+    insert(comm, keyval, value as usize)
+}
+
+/// Deletes an attribute; it stays when its delete callback fails.
 fn delete(comm: c_int, keyval: c_int) -> MpiResult {
-    state::with(|s| s.comm(comm).map(drop))?;
-    let (k, old) = with(|a| Ok((self::keyval(a, keyval)?, a.values.remove(&(comm, keyval)))))?;
+    exists(comm)?;
+    let (k, old) =
+        with(|a| Ok((self::keyval(a, keyval)?, a.values.get(&(comm, keyval)).copied())))?;
     match old {
-        Some(old) => call_delete(comm, keyval, k, old),
+        Some((old, _)) => {
+            call_delete(comm, keyval, k, old)?;
+            with(|a| {
+                a.values.remove(&(comm, keyval));
+                Ok(())
+            })
+        }
         None => {
             fail(MPI_ERR_KEYVAL, format!("keyval {keyval:#x} has no value on the communicator"))
         }
@@ -192,5 +221,36 @@ mpi_fn! {
 
     fn MPI_Attr_delete / PMPI_Attr_delete(comm: c_int, keyval: c_int) {
         delete(comm, keyval)
+    }
+
+    fn MPI_Type_create_keyval / PMPI_Type_create_keyval(copy_fn: Option<CopyFn>, delete_fn: Option<DeleteFn>, keyval: *mut c_int, extra_state: *mut c_void) {
+        create(copy_fn, delete_fn, keyval, extra_state)
+    }
+
+    fn MPI_Type_free_keyval / PMPI_Type_free_keyval(keyval: *mut c_int) {
+        let handle = get(keyval)?;
+        with(|a| self::keyval(a, handle).map(drop))?;
+        put(keyval, MPI_KEYVAL_INVALID)
+    }
+
+    fn MPI_Type_set_attr / PMPI_Type_set_attr(datatype: c_int, keyval: c_int, attribute_val: *mut c_void) {
+        crate::typemap::layout(datatype)?;
+        set(datatype, keyval, attribute_val)
+    }
+
+    fn MPI_Type_get_attr / PMPI_Type_get_attr(datatype: c_int, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) {
+        crate::typemap::layout(datatype)?;
+        match value(datatype, keyval)? {
+            Some(v) => {
+                put(attribute_val.cast::<*mut c_void>(), v as *mut c_void)?;
+                put(flag, 1)
+            }
+            None => put(flag, 0),
+        }
+    }
+
+    fn MPI_Type_delete_attr / PMPI_Type_delete_attr(datatype: c_int, keyval: c_int) {
+        crate::typemap::layout(datatype)?;
+        delete(datatype, keyval)
     }
 }

@@ -1,6 +1,6 @@
-//! Matched probes: `MPI_Mprobe` finds a message and `MPI_Mrecv` receives that one. The
-//! message is the oldest that matches the probe, so a receive of its source and tag takes
-//! it (calls from one thread; others could take it between).
+//! Matched probes: `MPI_Mprobe` finds a message and takes it out of matching at once (a
+//! receive of its source and tag, which takes the oldest of them: the one probed); the
+//! message handle keeps its bytes until `MPI_Mrecv` unpacks them.
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -10,18 +10,20 @@ use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
 use crate::p2p::on_comm;
+use crate::pack::Place;
 use crate::ptr::{get, put, put_status};
-use crate::request::{begin_recv, returned, start};
+use crate::request::{start, Pending};
 use crate::status;
 
 /// Kind bits of message handles.
 const MESSAGE_KIND: u32 = 0xec00_0000;
 
-/// A probed message: its communicator, source and tag.
+/// A probed message: its communicator, source, tag and data (packed).
 struct Probed {
     comm: c_int,
     source: c_int,
     tag: c_int,
+    data: Vec<u8>,
 }
 
 static MESSAGES: Mutex<Option<(HashMap<c_int, Probed>, u32)>> = Mutex::new(None);
@@ -54,19 +56,49 @@ fn probe(
     comm: c_int,
     block: bool,
 ) -> MpiResult<Option<(MpiStatus, c_int)>> {
-    let found = on_comm(comm, |c| match crate::p2p::source(source)? {
-        None => Ok(Some(None)),
-        Some(from) if block => Ok(Some(Some(c.probe(from, tag)?))),
-        Some(from) => Ok(c.iprobe(from, tag)?.map(Some)),
+    let found = on_comm(comm, |c| {
+        let probed = match crate::p2p::source(source)? {
+            None => return Ok(Some(None)),
+            Some(from) if block => c.probe(from, tag)?,
+            Some(from) => match c.iprobe(from, tag)? {
+                Some(found) => found,
+                None => return Ok(None),
+            },
+        };
+        let mut data = vec![0u8; probed.len];
+        c.recv(&mut data, probed.source, probed.tag)?;
+        Ok(Some(Some((probed, data))))
     })?;
     Ok(match found {
         None => None,
         Some(None) => Some((status::empty(), MPI_MESSAGE_NO_PROC)),
-        Some(Some(s)) => {
+        Some(Some((s, data))) => {
             let status = status::of_runtime(s);
-            Some((status, add(Probed { comm, source: status.source, tag: status.tag })))
+            Some((status, add(Probed { comm, source: status.source, tag: status.tag, data })))
         }
     })
+}
+
+/// Unpacks probed message `p` into `count` elements of `datatype` at `buf`: its status,
+/// or `MPI_ERR_TRUNCATE` (after filling the buffer) when it is larger.
+///
+/// # Safety
+/// `buf` has room for `count` elements of `datatype`.
+unsafe fn deliver(
+    p: &Probed,
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> MpiResult<MpiStatus> {
+    let place = Place::new(buf, count, datatype)?;
+    // SAFETY: the caller's contract.
+    unsafe { place.unpack(&p.data) }?;
+    if p.data.len() > place.packed_len() {
+        let message =
+            format!("message of {} bytes truncated to {}", p.data.len(), place.packed_len());
+        return fail(MPI_ERR_TRUNCATE, message);
+    }
+    Ok(status::of_message(p.source, p.tag, p.data.len()))
 }
 
 mpi_fn! {
@@ -103,18 +135,25 @@ mpi_fn! {
                 put_status(status, status::empty());
                 Ok(())
             }
-            Some(p) => crate::p2p::recv(buf, count, datatype, p.source, p.tag, p.comm, status),
+            Some(p) => {
+                crate::call::on_comm(p.comm);
+                put_status(status, deliver(&p, buf, count, datatype)?);
+                Ok(())
+            }
         }
     }
 
     fn MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) {
         let probed = take(get(message)?)?;
         put(message, MPI_MESSAGE_NULL)?;
-        let (comm, source, tag) = match probed {
-            None => (MPI_COMM_SELF, MPI_PROC_NULL, 0),
-            Some(p) => (p.comm, p.source, p.tag),
+        // The data is here: the request is complete from the start.
+        let (comm, found) = match probed {
+            None => (MPI_COMM_SELF, status::empty()),
+            Some(p) => {
+                crate::call::on_comm(p.comm);
+                (p.comm, deliver(&p, buf, count, datatype)?)
+            }
         };
-        let pending = begin_recv(buf, count, datatype, source, tag, comm, returned)?;
-        start(request, pending)
+        start(request, Pending::finished(comm, found))
     }
 }

@@ -60,6 +60,51 @@ pub(crate) fn is_user(op: c_int) -> bool {
     defined(op).is_some()
 }
 
+/// Whether core's schedules take user operations on a datatype of `info`: contiguous, of
+/// an extent that is a core element.
+pub(crate) fn core_takes(info: &TypeInfo) -> bool {
+    info.contiguous && matches!(info.extent, 1 | 2 | 4 | 8 | 16)
+}
+
+/// Runs user operation `op`: `inoutvec = invec op inoutvec` over `len` elements.
+///
+/// # Safety
+/// Both buffers hold `len` elements of `datatype`, laid out as it says.
+pub(crate) unsafe fn call(
+    op: c_int,
+    invec: *mut c_void,
+    inoutvec: *mut c_void,
+    len: &mut c_int,
+    datatype: &mut c_int,
+) -> MpiResult {
+    let Some(defined) = defined(op) else {
+        return fail(MPI_ERR_OP, format!("{op:#x} is not an operation"));
+    };
+    // SAFETY: the program's MPI_User_function on buffers as the caller's contract says.
+    unsafe { (defined.function)(invec, inoutvec, len, datatype) };
+    Ok(())
+}
+
+/// A new handle for user operation `op` (`None` for any other handle).
+pub(crate) fn copy(op: c_int) -> Option<c_int> {
+    let copy = defined(op)?;
+    Some(add(copy))
+}
+
+/// Forgets user operation handle `op`.
+pub(crate) fn remove(op: c_int) {
+    OPS.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(|t| t.ops.remove(&op));
+}
+
+fn add(defined: Defined) -> c_int {
+    let mut guard = OPS.lock().unwrap_or_else(PoisonError::into_inner);
+    let table = guard.get_or_insert_with(|| Table { ops: HashMap::new(), next: 0 });
+    table.next = (table.next + 1) & 0x03ff_ffff;
+    let handle = (OP_KIND | table.next) as c_int;
+    table.ops.insert(handle, defined);
+    handle
+}
+
 /// The core reduction for user op `op` on `datatype` (of `info`), made ready to run in
 /// this thread. Core's element is a type of the datatype's extent, so that no schedule
 /// splits one of the program's elements.
@@ -73,7 +118,7 @@ pub(crate) fn prepare(
     };
     if !info.contiguous {
         return fail(
-            MPI_ERR_TYPE,
+            MPI_ERR_UNSUPPORTED_OPERATION,
             "user operations on non-contiguous datatypes are not provided yet",
         );
     }
@@ -85,7 +130,7 @@ pub(crate) fn prepare(
         16 => Datatype::PairF64I32,
         n => {
             return fail(
-                MPI_ERR_TYPE,
+                MPI_ERR_UNSUPPORTED_OPERATION,
                 format!("user operations on a datatype of {n} bytes are not provided yet"),
             )
         }
@@ -126,15 +171,7 @@ mpi_fn! {
         if op.is_null() {
             return fail(MPI_ERR_ARG, "op is NULL");
         }
-        let handle = {
-            let mut guard = OPS.lock().unwrap_or_else(PoisonError::into_inner);
-            let table = guard.get_or_insert_with(|| Table { ops: HashMap::new(), next: 0 });
-            table.next = (table.next + 1) & 0x03ff_ffff;
-            let handle = (OP_KIND | table.next) as c_int;
-            table.ops.insert(handle, Defined { function, commutative: commute != 0 });
-            handle
-        };
-        put(op, handle)
+        put(op, add(Defined { function, commutative: commute != 0 }))
     }
 
     fn MPI_Op_free / PMPI_Op_free(op: *mut c_int) {

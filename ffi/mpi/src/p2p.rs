@@ -213,6 +213,7 @@ unsafe fn get_count(
     let bytes = status::bytes(&status);
     let packed = info.packed.max(1) as u64;
     let whole = bytes / packed;
+    let rest = bytes % packed;
     // Whole datatypes, or the basic elements they are made of (as they travel: packed).
     let n = match (elements, bytes % packed == 0) {
         (false, true) => Some(whole),
@@ -220,6 +221,8 @@ unsafe fn get_count(
         (true, false) if info.basic > 0 && bytes % info.basic as u64 == 0 => {
             Some(bytes / info.basic as u64)
         }
+        (true, false) => crate::contents::elements_in(datatype, rest as usize)
+            .map(|partial| whole * info.elements as u64 + partial as u64),
         _ => None,
     };
     let n = n.and_then(|n| c_int::try_from(n).ok()).unwrap_or(MPI_UNDEFINED);

@@ -100,14 +100,22 @@ pub(crate) fn count(count: c_int) -> MpiResult<usize> {
     usize::try_from(count).or_else(|_| fail(MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
-/// Writes `status` unless `out` is NULL or `MPI_STATUS_IGNORE`.
+/// Writes `status` unless `out` is NULL or `MPI_STATUS_IGNORE`, all but `MPI_ERROR`: a
+/// single-completion call leaves that field as it was (MPI sets it only with
+/// `MPI_ERR_IN_STATUS`).
 ///
 /// # Safety
 /// `out` is NULL, `MPI_STATUS_IGNORE` or valid for a write of a status.
 pub(crate) unsafe fn put_status(out: *mut MpiStatus, status: MpiStatus) {
     if !out.is_null() && out as usize != MPI_STATUS_IGNORE {
-        // SAFETY: a real status by the caller's contract.
-        unsafe { out.write(status) };
+        // SAFETY: a real status by the caller's contract; fields written in place.
+        unsafe {
+            std::ptr::addr_of_mut!((*out).count_lo).write(status.count_lo);
+            std::ptr::addr_of_mut!((*out).count_hi_and_cancelled)
+                .write(status.count_hi_and_cancelled);
+            std::ptr::addr_of_mut!((*out).source).write(status.source);
+            std::ptr::addr_of_mut!((*out).tag).write(status.tag);
+        }
     }
 }
 

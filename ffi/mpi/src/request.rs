@@ -53,7 +53,7 @@ impl Pending {
     pub(crate) fn inactive(comm: c_int, persist: Persist) -> Self {
         Pending {
             persist: Some(Box::new(persist)),
-            ..Pending::new(comm, Work::Done(status::empty()))
+            ..Pending::new(comm, Work::Done(status::inactive()))
         }
     }
 
@@ -62,6 +62,11 @@ impl Pending {
         self.work = other.work;
         self.packed = other.packed;
         self.unpack = other.unpack;
+    }
+
+    /// A request complete from the start, with `status`.
+    pub(crate) fn finished(comm: c_int, status: MpiStatus) -> Self {
+        Pending::new(comm, Work::Done(status))
     }
 
     fn new(comm: c_int, work: Work) -> Self {
@@ -279,7 +284,7 @@ fn take_done(handle: c_int) -> MpiResult<Option<Pending>> {
 fn retire(handle: c_int, comm: c_int, persist: Option<Box<Persist>>) -> MpiResult<c_int> {
     let Some(persist) = persist else { return Ok(MPI_REQUEST_NULL) };
     state::with(|s| {
-        let inactive = Pending::new(comm, Work::Done(status::empty()));
+        let inactive = Pending::new(comm, Work::Done(status::inactive()));
         s.requests.insert(handle, Pending { persist: Some(persist), ..inactive });
         Ok(handle)
     })
@@ -288,7 +293,7 @@ fn retire(handle: c_int, comm: c_int, persist: Option<Box<Persist>>) -> MpiResul
 /// Waits for request `handle`: its outcome, and what the handle becomes.
 fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
     let Some(pending) = take_done(handle)? else {
-        return Ok((Ok(status::empty()), MPI_REQUEST_NULL));
+        return Ok((Ok(status::inactive()), MPI_REQUEST_NULL));
     };
     let (comm, persist) = (pending.comm, pending.persist.clone());
     let outcome = pending.wait();
@@ -298,7 +303,7 @@ fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
 /// Tests request `handle`: once complete, its status and what the handle becomes.
 fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
     if handle == MPI_REQUEST_NULL {
-        return Ok(Some((status::empty(), MPI_REQUEST_NULL)));
+        return Ok(Some((status::inactive(), MPI_REQUEST_NULL)));
     }
     // Tested in place: an unfinished request stays in the table under its handle.
     let found = state::with(|s| match s.requests.get_mut(&handle) {
@@ -409,7 +414,7 @@ mpi_fn! {
     /// Whether the request has completed, and its status, leaving it as it is.
     fn MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut MpiStatus) {
         let found = if request == MPI_REQUEST_NULL {
-            Some(status::empty())
+            Some(status::inactive())
         } else {
             state::with(|s| match s.requests.get_mut(&request) {
                 Some(pending) => pending.test(),
@@ -525,9 +530,9 @@ unsafe fn any(
     let handles = unsafe { array_mut(requests, crate::ptr::count(count)?) }?;
     let block = flag.is_none();
     let (done, result) = match some_done(handles, block, true)? {
-        None => (true, (MPI_UNDEFINED, status::empty())),
+        None => (true, (MPI_UNDEFINED, status::inactive())),
         Some(found) => match found.first() {
-            None => (false, (MPI_UNDEFINED, status::empty())),
+            None => (false, (MPI_UNDEFINED, status::inactive())),
             Some(&i) => {
                 let (outcome, after) = complete(handles[i])?;
                 handles[i] = after;

@@ -28,6 +28,11 @@ pub(crate) fn empty() -> MpiStatus {
     of_message(MPI_PROC_NULL, MPI_ANY_TAG, 0)
 }
 
+/// MPI's empty status: of a null or inactive request (no source, any tag, nothing).
+pub(crate) fn inactive() -> MpiStatus {
+    of_message(MPI_ANY_SOURCE, MPI_ANY_TAG, 0)
+}
+
 /// The status of a cancelled receive.
 pub(crate) fn cancelled() -> MpiStatus {
     let mut status = empty();

@@ -90,22 +90,67 @@ fn make(comm: c_int, color: c_int, key: c_int, cart: Cart) -> MpiResult<c_int> {
     Ok(handle)
 }
 
-/// The factors of `n`, largest first.
-fn factors(mut n: usize) -> Vec<usize> {
-    let mut found = Vec::new();
-    let mut p = 2;
-    while p * p <= n {
-        while n % p == 0 {
-            found.push(p);
-            n /= p;
+/// The most balanced `k` factors of `n`, largest first: the smallest spread between the
+/// largest and the smallest, then the largest smallest, the largest next smallest, and so on
+/// (as MPICH's tests ask).
+fn balanced(n: usize, k: usize) -> Vec<usize> {
+    let mut divisors: Vec<usize> =
+        (1..).take_while(|d| d * d <= n).filter(|d| n % d == 0).collect();
+    let large: Vec<usize> = divisors.iter().rev().map(|d| n / d).filter(|&d| d * d != n).collect();
+    divisors.extend(large);
+    divisors.reverse();
+    let mut best: Option<Vec<usize>> = None;
+    search(n, k, &divisors, &mut Vec::with_capacity(k), &mut best);
+    best.unwrap_or_else(|| vec![1; k])
+}
+
+/// Tries every non-increasing factorization of `n` into `k` of `divisors` (largest first)
+/// that extends `current`; keeps the best.
+fn search(
+    n: usize,
+    k: usize,
+    divisors: &[usize],
+    current: &mut Vec<usize>,
+    best: &mut Option<Vec<usize>>,
+) {
+    if k == 0 {
+        let spread = |d: &[usize]| {
+            (d[0] - d[d.len() - 1], std::cmp::Reverse(d.iter().rev().copied().collect::<Vec<_>>()))
+        };
+        if n == 1 && !best.as_ref().is_some_and(|b| spread(current) >= spread(b)) {
+            *best = Some(current.clone());
         }
-        p += 1;
+        return;
     }
-    if n > 1 {
-        found.push(n);
+    for (i, &d) in divisors.iter().enumerate() {
+        // The largest of the rest is at least n^(1/k); a spread beyond the best's is hopeless.
+        let too_small = d.checked_pow(k as u32).is_some_and(|p| p < n);
+        let too_spread = match (best.as_ref(), current.first()) {
+            (Some(b), Some(&first)) => first - d > b[0] - b[b.len() - 1],
+            _ => false,
+        };
+        if too_small || too_spread {
+            break;
+        }
+        if n % d == 0 {
+            current.push(d);
+            search(n / d, k - 1, &divisors[i..], current, best);
+            current.pop();
+        }
     }
-    found.reverse();
-    found
+}
+
+/// `MPI_Cart_map` and `MPI_Graph_map`: this rank, or `MPI_UNDEFINED` outside `nodes`.
+///
+/// # Safety
+/// `newrank` is valid for a write, or NULL.
+unsafe fn map_to(comm: c_int, nodes: usize, newrank: *mut c_int) -> MpiResult {
+    let (rank, size) = on_comm(comm, |c| Ok((c.rank(), c.size())))?;
+    if nodes > size {
+        return fail(MPI_ERR_ARG, format!("{nodes} nodes do not fit {size} ranks"));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { put(newrank, if rank < nodes { rank as c_int } else { MPI_UNDEFINED }) }
 }
 
 mpi_fn! {
@@ -118,15 +163,10 @@ mpi_fn! {
             return fail(MPI_ERR_DIMS, format!("{nnodes} nodes do not fit the given dimensions"));
         }
         let free: Vec<usize> = (0..dims.len()).filter(|&i| dims[i] == 0).collect();
-        let mut sizes = vec![1usize; free.len()];
         if free.is_empty() {
             return if fixed == nnodes { Ok(()) } else { fail(MPI_ERR_DIMS, "the dimensions do not make nnodes") };
         }
-        for f in factors(nnodes / fixed) {
-            let smallest = (0..sizes.len()).min_by_key(|&i| sizes[i]).unwrap_or(0);
-            sizes[smallest] *= f;
-        }
-        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let sizes = balanced(nnodes / fixed, free.len());
         for (slot, size) in free.into_iter().zip(sizes) {
             dims[slot] = size as c_int;
         }
@@ -144,6 +184,18 @@ mpi_fn! {
         }
         let color = if rank < cells { 0 } else { UNDEFINED };
         put(comm_cart, make(comm_old, color, rank as c_int, Cart { dims, periods })?)
+    }
+
+    /// The identity placement: ranks below the grid's size keep theirs.
+    fn MPI_Cart_map / PMPI_Cart_map(comm: c_int, ndims: c_int, dims: *const c_int, _periods: *const c_int, newrank: *mut c_int) {
+        let dims = array(dims, count(ndims)?)?;
+        let cells = dims.iter().map(|&d| count(d)).product::<MpiResult<usize>>()?;
+        map_to(comm, cells, newrank)
+    }
+
+    /// The identity placement: ranks below the graph's size keep theirs.
+    fn MPI_Graph_map / PMPI_Graph_map(comm: c_int, nnodes: c_int, _index: *const c_int, _edges: *const c_int, newrank: *mut c_int) {
+        map_to(comm, count(nnodes)?, newrank)
     }
 
     fn MPI_Cartdim_get / PMPI_Cartdim_get(comm: c_int, ndims: *mut c_int) {

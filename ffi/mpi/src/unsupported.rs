@@ -12,14 +12,12 @@ crate::call::unsupported! {
     MPI_Alltoall_c PMPI_Alltoall_c MPI_Alltoall_init PMPI_Alltoall_init
     MPI_Alltoall_init_c PMPI_Alltoall_init_c MPI_Alltoallv_c PMPI_Alltoallv_c
     MPI_Alltoallv_init PMPI_Alltoallv_init MPI_Alltoallv_init_c PMPI_Alltoallv_init_c
-    MPI_Alltoallw PMPI_Alltoallw MPI_Alltoallw_c PMPI_Alltoallw_c
-    MPI_Alltoallw_init PMPI_Alltoallw_init MPI_Alltoallw_init_c PMPI_Alltoallw_init_c
-    MPI_Barrier_init PMPI_Barrier_init MPI_Bcast_c PMPI_Bcast_c
-    MPI_Bcast_init PMPI_Bcast_init MPI_Bcast_init_c PMPI_Bcast_init_c
-    MPI_Bsend_c PMPI_Bsend_c MPI_Bsend_init PMPI_Bsend_init
+    MPI_Alltoallw_c PMPI_Alltoallw_c MPI_Alltoallw_init PMPI_Alltoallw_init
+    MPI_Alltoallw_init_c PMPI_Alltoallw_init_c MPI_Barrier_init PMPI_Barrier_init
+    MPI_Bcast_c PMPI_Bcast_c MPI_Bcast_init PMPI_Bcast_init
+    MPI_Bcast_init_c PMPI_Bcast_init_c MPI_Bsend_c PMPI_Bsend_c
     MPI_Bsend_init_c PMPI_Bsend_init_c MPI_Buffer_attach_c PMPI_Buffer_attach_c
-    MPI_Buffer_detach_c PMPI_Buffer_detach_c MPI_Cart_map PMPI_Cart_map
-    MPI_Comm_create_from_group PMPI_Comm_create_from_group MPI_Comm_idup_with_info PMPI_Comm_idup_with_info
+    MPI_Buffer_detach_c PMPI_Buffer_detach_c MPI_Comm_create_from_group PMPI_Comm_create_from_group
     MPI_Compare_and_swap PMPI_Compare_and_swap MPI_DUP_FN PMPI_DUP_FN
     MPI_Dist_graph_create PMPI_Dist_graph_create MPI_Dist_graph_create_adjacent PMPI_Dist_graph_create_adjacent
     MPI_Dist_graph_neighbors PMPI_Dist_graph_neighbors MPI_Dist_graph_neighbors_count PMPI_Dist_graph_neighbors_count
@@ -76,23 +74,21 @@ crate::call::unsupported! {
     MPI_Get_accumulate_c PMPI_Get_accumulate_c MPI_Get_c PMPI_Get_c
     MPI_Get_count_c PMPI_Get_count_c MPI_Get_elements_c PMPI_Get_elements_c
     MPI_Get_elements_x PMPI_Get_elements_x MPI_Graph_create PMPI_Graph_create
-    MPI_Graph_get PMPI_Graph_get MPI_Graph_map PMPI_Graph_map
-    MPI_Graph_neighbors PMPI_Graph_neighbors MPI_Graph_neighbors_count PMPI_Graph_neighbors_count
-    MPI_Graphdims_get PMPI_Graphdims_get MPI_Grequest_complete PMPI_Grequest_complete
-    MPI_Grequest_start PMPI_Grequest_start MPI_Group_from_session_pset PMPI_Group_from_session_pset
-    MPI_Iallgather_c PMPI_Iallgather_c MPI_Iallgatherv_c PMPI_Iallgatherv_c
-    MPI_Iallreduce_c PMPI_Iallreduce_c MPI_Ialltoall_c PMPI_Ialltoall_c
-    MPI_Ialltoallv_c PMPI_Ialltoallv_c MPI_Ialltoallw PMPI_Ialltoallw
+    MPI_Graph_get PMPI_Graph_get MPI_Graph_neighbors PMPI_Graph_neighbors
+    MPI_Graph_neighbors_count PMPI_Graph_neighbors_count MPI_Graphdims_get PMPI_Graphdims_get
+    MPI_Grequest_complete PMPI_Grequest_complete MPI_Grequest_start PMPI_Grequest_start
+    MPI_Group_from_session_pset PMPI_Group_from_session_pset MPI_Iallgather_c PMPI_Iallgather_c
+    MPI_Iallgatherv_c PMPI_Iallgatherv_c MPI_Iallreduce_c PMPI_Iallreduce_c
+    MPI_Ialltoall_c PMPI_Ialltoall_c MPI_Ialltoallv_c PMPI_Ialltoallv_c
     MPI_Ialltoallw_c PMPI_Ialltoallw_c MPI_Ibcast_c PMPI_Ibcast_c
-    MPI_Ibsend PMPI_Ibsend MPI_Ibsend_c PMPI_Ibsend_c
-    MPI_Iexscan_c PMPI_Iexscan_c MPI_Igather_c PMPI_Igather_c
-    MPI_Igatherv_c PMPI_Igatherv_c MPI_Imrecv_c PMPI_Imrecv_c
-    MPI_Ineighbor_allgather PMPI_Ineighbor_allgather MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c
-    MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c
-    MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c
-    MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c
-    MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c
-    MPI_Info_create_env PMPI_Info_create_env MPI_Info_get_string PMPI_Info_get_string
+    MPI_Ibsend_c PMPI_Ibsend_c MPI_Iexscan_c PMPI_Iexscan_c
+    MPI_Igather_c PMPI_Igather_c MPI_Igatherv_c PMPI_Igatherv_c
+    MPI_Imrecv_c PMPI_Imrecv_c MPI_Ineighbor_allgather PMPI_Ineighbor_allgather
+    MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv
+    MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall
+    MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv
+    MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw
+    MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c MPI_Info_create_env PMPI_Info_create_env
     MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups MPI_Irecv_c PMPI_Irecv_c
     MPI_Ireduce_c PMPI_Ireduce_c MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c
     MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c MPI_Irsend_c PMPI_Irsend_c
@@ -177,37 +173,33 @@ crate::call::unsupported! {
     MPI_Type_create_f90_integer PMPI_Type_create_f90_integer MPI_Type_create_f90_real PMPI_Type_create_f90_real
     MPI_Type_create_hindexed_block_c PMPI_Type_create_hindexed_block_c MPI_Type_create_hindexed_c PMPI_Type_create_hindexed_c
     MPI_Type_create_hvector_c PMPI_Type_create_hvector_c MPI_Type_create_indexed_block_c PMPI_Type_create_indexed_block_c
-    MPI_Type_create_keyval PMPI_Type_create_keyval MPI_Type_create_resized_c PMPI_Type_create_resized_c
-    MPI_Type_create_struct_c PMPI_Type_create_struct_c MPI_Type_create_subarray PMPI_Type_create_subarray
-    MPI_Type_create_subarray_c PMPI_Type_create_subarray_c MPI_Type_delete_attr PMPI_Type_delete_attr
-    MPI_Type_free_keyval PMPI_Type_free_keyval MPI_Type_get_attr PMPI_Type_get_attr
-    MPI_Type_get_contents PMPI_Type_get_contents MPI_Type_get_contents_c PMPI_Type_get_contents_c
-    MPI_Type_get_envelope PMPI_Type_get_envelope MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
-    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_name PMPI_Type_get_name
-    MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_hindexed PMPI_Type_hindexed
-    MPI_Type_indexed_c PMPI_Type_indexed_c MPI_Type_match_size PMPI_Type_match_size
-    MPI_Type_set_attr PMPI_Type_set_attr MPI_Type_set_name PMPI_Type_set_name
-    MPI_Type_size_c PMPI_Type_size_c MPI_Type_vector_c PMPI_Type_vector_c
-    MPI_Unpack_c PMPI_Unpack_c MPI_Unpack_external PMPI_Unpack_external
-    MPI_Unpack_external_c PMPI_Unpack_external_c MPI_Win_allocate PMPI_Win_allocate
-    MPI_Win_allocate_c PMPI_Win_allocate_c MPI_Win_allocate_shared PMPI_Win_allocate_shared
-    MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c MPI_Win_attach PMPI_Win_attach
-    MPI_Win_call_errhandler PMPI_Win_call_errhandler MPI_Win_complete PMPI_Win_complete
-    MPI_Win_create PMPI_Win_create MPI_Win_create_c PMPI_Win_create_c
-    MPI_Win_create_dynamic PMPI_Win_create_dynamic MPI_Win_create_errhandler PMPI_Win_create_errhandler
-    MPI_Win_create_keyval PMPI_Win_create_keyval MPI_Win_delete_attr PMPI_Win_delete_attr
-    MPI_Win_detach PMPI_Win_detach MPI_Win_fence PMPI_Win_fence
-    MPI_Win_flush PMPI_Win_flush MPI_Win_flush_all PMPI_Win_flush_all
-    MPI_Win_flush_local PMPI_Win_flush_local MPI_Win_flush_local_all PMPI_Win_flush_local_all
-    MPI_Win_free PMPI_Win_free MPI_Win_free_keyval PMPI_Win_free_keyval
-    MPI_Win_get_attr PMPI_Win_get_attr MPI_Win_get_errhandler PMPI_Win_get_errhandler
-    MPI_Win_get_group PMPI_Win_get_group MPI_Win_get_info PMPI_Win_get_info
-    MPI_Win_get_name PMPI_Win_get_name MPI_Win_lock PMPI_Win_lock
-    MPI_Win_lock_all PMPI_Win_lock_all MPI_Win_post PMPI_Win_post
-    MPI_Win_set_attr PMPI_Win_set_attr MPI_Win_set_errhandler PMPI_Win_set_errhandler
-    MPI_Win_set_info PMPI_Win_set_info MPI_Win_set_name PMPI_Win_set_name
-    MPI_Win_shared_query PMPI_Win_shared_query MPI_Win_shared_query_c PMPI_Win_shared_query_c
-    MPI_Win_start PMPI_Win_start MPI_Win_sync PMPI_Win_sync
-    MPI_Win_test PMPI_Win_test MPI_Win_unlock PMPI_Win_unlock
-    MPI_Win_unlock_all PMPI_Win_unlock_all MPI_Win_wait PMPI_Win_wait
+    MPI_Type_create_resized_c PMPI_Type_create_resized_c MPI_Type_create_struct_c PMPI_Type_create_struct_c
+    MPI_Type_create_subarray PMPI_Type_create_subarray MPI_Type_create_subarray_c PMPI_Type_create_subarray_c
+    MPI_Type_get_contents_c PMPI_Type_get_contents_c MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
+    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c
+    MPI_Type_hindexed PMPI_Type_hindexed MPI_Type_indexed_c PMPI_Type_indexed_c
+    MPI_Type_match_size PMPI_Type_match_size MPI_Type_size_c PMPI_Type_size_c
+    MPI_Type_vector_c PMPI_Type_vector_c MPI_Unpack_c PMPI_Unpack_c
+    MPI_Unpack_external PMPI_Unpack_external MPI_Unpack_external_c PMPI_Unpack_external_c
+    MPI_Win_allocate PMPI_Win_allocate MPI_Win_allocate_c PMPI_Win_allocate_c
+    MPI_Win_allocate_shared PMPI_Win_allocate_shared MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c
+    MPI_Win_attach PMPI_Win_attach MPI_Win_call_errhandler PMPI_Win_call_errhandler
+    MPI_Win_complete PMPI_Win_complete MPI_Win_create PMPI_Win_create
+    MPI_Win_create_c PMPI_Win_create_c MPI_Win_create_dynamic PMPI_Win_create_dynamic
+    MPI_Win_create_errhandler PMPI_Win_create_errhandler MPI_Win_create_keyval PMPI_Win_create_keyval
+    MPI_Win_delete_attr PMPI_Win_delete_attr MPI_Win_detach PMPI_Win_detach
+    MPI_Win_fence PMPI_Win_fence MPI_Win_flush PMPI_Win_flush
+    MPI_Win_flush_all PMPI_Win_flush_all MPI_Win_flush_local PMPI_Win_flush_local
+    MPI_Win_flush_local_all PMPI_Win_flush_local_all MPI_Win_free PMPI_Win_free
+    MPI_Win_free_keyval PMPI_Win_free_keyval MPI_Win_get_attr PMPI_Win_get_attr
+    MPI_Win_get_errhandler PMPI_Win_get_errhandler MPI_Win_get_group PMPI_Win_get_group
+    MPI_Win_get_info PMPI_Win_get_info MPI_Win_get_name PMPI_Win_get_name
+    MPI_Win_lock PMPI_Win_lock MPI_Win_lock_all PMPI_Win_lock_all
+    MPI_Win_post PMPI_Win_post MPI_Win_set_attr PMPI_Win_set_attr
+    MPI_Win_set_errhandler PMPI_Win_set_errhandler MPI_Win_set_info PMPI_Win_set_info
+    MPI_Win_set_name PMPI_Win_set_name MPI_Win_shared_query PMPI_Win_shared_query
+    MPI_Win_shared_query_c PMPI_Win_shared_query_c MPI_Win_start PMPI_Win_start
+    MPI_Win_sync PMPI_Win_sync MPI_Win_test PMPI_Win_test
+    MPI_Win_unlock PMPI_Win_unlock MPI_Win_unlock_all PMPI_Win_unlock_all
+    MPI_Win_wait PMPI_Win_wait
 }

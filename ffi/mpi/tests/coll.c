@@ -152,11 +152,12 @@ int main(int argc, char **argv) {
     MPI_Op predefined = MPI_SUM;
     CHECK_RC(MPI_Op_free(&predefined), MPI_ERR_OP);
 
-    /* Errors: an op the type has not, a type the runtime cannot reduce, a bad root. */
+    /* Errors: an op the type has not, a type not reduced yet (a legal call), a bad root. */
     double dd = 1, dr;
     CHECK_RC(MPI_Allreduce(&dd, &dr, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
     long double ld = 1, ldr;
-    CHECK_RC(MPI_Allreduce(&ld, &ldr, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_TYPE);
+    CHECK_RC(MPI_Allreduce(&ld, &ldr, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+             MPI_ERR_UNSUPPORTED_OPERATION);
     CHECK_RC(MPI_Bcast(&dd, 1, MPI_DOUBLE, n, MPI_COMM_WORLD), MPI_ERR_ROOT);
     CHECK_RC(MPI_Allreduce(&dd, &dr, 1, MPI_DOUBLE, MPI_REPLACE, MPI_COMM_WORLD), MPI_ERR_OP);
 

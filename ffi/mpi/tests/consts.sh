@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
     printf '%s\n' '    n++; if (theirs != ours) { bad++; printf("%s: mpi.h %#lx, ours %#lx\n", name, theirs, ours); } }'
     echo 'int main(void) {'
     # Rust literals to C: no digit separators; `0x..._u32 as c_int` is an int of that bit pattern.
-    sed -nE 's/^ *pub const (MPI_[A-Z0-9_]+): (c_int|usize) = ([-0-9a-fx_]+)(_u32 as c_int)?;.*/\1 \3/p' \
+    sed -nE 's/^ *pub const (MPIX?_[A-Z0-9_]+): (c_int|usize) = ([-0-9a-fx_]+)(_u32 as c_int)?;.*/\1 \3/p' \
         "$here/../src/consts.rs" |
         while read -r name value; do
             value=$(echo "$value" | tr -d _)

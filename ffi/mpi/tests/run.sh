@@ -21,6 +21,11 @@ ffi/mpi/gen-unsupported.sh >/dev/null
 cmp -s ffi/mpi/src/unsupported.rs "$out.unsupported.rs" ||
     fail "src/unsupported.rs was stale: rerun ffi/mpi/gen-unsupported.sh and commit it"
 rm -f "$out.unsupported.rs"
+cp ffi/mpi/src/type_names.rs "$out.type_names.rs"
+ffi/mpi/gen-type-names.sh >/dev/null
+cmp -s ffi/mpi/src/type_names.rs "$out.type_names.rs" ||
+    fail "src/type_names.rs was stale: rerun ffi/mpi/gen-type-names.sh and commit it"
+rm -f "$out.type_names.rs"
 
 ffi/mpi/build.sh "$out"
 # Every function MPICH's headers declare is there: no program fails to load for a symbol.

@@ -1,0 +1,156 @@
+//! What each derived datatype was made of (`MPI_Type_get_envelope`, `MPI_Type_get_contents`):
+//! the constructor's combiner and its integer, address and datatype arguments.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_long};
+use std::sync::{Mutex, PoisonError};
+
+use crate::call::mpi_fn;
+use crate::consts::*;
+use crate::error::{fail, MpiResult};
+use crate::ptr::{array_mut, get, put};
+use crate::typemap::{self, is_derived, layout};
+
+pub(crate) const MPI_COMBINER_NAMED: c_int = 1;
+pub(crate) const MPI_COMBINER_DUP: c_int = 2;
+pub(crate) const MPI_COMBINER_CONTIGUOUS: c_int = 3;
+pub(crate) const MPI_COMBINER_VECTOR: c_int = 4;
+pub(crate) const MPI_COMBINER_HVECTOR: c_int = 6;
+pub(crate) const MPI_COMBINER_INDEXED: c_int = 7;
+pub(crate) const MPI_COMBINER_HINDEXED: c_int = 9;
+pub(crate) const MPI_COMBINER_INDEXED_BLOCK: c_int = 10;
+pub(crate) const MPI_COMBINER_STRUCT: c_int = 12;
+pub(crate) const MPI_COMBINER_RESIZED: c_int = 18;
+pub(crate) const MPI_COMBINER_HINDEXED_BLOCK: c_int = 19;
+
+#[derive(Clone)]
+pub(crate) struct Contents {
+    pub combiner: c_int,
+    pub ints: Vec<c_int>,
+    pub aints: Vec<c_long>,
+    pub types: Vec<c_int>,
+}
+
+static CONTENTS: Mutex<Option<HashMap<c_int, Contents>>> = Mutex::new(None);
+
+fn lookup(handle: c_int) -> Option<Contents> {
+    CONTENTS.lock().unwrap_or_else(PoisonError::into_inner).as_ref()?.get(&handle).cloned()
+}
+
+fn store(handle: c_int, contents: Contents) {
+    let mut guard = CONTENTS.lock().unwrap_or_else(PoisonError::into_inner);
+    guard.get_or_insert_with(HashMap::new).insert(handle, contents);
+}
+
+/// Notes what the datatype just written to `newtype` was made of.
+///
+/// # Safety
+/// `newtype` holds the new datatype's handle.
+pub(crate) unsafe fn made(newtype: *mut c_int, contents: Contents) -> MpiResult {
+    // SAFETY: the caller's contract.
+    store(unsafe { get(newtype) }?, contents);
+    Ok(())
+}
+
+/// Forgets freed datatype `handle`.
+pub(crate) fn forget(handle: c_int) {
+    CONTENTS.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(|t| t.remove(&handle));
+}
+
+/// The contents of derived datatype `handle`.
+fn of(handle: c_int) -> MpiResult<Contents> {
+    layout(handle)?;
+    lookup(handle).map_or_else(|| fail(MPI_ERR_TYPE, format!("{handle:#x} has no contents")), Ok)
+}
+
+/// The basic elements in the first `bytes` packed bytes of one `datatype`, walked in type
+/// map order through the constructors; `None` when they end inside one (or the type's
+/// parts are not known: pairs, whose padding travels).
+pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
+    let (info, _) = layout(datatype).ok()?;
+    if !is_derived(datatype) {
+        return match bytes {
+            0 => Some(0),
+            b if info.elements == 1 && b == info.size => Some(1),
+            _ => None,
+        };
+    }
+    let found = lookup(datatype)?;
+    let ints = &found.ints;
+    let n = |i: usize| ints.get(i).map(|&v| v.max(0) as usize);
+    // The parts in type map order: (datatype, repetitions).
+    let parts: Vec<(c_int, usize)> = match found.combiner {
+        MPI_COMBINER_DUP | MPI_COMBINER_RESIZED => vec![(found.types[0], 1)],
+        MPI_COMBINER_CONTIGUOUS => vec![(found.types[0], n(0)?)],
+        MPI_COMBINER_VECTOR
+        | MPI_COMBINER_HVECTOR
+        | MPI_COMBINER_INDEXED_BLOCK
+        | MPI_COMBINER_HINDEXED_BLOCK => vec![(found.types[0], n(0)? * n(1)?)],
+        MPI_COMBINER_INDEXED | MPI_COMBINER_HINDEXED => {
+            vec![(found.types[0], (1..=n(0)?).map(n).sum::<Option<usize>>()?)]
+        }
+        MPI_COMBINER_STRUCT => {
+            (0..n(0)?).map(|i| Some((found.types[i], n(i + 1)?))).collect::<Option<_>>()?
+        }
+        _ => return None,
+    };
+    let (mut left, mut counted) = (bytes, 0);
+    for (part, reps) in parts {
+        let part_info = layout(part).ok()?.0;
+        let whole = left.checked_div(part_info.packed).map_or(reps, |w| reps.min(w));
+        counted += whole * part_info.elements;
+        left -= whole * part_info.packed;
+        if left == 0 {
+            return Some(counted);
+        }
+        if whole < reps {
+            return Some(counted + elements_in(part, left)?);
+        }
+    }
+    (left == 0).then_some(counted)
+}
+
+mpi_fn! {
+    fn MPI_Type_get_envelope / PMPI_Type_get_envelope(datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
+        let (n, a, d, c) = if is_derived(datatype) {
+            let found = of(datatype)?;
+            (found.ints.len(), found.aints.len(), found.types.len(), found.combiner)
+        } else {
+            layout(datatype)?;
+            (0, 0, 0, MPI_COMBINER_NAMED)
+        };
+        put(num_integers, n as c_int)?;
+        put(num_addresses, a as c_int)?;
+        put(num_datatypes, d as c_int)?;
+        put(combiner, c)
+    }
+
+    /// The constructor's arguments; a derived datatype among them comes back as a new
+    /// handle the program frees (as MPI says), made of the same.
+    fn MPI_Type_get_contents / PMPI_Type_get_contents(datatype: c_int, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, integers: *mut c_int, addresses: *mut c_long, datatypes: *mut c_int) {
+        if !is_derived(datatype) {
+            layout(datatype)?;
+            return fail(MPI_ERR_TYPE, "a predefined datatype has no contents");
+        }
+        let found = of(datatype)?;
+        if (max_integers as usize) < found.ints.len() || (max_addresses as usize) < found.aints.len() || (max_datatypes as usize) < found.types.len() || max_integers < 0 || max_addresses < 0 || max_datatypes < 0 {
+            return fail(MPI_ERR_ARG, "the arrays are shorter than the envelope says");
+        }
+        array_mut(integers, found.ints.len())?.copy_from_slice(&found.ints);
+        array_mut(addresses, found.aints.len())?.copy_from_slice(&found.aints);
+        let out = array_mut(datatypes, found.types.len())?;
+        for (slot, &t) in out.iter_mut().zip(&found.types) {
+            *slot = match typemap::lookup(t) {
+                Some((info, segments)) if is_derived(t) => {
+                    let copy = typemap::add(info, segments);
+                    if let Some(inner) = lookup(t) {
+                        store(copy, inner);
+                    }
+                    copy
+                }
+                _ => t,
+            };
+        }
+        Ok(())
+    }
+}
