@@ -55,6 +55,8 @@ pub enum Coll {
     Noncommutative,
     /// Queued sends across collectives.
     IsendAcrossCollectives,
+    /// Synchronous and long sends into receives posted before a collective or a send.
+    PostedReceiveAcrossCalls,
 }
 
 /// Scenarios about the job itself.
@@ -83,7 +85,7 @@ pub enum Job {
 }
 
 /// Every scenario with its command-line name.
-const NAMES: [(Scenario, &str); 24] = [
+const NAMES: [(Scenario, &str); 25] = [
     (Scenario::P2p(P2p::Ordering), "ordering"),
     (Scenario::P2p(P2p::AnySource), "any-source"),
     (Scenario::P2p(P2p::Unexpected), "unexpected"),
@@ -98,6 +100,7 @@ const NAMES: [(Scenario, &str); 24] = [
     (Scenario::Coll(Coll::AreaReuse), "area-reuse"),
     (Scenario::Coll(Coll::Noncommutative), "noncommutative"),
     (Scenario::Coll(Coll::IsendAcrossCollectives), "isend-across-collectives"),
+    (Scenario::Coll(Coll::PostedReceiveAcrossCalls), "posted-receive-across-calls"),
     (Scenario::Job(Job::Identity), "identity"),
     (Scenario::Job(Job::Hang), "hang"),
     (Scenario::Job(Job::Idle), "idle"),

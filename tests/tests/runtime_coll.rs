@@ -102,3 +102,15 @@ fn a_long_send_moves_on_while_its_receiver_waits_in_an_area_barrier() {
         }
     }
 }
+
+#[test]
+fn sends_into_receives_posted_before_a_barrier_or_a_send_complete() {
+    for procs in [2, 3] {
+        let mut spec = JobSpec::new(procs, env!("CARGO_BIN_EXE_runtime_rank"));
+        spec.args = vec![Scenario::from(Coll::PostedReceiveAcrossCalls).name().into()];
+        spec.timeout = Some(Duration::from_secs(30));
+        spec.capture_rank0_stdout = true;
+        let out = run_job(&spec).unwrap_or_else(|f| panic!("{procs} ranks: {f}"));
+        assert!(String::from_utf8_lossy(&out.rank0_stdout).contains("delivered"));
+    }
+}

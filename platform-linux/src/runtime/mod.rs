@@ -336,6 +336,8 @@ impl Runtime {
                 // gets it now rather than at the end of our time slice.
                 std::thread::yield_now();
             } else {
+                // Before sleeping, free peers whose sends wait on receives posted here.
+                self.engine().pull_matched_remotes(fabric);
                 let bridges = if guests.is_some() { self.engine().bridges() } else { Vec::new() };
                 if self.sleep(&bridges, ready)? {
                     // Something came: poll again before the next sleep.

@@ -81,6 +81,11 @@ impl Matched {
         }
     }
 
+    /// The arrivals matched with a receive, oldest receive first.
+    pub(super) fn arrivals(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().map(|&(_, arrival)| arrival)
+    }
+
     /// The arrival matched with receive `recv`.
     #[inline]
     pub(super) fn get(&self, recv: u64) -> Option<u64> {

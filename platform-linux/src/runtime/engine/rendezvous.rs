@@ -77,6 +77,40 @@ impl Engine {
         Some(result)
     }
 
+    /// Reads every single-copy message matched with a posted receive into the engine's
+    /// memory and tells its sender it is done. A rank that blocks in something else (a
+    /// collective, a send to itself) would otherwise leave a peer's synchronous or long
+    /// send waiting on a receive the rank posted, against MPI's progress rule. It costs a
+    /// copy more than reading into the receive's buffer, so waits call it only once they
+    /// go to sleep. A message whose sender writes part of it into a lent buffer (a split
+    /// copy) is left alone, and so is one whose read fails (the receive reports it).
+    pub(crate) fn pull_matched_remotes(&mut self, fabric: &ShmTransport) {
+        let unsplit = |a: Option<&Arrival>| {
+            matches!(a, Some(Arrival { body: Body::Remote { split: None, .. }, .. }))
+        };
+        let stalled: Vec<u64> =
+            self.matched.arrivals().filter(|&id| unsplit(self.arrivals.get(id))).collect();
+        for id in stalled {
+            let Some(&Arrival { len, body: Body::Remote { slot, address, sender_id, .. }, .. }) =
+                self.arrivals.get(id)
+            else {
+                continue;
+            };
+            let mut pending = vec![0u8; len];
+            let read = self.with_guests(|engine, guests| {
+                let pid = guests.pid_of(fabric, slot).unwrap_or(0);
+                let read = cma::read(pid, address, &mut pending);
+                if read.is_ok() {
+                    engine.send_control(fabric, guests, slot, finished_cell(sender_id));
+                }
+                read
+            });
+            if let (Ok(()), Some(arrival)) = (read, self.arrivals.get_mut(id)) {
+                arrival.body = Body::Copied { pending, in_sink: 0, received: len };
+            }
+        }
+    }
+
     /// Sends a control cell now if its ring has room, else queues it for progress.
     pub(super) fn send_control(
         &mut self,

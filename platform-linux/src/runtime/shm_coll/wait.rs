@@ -122,6 +122,8 @@ fn wait_slowly(
             // Publishers read the area's sleeper count after `ShmTransport::waker_fence`; the
             // fabric's sleep fences (or barriers) after our increment, so one of us sees
             // the other.
+            // A peer's send may wait on a receive posted here before this call.
+            runtime.engine().pull_matched_remotes(&runtime.fabric);
             area.sleepers().fetch_add(1, Relaxed);
             runtime.fabric.sleep(ready);
             area.sleepers().fetch_sub(1, Relaxed);

@@ -296,3 +296,38 @@ pub(crate) fn isend_across_collectives(comm: &Comm) {
     }
     assert_eq!(block, vec![7u8; 70_000]);
 }
+
+/// MPI's progress rule: a receive posted before a rank blocks in something else (a
+/// barrier, a send) lets a peer's synchronous or long send into it complete. Each even
+/// rank sends its odd neighbour 8 B synchronously and 200 kB (announced for a single copy)
+/// while the neighbour, its receives posted, waits in a barrier; then every rank sends
+/// 200 kB to itself into a receive it posted first.
+pub(crate) fn posted_receive_across_calls(comm: &Comm) {
+    let me = comm.rank();
+    let long: Vec<u8> = (0..200_000).map(|i| (i % 251) as u8 ^ me as u8).collect();
+    let partner = me ^ 1;
+    if partner < comm.size() {
+        if me % 2 == 0 {
+            comm.ssend(&[me as u8; 8], partner, 1).unwrap();
+            comm.send(&long, partner, 2).unwrap();
+            comm.barrier().unwrap();
+        } else {
+            let (mut short, mut got) = ([0u8; 8], vec![0u8; long.len()]);
+            let first = comm.irecv(&mut short, partner, 1).unwrap();
+            let second = comm.irecv(&mut got, partner, 2).unwrap();
+            comm.barrier().unwrap();
+            first.wait().unwrap();
+            second.wait().unwrap();
+            assert_eq!(short, [partner as u8; 8]);
+            assert!(got.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8 ^ partner as u8));
+        }
+    } else {
+        comm.barrier().unwrap();
+    }
+    let mut back = vec![0u8; long.len()];
+    let request = comm.irecv(&mut back, me, 3).unwrap();
+    comm.send(&long, me, 3).unwrap();
+    request.wait().unwrap();
+    assert_eq!(back, long);
+    println!("posted receives across calls: delivered");
+}

@@ -48,6 +48,7 @@ fn main() {
             Coll::AreaReuse => coll::area_reuse(comm),
             Coll::Noncommutative => coll::noncommutative(comm),
             Coll::IsendAcrossCollectives => coll::isend_across_collectives(comm),
+            Coll::PostedReceiveAcrossCalls => coll::posted_receive_across_calls(comm),
         },
         Scenario::Job(scenario) => match scenario {
             Job::Identity => job::identity(&world),
