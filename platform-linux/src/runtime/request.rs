@@ -18,15 +18,20 @@ pub struct Status {
     pub len: usize,
 }
 
+/// A request's state. Only one in flight holds the runtime: a request done when it started
+/// (a small send, a message already here) costs no reference count, whose two locked
+/// instructions would each wait for the cell just written to reach this core.
 pub(super) enum State<'a> {
     Done(Result<Status, P2pError>),
     /// A single-copy send: the receiver reads `_buf` until it tells us it finished.
     Send {
+        runtime: Arc<Runtime>,
         id: u64,
         status: Status,
         _buf: &'a [u8],
     },
     Recv {
+        runtime: Arc<Runtime>,
         id: u64,
         buf: &'a mut [u8],
     },
@@ -37,7 +42,6 @@ pub(super) enum State<'a> {
 /// buffer may be being read), dropping an incomplete receive cancels it.
 #[must_use = "a request must be completed with wait or test"]
 pub struct Request<'a> {
-    pub(super) runtime: Arc<Runtime>,
     pub(super) state: State<'a>,
 }
 
@@ -77,7 +81,7 @@ impl<'a> Request<'a> {
         let mut lent_at = Vec::new();
         let mut lent = Vec::new();
         for (i, request) in requests.iter_mut().enumerate() {
-            if let State::Recv { id, buf } = &mut request.state {
+            if let State::Recv { id, buf, .. } = &mut request.state {
                 if buf.len() >= LENT_FROM {
                     lent_at.push(i);
                     lent.push(Lent { recv: *id, buf: std::mem::take(buf) });
@@ -115,10 +119,9 @@ impl<'a> Request<'a> {
     }
 
     fn poll(&mut self, block: bool, also: &mut dyn Lend) -> Option<Result<Status, P2pError>> {
-        let runtime = &*self.runtime;
         let result = match &mut self.state {
             State::Done(result) => return Some(*result),
-            State::Send { id, status, .. } => {
+            State::Send { runtime, id, status, .. } => {
                 let (id, status) = (*id, *status);
                 let step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     engine.progress(fabric, None, None::<&Feed<'_>>)?;
@@ -131,7 +134,7 @@ impl<'a> Request<'a> {
                     step(&mut engine, &runtime.fabric)
                 }
             }
-            State::Recv { id, buf } => {
+            State::Recv { runtime, id, buf } => {
                 let mut sink = Sink { recv: *id, buf, blocking: block, also };
                 let mut step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     if let Direct::Done(envelope) =
@@ -176,7 +179,7 @@ impl Drop for Request<'_> {
                 let mut none: [Lent<'_>; 0] = [];
                 while self.poll(true, &mut none).is_none() {}
             }
-            State::Recv { id, .. } => self.runtime.engine().cancel_recv(&self.runtime.fabric, *id),
+            State::Recv { runtime, id, .. } => runtime.engine().cancel_recv(&runtime.fabric, *id),
         }
     }
 }

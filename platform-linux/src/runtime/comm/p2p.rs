@@ -231,10 +231,12 @@ impl Comm {
     ) -> Request<'a> {
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
-            SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
+            SendStart::Rendezvous(id) => {
+                State::Send { runtime: self.runtime.clone(), id, status, _buf: buf }
+            }
             SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
         };
-        Request { runtime: self.runtime.clone(), state }
+        Request { state }
     }
 
     /// Starts receiving into `buf` (`MPI_Irecv`); matching follows posting order.
@@ -253,10 +255,12 @@ impl Comm {
             Direct::Done(result) => {
                 State::Done(result.map(|e| Status { source: e.source, tag: e.tag, len: e.len }))
             }
-            Direct::Empty | Direct::Slow => State::Recv { id: engine.post_recv(pattern), buf },
+            Direct::Empty | Direct::Slow => {
+                State::Recv { runtime: runtime.clone(), id: engine.post_recv(pattern), buf }
+            }
         };
         drop(engine);
-        Ok(Request { runtime: runtime.clone(), state })
+        Ok(Request { state })
     }
 
     /// The status of the oldest message a receive from `source` with `tag` would take, if
