@@ -18,7 +18,9 @@
 #                                      library's instructions per 8 B message, two ranks on one
 #                                      node (scripts/peers/msgpath.c, examples/msgpath.rs):
 #                                      a send, a receive of a message already there, and
-#                                      per message of a 64-message isend or irecv window
+#                                      per message of a 64-message isend or irecv window;
+#                                      posted_recv: per message of a window of irecv posted
+#                                      before the sends, and its wait (the rate benchmark's)
 #   scripts/instructions.sh ffi        the C ABI's hot calls against the Rust calls doing the
 #                                      same work, exports and library size (see
 #                                      ffi/bench/instructions.sh)
@@ -69,7 +71,7 @@ count() { # model probe-symbol-pattern [via [calls [ranks-per-call]]]
 grind() { # name rank-variable launcher...: runs both modes, prints the JSON object
     local name=$1 rank_var=$2
     shift 2
-    for mode in single window; do
+    for mode in single window posted; do
         timeout 300 "$@" valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
             --callgrind-out-file="$out/$name-$mode.%q{$rank_var}" \
             "$(msgpath_of "$name")" "$mode" >/dev/null 2>"$out/$name.log" || {
@@ -78,9 +80,9 @@ grind() { # name rank-variable launcher...: runs both modes, prints the JSON obj
         }
     done
     per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$name-$1"; }
-    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s}' \
+    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s, "posted_recv": %s}' \
         "$(per single.0 2000)" "$(per single.1 2000)" \
-        "$(per window.0 12800)" "$(per window.1 12800)"
+        "$(per window.0 12800)" "$(per window.1 12800)" "$(per posted.1 12800)"
 }
 msgpath_of() {
     case $1 in
