@@ -91,8 +91,20 @@ impl<'a> Request<'a> {
         let mut next = 0;
         let mut statuses = Vec::with_capacity(requests.len());
         let mut first_error = None;
-        for (i, request) in requests.iter_mut().enumerate() {
-            // Done when it started (a small send, a message already here): nothing to wait.
+        for i in 0..requests.len() {
+            if lent_at.get(next) == Some(&i) {
+                if let State::Recv { buf, .. } = &mut requests[i].state {
+                    *buf = std::mem::take(&mut lent[next].buf);
+                }
+                next += 1;
+            }
+            if !matches!(requests[i].state, State::Done(_)) {
+                // Up to the next receive whose buffer is still lent out.
+                let end = lent_at.get(next).copied().unwrap_or(requests.len());
+                take_ready(&mut requests[i..end]);
+            }
+            let request = &mut requests[i];
+            // Done when it started (a small send, a message already here), or just taken.
             if let State::Done(result) = request.state {
                 match result {
                     Ok(status) => statuses.push(status),
@@ -101,12 +113,6 @@ impl<'a> Request<'a> {
                     }
                 }
                 continue;
-            }
-            if lent_at.get(next) == Some(&i) {
-                if let State::Recv { buf, .. } = &mut request.state {
-                    *buf = std::mem::take(&mut lent[next].buf);
-                }
-                next += 1;
             }
             match request.wait_lending(&mut LentRun(&mut lent[next..])) {
                 Ok(status) => statuses.push(status),
@@ -168,6 +174,35 @@ impl<'a> Request<'a> {
                 Some(Err(error))
             }
         }
+    }
+}
+
+/// Completes the receives at the start of `requests` whose messages wait at the head of
+/// their rings, in order, under one lock of the engine: a window's wait whose messages are
+/// here costs one lock, not a lock, a waiting loop and a reference count per message.
+/// Stops at the first request that is neither done nor so taken.
+fn take_ready(requests: &mut [Request<'_>]) {
+    let runtime = match requests.first().map(|r| &r.state) {
+        Some(State::Recv { runtime, .. }) => Arc::clone(runtime),
+        _ => return,
+    };
+    let mut engine = runtime.engine();
+    for request in requests {
+        let State::Recv { runtime: own, id, buf } = &mut request.state else {
+            if matches!(request.state, State::Done(_)) {
+                continue;
+            }
+            break;
+        };
+        if !Arc::ptr_eq(own, &runtime) {
+            break;
+        }
+        // Taken only while it is the oldest receive posted, so matching order holds.
+        let Direct::Done(result) = engine.try_direct_posted(&runtime.fabric, *id, buf) else {
+            break;
+        };
+        let status = result.map(|e| Status { source: e.source, tag: e.tag, len: e.len });
+        request.state = State::Done(status);
     }
 }
 
