@@ -177,10 +177,10 @@ impl<'a> Request<'a> {
     }
 }
 
-/// Completes the receives at the start of `requests` whose messages wait at the head of
-/// their rings, in order, under one lock of the engine: a window's wait whose messages are
-/// here costs one lock, not a lock, a waiting loop and a reference count per message.
-/// Stops at the first request that is neither done nor so taken.
+/// Completes the receives at the start of `requests` whose messages are here (at the head
+/// of their rings, or whole in the engine), in order, under one lock of the engine: a
+/// window's wait whose messages are here costs one lock, not a lock, a waiting loop and a
+/// poll per message. Stops at the first request that is neither done nor so completed.
 fn take_ready(requests: &mut [Request<'_>]) {
     let runtime = match requests.first().map(|r| &r.state) {
         Some(State::Recv { runtime, .. }) => Arc::clone(runtime),
@@ -194,12 +194,22 @@ fn take_ready(requests: &mut [Request<'_>]) {
             }
             break;
         };
-        if !Arc::ptr_eq(own, &runtime) {
+        // A long message keeps the waiting path (a split single copy needs a blocking wait).
+        if !Arc::ptr_eq(own, &runtime) || buf.len() >= LENT_FROM {
             break;
         }
-        // Taken only while it is the oldest receive posted, so matching order holds.
-        let Direct::Done(result) = engine.try_direct_posted(&runtime.fabric, *id, buf) else {
-            break;
+        // Taken from the ring only while it is the oldest receive posted, so matching order
+        // holds; else its message may be matched and whole already (progress drained it).
+        let result = match engine.try_direct_posted(&runtime.fabric, *id, buf) {
+            Direct::Done(result) => result,
+            Direct::Empty | Direct::Slow => {
+                let mut sink = Sink::new(*id, &mut buf[..], false);
+                match engine.finish_recv(&runtime.fabric, &mut sink) {
+                    Ok(Some(envelope)) => Ok(envelope),
+                    Ok(None) => break,
+                    Err(error) => Err(error),
+                }
+            }
         };
         let status = result.map(|e| Status { source: e.source, tag: e.tag, len: e.len });
         request.state = State::Done(status);
