@@ -13,7 +13,8 @@
 #                                      in-process fabric (the fabric's own instructions
 #                                      excluded), and the same through the runtime over shared
 #                                      memory (as `peers` counts commcore)
-#   scripts/instructions.sh peers      {"commcore": {...}, "open_mpi": {...}, "mpich": {...}}, each
+#   scripts/instructions.sh peers      (or pt2pt, the name for it)
+#                                      {"commcore": {...}, "open_mpi": {...}, "mpich": {...}}, each
 #                                      {"send", "recv", "window_send", "window_recv"}: the
 #                                      library's instructions per 8 B message, two ranks on one
 #                                      node (scripts/peers/msgpath.c, examples/msgpath.rs):
@@ -33,9 +34,10 @@ calls=${CALLS:-1000000}
 
 case "$what" in
 rankmap | verbs | peers) ;;
+pt2pt) what=peers ;;
 ffi) exec ffi/bench/instructions.sh ;;
 *)
-    echo "usage: scripts/instructions.sh rankmap|verbs|peers|ffi" >&2
+    echo "usage: scripts/instructions.sh rankmap|verbs|peers|pt2pt|ffi" >&2
     exit 2
     ;;
 esac
