@@ -13,12 +13,15 @@
 #                                      in-process fabric (the fabric's own instructions
 #                                      excluded), and the same through the runtime over shared
 #                                      memory (as `peers` counts commcore)
-#   scripts/instructions.sh peers      {"commcore": {...}, "open_mpi": {...}, "mpich": {...}}, each
+#   scripts/instructions.sh peers      (or pt2pt, the issue's name for it)
+#                                      {"commcore": {...}, "open_mpi": {...}, "mpich": {...}}, each
 #                                      {"send", "recv", "window_send", "window_recv"}: the
 #                                      library's instructions per 8 B message, two ranks on one
 #                                      node (scripts/peers/msgpath.c, examples/msgpath.rs):
 #                                      a send, a receive of a message already there, and
-#                                      per message of a 64-message isend or irecv window
+#                                      per message of a 64-message isend or irecv window;
+#                                      posted_recv: per message of a window of irecv posted
+#                                      before the sends, and its wait (the rate benchmark's)
 #   scripts/instructions.sh cidmask    {"ours": {op: {fill: n}}, "bitvec": {...}}: the CID space's
 #                                      mask operations (scan, claim, lookup, release; see
 #                                      cli/src/bench/cidmask.rs) on a 2,048-CID space at
@@ -36,9 +39,10 @@ calls=${CALLS:-1000000}
 
 case "$what" in
 rankmap | verbs | peers | cidmask) ;;
+pt2pt) what=peers ;;
 ffi) exec ffi/bench/instructions.sh ;;
 *)
-    echo "usage: scripts/instructions.sh rankmap|verbs|peers|cidmask|ffi" >&2
+    echo "usage: scripts/instructions.sh rankmap|verbs|peers|pt2pt|cidmask|ffi" >&2
     exit 2
     ;;
 esac
@@ -74,7 +78,7 @@ count() { # model probe-symbol-pattern [via [calls [ranks-per-call]]]
 grind() { # name rank-variable launcher...: runs both modes, prints the JSON object
     local name=$1 rank_var=$2
     shift 2
-    for mode in single window; do
+    for mode in single window posted; do
         timeout 300 "$@" valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
             --callgrind-out-file="$out/$name-$mode.%q{$rank_var}" \
             "$(msgpath_of "$name")" "$mode" >/dev/null 2>"$out/$name.log" || {
@@ -83,9 +87,9 @@ grind() { # name rank-variable launcher...: runs both modes, prints the JSON obj
         }
     done
     per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$name-$1"; }
-    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s}' \
+    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s, "posted_recv": %s}' \
         "$(per single.0 2000)" "$(per single.1 2000)" \
-        "$(per window.0 12800)" "$(per window.1 12800)"
+        "$(per window.0 12800)" "$(per window.1 12800)" "$(per posted.1 12800)"
 }
 msgpath_of() {
     case $1 in

@@ -3,7 +3,8 @@
 //! 64 nonblocking sends (or receives) and their wait, each in a function of its own for
 //! `--toggle-collect` (`scripts/instructions.sh peers` runs both). `msgpath single`: in rounds
 //! of 25, rank 0 sends, then after a barrier rank 1 receives them (2,000 in all); `msgpath window`: rank 0's window,
-//! a barrier, then rank 1's.
+//! a barrier, then rank 1's; `msgpath posted`: rank 1 posts its window of receives, rank 0
+//! sends its window, then rank 1 waits (the message-rate benchmark's receive side).
 
 use commcore_linux::runtime::{Comm, P2pError, Request, World};
 
@@ -38,6 +39,22 @@ fn probe_window(comm: &Comm, bufs: &mut [u8]) -> Result<(), P2pError> {
     Request::wait_all(requests).map(|_| ())
 }
 
+/// Rank 1's receives posted before the window is sent (as in the message-rate benchmark,
+/// whose receiver posts its next window while the sender still waits for the reply).
+#[inline(never)]
+fn probe_post<'b>(comm: &Comm, bufs: &'b mut [u8]) -> Result<Vec<Request<'b>>, P2pError> {
+    let mut requests = Vec::with_capacity(WINDOW);
+    for chunk in bufs.chunks_mut(8) {
+        requests.push(comm.irecv(chunk, 0, 2)?);
+    }
+    Ok(requests)
+}
+
+#[inline(never)]
+fn probe_wait_posted(requests: Vec<Request<'_>>) -> Result<(), P2pError> {
+    Request::wait_all(requests).map(|_| ())
+}
+
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let world = World::init()?;
     let comm = world.comm();
@@ -45,9 +62,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err("msgpath runs on two ranks: commcore run -n 2 -- msgpath single|window".into());
     }
     let mut buf = vec![1u8; 8 * WINDOW];
-    let window = std::env::args().nth(1).as_deref() == Some("window");
+    let mode = std::env::args().nth(1).unwrap_or_default();
+    let window = mode == "window";
     comm.barrier()?;
-    if !window {
+    if mode == "posted" {
+        for _ in 0..WINDOWS {
+            if comm.rank() == 1 {
+                let requests = probe_post(comm, &mut buf)?;
+                comm.barrier()?;
+                comm.barrier()?;
+                probe_wait_posted(requests)?;
+            } else {
+                comm.barrier()?;
+                probe_window(comm, &mut buf)?;
+                comm.barrier()?;
+            }
+            comm.barrier()?;
+        }
+    } else if !window {
         for _ in 0..N / ROUND {
             if comm.rank() == 0 {
                 for i in 0..ROUND {

@@ -3,7 +3,9 @@
  * MPI_Irecv) and one MPI_Waitall, each inside a function of its own for callgrind's
  * --toggle-collect (scripts/instructions.sh peers). `msgpath single` runs the first two
  * (in rounds of 25: rank 0 sends, a barrier, rank 1 receives them), `msgpath window` the third
- * (rank 0's window of sends, a barrier, then rank 1's window of receives). */
+ * (rank 0's window of sends, a barrier, then rank 1's window of receives), `msgpath posted`
+ * the message-rate benchmark's receive side (rank 1 posts its 64 MPI_Irecv, rank 0 sends its
+ * window, then rank 1's MPI_Waitall; the barriers between may already move the messages). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +37,16 @@ __attribute__((noinline)) void probe_window(int rank, char *bufs) {
     MPI_Waitall(WINDOW, requests, statuses);
 }
 
+__attribute__((noinline)) void probe_post(char *bufs, MPI_Request *requests) {
+    for (int i = 0; i < WINDOW; i++)
+        MPI_Irecv(bufs + 8 * i, 8, MPI_BYTE, 0, 2, MPI_COMM_WORLD, &requests[i]);
+}
+
+__attribute__((noinline)) void probe_wait_posted(MPI_Request *requests) {
+    MPI_Status statuses[WINDOW];
+    MPI_Waitall(WINDOW, requests, statuses);
+}
+
 int main(int argc, char **argv) {
     int rank;
     char buf[8 * WINDOW];
@@ -43,7 +55,17 @@ int main(int argc, char **argv) {
     memset(buf, 1, sizeof buf);
     int window = argc > 1 && strcmp(argv[1], "window") == 0;
     MPI_Barrier(MPI_COMM_WORLD);
-    if (!window) {
+    if (argc > 1 && strcmp(argv[1], "posted") == 0) {
+        MPI_Request requests[WINDOW];
+        for (int w = 0; w < WINDOWS; w++) {
+            if (rank == 1) probe_post(buf, requests);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) probe_window(rank, buf);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 1) probe_wait_posted(requests);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    } else if (!window) {
         for (int round = 0; round < N / ROUND; round++) {
             if (rank == 0)
                 for (int i = 0; i < ROUND; i++) probe_send(buf, i);

@@ -18,15 +18,20 @@ pub struct Status {
     pub len: usize,
 }
 
+/// A request's state. Only one in flight holds the runtime: a request done when it started
+/// (a small send, a message already here) costs no reference count, whose two locked
+/// instructions would each wait for the cell just written to reach this core.
 pub(super) enum State<'a> {
     Done(Result<Status, P2pError>),
     /// A single-copy send: the receiver reads `_buf` until it tells us it finished.
     Send {
+        runtime: Arc<Runtime>,
         id: u64,
         status: Status,
         _buf: &'a [u8],
     },
     Recv {
+        runtime: Arc<Runtime>,
         id: u64,
         buf: &'a mut [u8],
     },
@@ -37,7 +42,6 @@ pub(super) enum State<'a> {
 /// buffer may be being read), dropping an incomplete receive cancels it.
 #[must_use = "a request must be completed with wait or test"]
 pub struct Request<'a> {
-    pub(super) runtime: Arc<Runtime>,
     pub(super) state: State<'a>,
 }
 
@@ -77,7 +81,7 @@ impl<'a> Request<'a> {
         let mut lent_at = Vec::new();
         let mut lent = Vec::new();
         for (i, request) in requests.iter_mut().enumerate() {
-            if let State::Recv { id, buf } = &mut request.state {
+            if let State::Recv { id, buf, .. } = &mut request.state {
                 if buf.len() >= LENT_FROM {
                     lent_at.push(i);
                     lent.push(Lent { recv: *id, buf: std::mem::take(buf) });
@@ -87,8 +91,20 @@ impl<'a> Request<'a> {
         let mut next = 0;
         let mut statuses = Vec::with_capacity(requests.len());
         let mut first_error = None;
-        for (i, request) in requests.iter_mut().enumerate() {
-            // Done when it started (a small send, a message already here): nothing to wait.
+        for i in 0..requests.len() {
+            if lent_at.get(next) == Some(&i) {
+                if let State::Recv { buf, .. } = &mut requests[i].state {
+                    *buf = std::mem::take(&mut lent[next].buf);
+                }
+                next += 1;
+            }
+            if !matches!(requests[i].state, State::Done(_)) {
+                // Up to the next receive whose buffer is still lent out.
+                let end = lent_at.get(next).copied().unwrap_or(requests.len());
+                take_ready(&mut requests[i..end]);
+            }
+            let request = &mut requests[i];
+            // Done when it started (a small send, a message already here), or just taken.
             if let State::Done(result) = request.state {
                 match result {
                     Ok(status) => statuses.push(status),
@@ -97,12 +113,6 @@ impl<'a> Request<'a> {
                     }
                 }
                 continue;
-            }
-            if lent_at.get(next) == Some(&i) {
-                if let State::Recv { buf, .. } = &mut request.state {
-                    *buf = std::mem::take(&mut lent[next].buf);
-                }
-                next += 1;
             }
             match request.wait_lending(&mut LentRun(&mut lent[next..])) {
                 Ok(status) => statuses.push(status),
@@ -115,10 +125,9 @@ impl<'a> Request<'a> {
     }
 
     fn poll(&mut self, block: bool, also: &mut dyn Lend) -> Option<Result<Status, P2pError>> {
-        let runtime = &*self.runtime;
         let result = match &mut self.state {
             State::Done(result) => return Some(*result),
-            State::Send { id, status, .. } => {
+            State::Send { runtime, id, status, .. } => {
                 let (id, status) = (*id, *status);
                 let step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     engine.progress(fabric, None, None::<&Feed<'_>>)?;
@@ -131,7 +140,7 @@ impl<'a> Request<'a> {
                     step(&mut engine, &runtime.fabric)
                 }
             }
-            State::Recv { id, buf } => {
+            State::Recv { runtime, id, buf } => {
                 let mut sink = Sink { recv: *id, buf, blocking: block, also };
                 let mut step = |engine: &mut super::Engine, fabric: &super::ShmTransport| {
                     if let Direct::Done(envelope) =
@@ -168,6 +177,45 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Completes the receives at the start of `requests` whose messages are here (at the head
+/// of their rings, or whole in the engine), in order, under one lock of the engine: a
+/// window's wait whose messages are here costs one lock, not a lock, a waiting loop and a
+/// poll per message. Stops at the first request that is neither done nor so completed.
+fn take_ready(requests: &mut [Request<'_>]) {
+    let runtime = match requests.first().map(|r| &r.state) {
+        Some(State::Recv { runtime, .. }) => Arc::clone(runtime),
+        _ => return,
+    };
+    let mut engine = runtime.engine();
+    for request in requests {
+        let State::Recv { runtime: own, id, buf } = &mut request.state else {
+            if matches!(request.state, State::Done(_)) {
+                continue;
+            }
+            break;
+        };
+        // A long message keeps the waiting path (a split single copy needs a blocking wait).
+        if !Arc::ptr_eq(own, &runtime) || buf.len() >= LENT_FROM {
+            break;
+        }
+        // Taken from the ring only while it is the oldest receive posted, so matching order
+        // holds; else its message may be matched and whole already (progress drained it).
+        let result = match engine.try_direct_posted(&runtime.fabric, *id, buf) {
+            Direct::Done(result) => result,
+            Direct::Empty | Direct::Slow => {
+                let mut sink = Sink::new(*id, &mut buf[..], false);
+                match engine.finish_recv(&runtime.fabric, &mut sink) {
+                    Ok(Some(envelope)) => Ok(envelope),
+                    Ok(None) => break,
+                    Err(error) => Err(error),
+                }
+            }
+        };
+        let status = result.map(|e| Status { source: e.source, tag: e.tag, len: e.len });
+        request.state = State::Done(status);
+    }
+}
+
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         match &self.state {
@@ -176,7 +224,7 @@ impl Drop for Request<'_> {
                 let mut none: [Lent<'_>; 0] = [];
                 while self.poll(true, &mut none).is_none() {}
             }
-            State::Recv { id, .. } => self.runtime.engine().cancel_recv(&self.runtime.fabric, *id),
+            State::Recv { runtime, id, .. } => runtime.engine().cancel_recv(&runtime.fabric, *id),
         }
     }
 }

@@ -258,7 +258,14 @@ impl<'r> Ring<'r> {
             }
         }
         self.sequence(tail).store(tail.wrapping_add(1), Release);
-        self.tail().store(tail.wrapping_add(1), Relaxed);
+        let next = tail.wrapping_add(1);
+        self.tail().store(next, Relaxed);
+        // Own the next cell's first line before the next push: its store then does not
+        // wait for the reader's copy to go, nor does the engine lock's release after it.
+        // Not when the reader may still read that cell.
+        if next.wrapping_sub(self.cached_head().load(Relaxed)) < RING_DEPTH as u64 {
+            self.region.prefetch(self.cell(next), true);
+        }
         true
     }
 
@@ -347,6 +354,7 @@ impl<'r> Ring<'r> {
             unsafe { self.region.copy_out(cell + BULK_OFFSET, &mut dst[..n]) };
         }
         head_word.store(head.wrapping_add(1), Release);
+        self.prefetch_next(head);
         Ok(Take::Taken(header))
     }
 
@@ -354,6 +362,14 @@ impl<'r> Ring<'r> {
     pub fn pop(&self) {
         let head = self.head().load(Relaxed);
         self.head().store(head.wrapping_add(1), Release);
+        self.prefetch_next(head);
+    }
+
+    /// Reader, having released cell `head`: fetches the next cell's first line while the
+    /// caller works, so that a window of messages does not wait for each line in turn.
+    #[inline(always)]
+    fn prefetch_next(&self, head: u64) {
+        self.region.prefetch(self.cell(head.wrapping_add(1)), false);
     }
 
     /// Reader: whether no cell waits.

@@ -2,7 +2,7 @@
 //! and sendrecv, with MPI's matching (context, source, tag) and errors.
 
 use super::Comm;
-use crate::runtime::engine::{Direct, Feed, Outbound, Pattern, Peer, SendStart, Sink};
+use crate::runtime::engine::{Direct, Feed, Outbound, Pattern, Peer, RecvStart, SendStart, Sink};
 use crate::runtime::error::P2pError;
 use crate::runtime::request::{Request, State, Status};
 use crate::runtime::{Source, ANY_TAG, MAX_MESSAGE_BYTES};
@@ -231,10 +231,12 @@ impl Comm {
     ) -> Request<'a> {
         let status = Status { source: dest, tag, len: buf.len() };
         let state = match start {
-            SendStart::Rendezvous(id) => State::Send { id, status, _buf: buf },
+            SendStart::Rendezvous(id) => {
+                State::Send { runtime: self.runtime.clone(), id, status, _buf: buf }
+            }
             SendStart::Done | SendStart::Streaming(_) => State::Done(Ok(status)),
         };
-        Request { runtime: self.runtime.clone(), state }
+        Request { state }
     }
 
     /// Starts receiving into `buf` (`MPI_Irecv`); matching follows posting order.
@@ -249,14 +251,14 @@ impl Comm {
         let mut engine = runtime.engine();
         // A message that is here already completes the receive now, as the blocking one's
         // fast path would: nothing posted, matched or waited for.
-        let state = match engine.try_direct_recv(&runtime.fabric, &pattern, buf) {
-            Direct::Done(result) => {
+        let state = match engine.start_recv(&runtime.fabric, pattern, buf) {
+            RecvStart::Done(result) => {
                 State::Done(result.map(|e| Status { source: e.source, tag: e.tag, len: e.len }))
             }
-            Direct::Empty | Direct::Slow => State::Recv { id: engine.post_recv(pattern), buf },
+            RecvStart::Posted(id) => State::Recv { runtime: runtime.clone(), id, buf },
         };
         drop(engine);
-        Ok(Request { runtime: runtime.clone(), state })
+        Ok(Request { state })
     }
 
     /// The status of the oldest message a receive from `source` with `tag` would take, if

@@ -105,8 +105,14 @@ impl Matched {
 impl Engine {
     /// Posts a receive: matched at once against the unexpected queue, else queued.
     pub(crate) fn post_recv(&mut self, pattern: Pattern) -> u64 {
-        let recv = self.fresh_id();
         let found = self.oldest_unexpected(&pattern).map(|(i, _)| i);
+        self.post_recv_at(pattern, found)
+    }
+
+    /// [`Engine::post_recv`] once the unexpected queue was scanned: `found` is the place of
+    /// the oldest unexpected message `pattern` accepts.
+    pub(super) fn post_recv_at(&mut self, pattern: Pattern, found: Option<usize>) -> u64 {
+        let recv = self.fresh_id();
         match found.and_then(|i| self.take_unexpected_at(i)) {
             Some(arrival) => {
                 if let Some(a) = self.arrivals.get_mut(arrival) {

@@ -52,6 +52,7 @@ pub(crate) use matching::Pattern;
 use matching::{Arrival, Body, Matched};
 pub(crate) use message::{message_peer, MessageLink};
 use pool::BufferPool;
+pub(crate) use receive::RecvStart;
 
 use super::error::P2pError;
 use crate::shm::{CellHeader, CellKind};

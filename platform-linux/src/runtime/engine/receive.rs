@@ -4,6 +4,14 @@
 use super::matching::{Arrival, Body, Pattern};
 use super::rendezvous::Remote;
 use super::{Direct, Engine, Envelope, Peer, Sink};
+
+/// What [`Engine::start_recv`] did.
+pub(crate) enum RecvStart {
+    /// The message was here: taken.
+    Done(Result<Envelope, P2pError>),
+    /// Posted as this receive.
+    Posted(u64),
+}
 use crate::runtime::error::P2pError;
 use crate::shm::{CellHeader, CellKind, Ring, Take};
 use crate::transport::shm::ShmTransport;
@@ -31,8 +39,31 @@ impl Engine {
         self.take_from_rings(fabric, pattern, buf)
     }
 
+    /// A nonblocking receive's start: done at once when its message is here (as
+    /// [`Engine::try_direct_recv`] finds it), else posted. The unexpected queue is scanned
+    /// once for both.
+    pub(crate) fn start_recv(
+        &mut self,
+        fabric: &ShmTransport,
+        pattern: Pattern,
+        buf: &mut [u8],
+    ) -> RecvStart {
+        let found = self.oldest_unexpected(&pattern);
+        if let Some((i, id)) = found {
+            if let Direct::Done(result) = self.take_unexpected_whole(i, id, buf) {
+                return RecvStart::Done(result);
+            }
+        } else if self.posted.is_empty() {
+            if let Direct::Done(result) = self.take_from_rings(fabric, &pattern, buf) {
+                return RecvStart::Done(result);
+            }
+        }
+        RecvStart::Posted(self.post_recv_at(pattern, found.map(|(i, _)| i)))
+    }
+
     /// Takes unexpected message `id`, the `i`-th queued, into `buf` if it is whole and was
     /// copied.
+    #[inline(always)]
     fn take_unexpected_whole(&mut self, i: usize, id: u64, buf: &mut [u8]) -> Direct {
         let whole = self
             .arrivals

@@ -235,6 +235,35 @@ pub(crate) fn nonblocking(comm: &Comm) {
     drop(comm.irecv(&mut spare, peer, 999).unwrap());
     comm.barrier().unwrap();
     wait_all_of_long_messages(comm, peer);
+    wait_all_of_a_window(comm, peer);
+}
+
+/// A window of one-cell messages into receives posted before they come (the message-rate
+/// pattern; `wait_all` takes those at the head of the ring under one lock), by tag and any
+/// tag in turn: each buffer gets its own message, in order, and the one too short for its
+/// message holds its head while `wait_all` reports it.
+fn wait_all_of_a_window(comm: &Comm, peer: usize) {
+    const COUNT: u32 = 64;
+    const SHORT: usize = 40;
+    let me = comm.rank();
+    let mut incoming: Vec<Vec<u8>> =
+        (0..COUNT as usize).map(|i| vec![0u8; if i == SHORT { 4 } else { 8 }]).collect();
+    let receives: Vec<_> = incoming
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| comm.irecv(b, peer, if i % 2 == 0 { 7 } else { ANY_TAG }).unwrap())
+        .collect();
+    comm.barrier().unwrap();
+    for seq in 0..COUNT {
+        comm.send(&message(me, 700 + seq, 8), peer, 7).unwrap();
+    }
+    let error = Request::wait_all(receives).unwrap_err();
+    assert_eq!(error, P2pError::Truncated { message_len: 8, buffer_len: 4 });
+    for (i, bytes) in incoming.iter().enumerate() {
+        let full = message(peer, 700 + i as u32, 8);
+        assert_eq!(bytes[..], full[..bytes.len()], "window message {i}");
+    }
+    comm.barrier().unwrap();
 }
 
 /// Long messages sent newest first to receives completed by one `wait_all`: while it waits
