@@ -23,7 +23,7 @@ work=target/verbs-guest
 mkdir -p "$work"
 log() { [ "$json" = --json ] || echo "verbs-guest: $*" >&2; }
 
-for tool in qemu-system-x86_64 busybox cpio apt-get dpkg; do
+for tool in qemu-system-x86_64 busybox cpio apt-get dpkg ip rdma; do
     command -v "$tool" >/dev/null || {
         echo "verbs-guest.sh: $tool is missing (scripts/test.sh installs it)" >&2
         exit 1

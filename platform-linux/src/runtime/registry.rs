@@ -59,8 +59,8 @@ pub(crate) struct GroupTie {
 pub(crate) enum TieKind {
     /// Through a bridge on this host: guest indices `first..first + count`.
     Shm { first: usize, count: usize },
-    /// Over TCP link `link` of the group's own.
-    Tcp { link: usize },
+    /// Over message link `link` (TCP or verbs) of the group's own.
+    Link { link: usize },
 }
 
 /// What the launcher knows of a group's bridge.

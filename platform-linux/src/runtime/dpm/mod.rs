@@ -101,7 +101,7 @@ impl Runtime {
                     self.engine().remove_guests(&self.fabric, first, count);
                     self.note_guests(self.engine().guest_count());
                 }
-                TieKind::Tcp { link } => {
+                TieKind::Link { link } => {
                     let removed = self.engine().remove_message_link(link);
                     if let Some(link) = removed {
                         // Say goodbye, so the other group takes the end of our streams as

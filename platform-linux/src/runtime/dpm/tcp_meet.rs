@@ -166,7 +166,7 @@ impl Comm {
         let theirs = decode_members(&answer[4..])?;
         let members = (theirs, ours);
         let ties = (LauncherTie::None, watch);
-        self.tcp_intercomm(Side::B, (root, leader), own, members, (token, deadline), ties)
+        self.link_intercomm(Side::B, (root, leader), own, members, (token, deadline), ties)
     }
 
     /// The accepting group's side, its root holding `stream` from a connecting root whose
@@ -203,13 +203,13 @@ impl Comm {
         let theirs = decode_members(&heard[4..])?;
         let members = (ours, theirs);
         let ties = (launcher, watch);
-        self.tcp_intercomm(Side::A, (root, leader), own, members, (token, deadline), ties)
+        self.link_intercomm(Side::A, (root, leader), own, members, (token, deadline), ties)
     }
 
     /// Runs the link for groups A and B (`members`: A's, then B's) and builds the
     /// inter-communicator over it; `leaders` are A's and B's leader ranks, `ties` the new
     /// group's tie to the launcher and the failure word the link watches.
-    fn tcp_intercomm(
+    fn link_intercomm(
         &self,
         side: Side,
         leaders: (usize, usize),
@@ -255,11 +255,11 @@ impl Comm {
             .map_err(|e| DpmError::Handover(format!("address vector: {e:?}")))?;
         // The group's entries live as long as the process (a few bytes per process met).
         let av: &'static [Ave] = Box::leak(av.into_boxed_slice());
-        let tie = GroupTie { kind: TieKind::Tcp { link }, launcher: launcher.clone() };
+        let tie = GroupTie { kind: TieKind::Link { link }, launcher: launcher.clone() };
         let pgid = match runtime.registry.register(av, tie) {
             Ok(pgid) => pgid,
             Err(error) => {
-                runtime.untie(vec![GroupTie { kind: TieKind::Tcp { link }, launcher }]);
+                runtime.untie(vec![GroupTie { kind: TieKind::Link { link }, launcher }]);
                 return Err(DpmError::Handover(format!("process groups: {error}")));
             }
         };
