@@ -13,6 +13,7 @@ use crate::datatype::reduction;
 use crate::error::{fail, MpiResult};
 use crate::p2p::on_comm;
 use crate::pack::{copy, Incoming, Place};
+use crate::pair::{padded, widened, Padded};
 use crate::ptr::{array, in_place};
 
 /// Runs blocking collective `f` on `comm` after the nonblocking ones started before it.
@@ -96,9 +97,25 @@ unsafe fn result<'a>(
     recvbuf: *mut c_void,
     count: c_int,
     datatype: c_int,
+    pair: Option<Padded>,
 ) -> MpiResult<Incoming<'a>> {
     // SAFETY: the caller's contract.
-    unsafe { Incoming::new(Place::new(recvbuf, count, datatype)?) }
+    unsafe { Incoming::reduced(Place::new(recvbuf, count, datatype)?, datatype, pair, false) }
+}
+
+/// The operand of a reduction, as core's elements (`pair`: padded pairs).
+///
+/// # Safety
+/// As for [`operand`].
+unsafe fn reduced_operand(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    pair: Option<Padded>,
+) -> MpiResult<Vec<u8>> {
+    // SAFETY: the caller's contract.
+    Ok(widened(unsafe { operand(sendbuf, recvbuf, count, datatype) }?, pair))
 }
 
 /// `MPI_Scan` and `MPI_Exscan`.
@@ -129,9 +146,14 @@ unsafe fn scan(
         });
     }
     let (dtype, rop) = reduction(datatype, rop)?;
+    let pair = padded(dtype, &rop);
     // SAFETY: the caller's contract.
-    let (send, mut recv) =
-        unsafe { (operand(sendbuf, recvbuf, count, datatype)?, result(recvbuf, count, datatype)?) };
+    let (send, mut recv) = unsafe {
+        (
+            reduced_operand(sendbuf, recvbuf, count, datatype, pair)?,
+            result(recvbuf, count, datatype, pair)?,
+        )
+    };
     on_coll(comm, |c| reducing(c, op, dtype, rop, send.len() / dtype.size(), &send, recv.bytes()))?;
     // SAFETY: the caller's contract.
     unsafe { recv.finish(usize::MAX) }
@@ -169,15 +191,16 @@ mpi_fn! {
             });
         }
         let (dtype, rop) = reduction(datatype, op)?;
+        let pair = padded(dtype, &rop);
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             let at_root = is_root(c, root);
             let send = match (takes_part(c, root), at_root) {
                 (false, _) => Vec::new(),
-                (true, true) => operand(sendbuf, recvbuf, count, datatype)?,
-                (true, false) => copy(sendbuf, count, datatype)?,
+                (true, true) => reduced_operand(sendbuf, recvbuf, count, datatype, pair)?,
+                (true, false) => widened(copy(sendbuf, count, datatype)?, pair),
             };
-            let mut recv = if at_root { Some(result(recvbuf, count, datatype)?) } else { None };
+            let mut recv = if at_root { Some(result(recvbuf, count, datatype, pair)?) } else { None };
             let len = recv.as_mut().map_or(send.len(), |r| r.bytes().len());
             let args = CollArgs::new(len / dtype.size(), dtype).with_op(rop).with_root(root);
             c.collective(CollOp::Reduce, &args, &send, recv.as_mut().map_or(&mut [][..], |r| r.bytes()))?;
@@ -199,7 +222,8 @@ mpi_fn! {
             });
         }
         let (dtype, rop) = reduction(datatype, op)?;
-        let (send, mut recv) = (operand(sendbuf, recvbuf, count, datatype)?, result(recvbuf, count, datatype)?);
+        let pair = padded(dtype, &rop);
+        let (send, mut recv) = (reduced_operand(sendbuf, recvbuf, count, datatype, pair)?, result(recvbuf, count, datatype, pair)?);
         on_coll(comm, |c| reducing(c, CollOp::Allreduce, dtype, rop, send.len() / dtype.size(), &send, recv.bytes()))?;
         recv.finish(usize::MAX)
     }
@@ -207,8 +231,9 @@ mpi_fn! {
     /// `inoutbuf = inbuf op inoutbuf`, element-wise, locally.
     fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
         let (dtype, rop) = reduction(datatype, op)?;
-        let src = copy(inbuf, count, datatype)?;
-        let mut dst = Incoming::inout(Place::new(inoutbuf, count, datatype)?)?;
+        let pair = padded(dtype, &rop);
+        let src = widened(copy(inbuf, count, datatype)?, pair);
+        let mut dst = Incoming::reduced(Place::new(inoutbuf, count, datatype)?, datatype, pair, true)?;
         reduce(&rop, dtype, &src, dst.bytes(), true).or_else(|e| fail(MPI_ERR_OP, e.to_string()))?;
         dst.finish(usize::MAX)
     }
@@ -230,10 +255,11 @@ mpi_fn! {
             });
         }
         let (dtype, rop) = reduction(datatype, op)?;
+        let pair = padded(dtype, &rop);
         on_coll(comm, |c| {
             let total = c_int::try_from(crate::ptr::count(recvcount)? * c.size()).unwrap_or(c_int::MAX);
-            let send = operand(sendbuf, recvbuf, total, datatype)?;
-            let mut recv = result(recvbuf, recvcount, datatype)?;
+            let send = reduced_operand(sendbuf, recvbuf, total, datatype, pair)?;
+            let mut recv = result(recvbuf, recvcount, datatype, pair)?;
             let n = recv.bytes().len() / dtype.size();
             reducing(c, CollOp::ReduceScatterBlock, dtype, rop, n, &send, recv.bytes())?;
             recv.finish(usize::MAX)
@@ -249,13 +275,15 @@ mpi_fn! {
             });
         }
         let (dtype, rop) = reduction(datatype, op)?;
+        let pair = padded(dtype, &rop);
         on_coll(comm, |c| {
             let counts = array(recvcounts, c.size())?;
             let total: c_int = counts.iter().map(|&n| crate::ptr::count(n).map(|n| n as c_int)).sum::<MpiResult<c_int>>()?;
-            let send = operand(sendbuf, recvbuf, total, datatype)?;
-            let mut recv = result(recvbuf, counts[c.rank()], datatype)?;
-            // Elements of `dtype` per element of `datatype`, as packed.
-            let per = Place::new(recvbuf, 1, datatype)?.packed_len() / dtype.size();
+            let send = reduced_operand(sendbuf, recvbuf, total, datatype, pair)?;
+            let mut recv = result(recvbuf, counts[c.rank()], datatype, pair)?;
+            // Elements of `dtype` per element of `datatype`.
+            let packed = Place::new(recvbuf, 1, datatype)?.packed_len();
+            let per = pair.map_or(packed, |pair| pair.widened_len(packed)) / dtype.size();
             let counts: Vec<usize> = counts.iter().map(|&n| n as usize * per).collect();
             let displs: Vec<usize> = counts.iter().scan(0, |at, &n| { let d = *at; *at += n; Some(d) }).collect();
             // An inter-communicator's vector is the whole of this group's blocks.

@@ -7,6 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
+use crate::datatype::padded_pair;
 use crate::error::{fail, MpiResult};
 use crate::ptr::{array_mut, get, put};
 use crate::typemap::{self, is_derived, layout};
@@ -64,14 +65,16 @@ fn of(handle: c_int) -> MpiResult<Contents> {
 }
 
 /// The basic elements in the first `bytes` packed bytes of one `datatype`, walked in type
-/// map order through the constructors; `None` when they end inside one (or the type's
-/// parts are not known: pairs, whose padding travels).
+/// map order through the constructors; `None` when they end inside one.
 pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
     let (info, _) = layout(datatype).ok()?;
     if !is_derived(datatype) {
+        // A pair's first element is its value (half of an unpadded pair).
+        let first = padded_pair(datatype).map_or(info.size / 2, |pair| pair[0].1);
         return match bytes {
             0 => Some(0),
-            b if info.elements == 1 && b == info.size => Some(1),
+            b if b == info.size => Some(info.elements),
+            b if info.elements == 2 && b == first => Some(1),
             _ => None,
         };
     }

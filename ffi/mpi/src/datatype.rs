@@ -18,7 +18,7 @@ pub(crate) struct TypeInfo {
     pub lb: isize,
     /// Bytes of data per element (`MPI_Type_size`: the extent without padding).
     pub size: usize,
-    /// Bytes an element takes packed (its size, with the padding of pair types).
+    /// Bytes an element takes packed (its data: its size).
     pub packed: usize,
     /// Basic elements in one element, and their size when all are alike (else 0), for
     /// `MPI_Get_elements`.
@@ -51,6 +51,34 @@ impl TypeInfo {
             true_extent: extent,
             reduces_as,
         }
+    }
+
+    /// A pair whose data is `segments`: two elements, packed without the padding.
+    fn padded(&mut self, segments: PairSegments) {
+        self.size = segments[0].1 + segments[1].1;
+        self.packed = self.size;
+        (self.elements, self.basic) = (2, 0);
+        self.contiguous = false;
+    }
+}
+
+/// The data of a value-and-int pair whose int lies past padding: (offset, bytes) of the
+/// value and of the int. Packed, such a pair is its data alone (`MPI_DOUBLE_INT` is 12
+/// bytes, as a message of a `double` and an `int` is), so that a pair matches any type
+/// of the same signature.
+pub(crate) type PairSegments = [(isize, usize); 2];
+
+const DOUBLE_INT: PairSegments = [(0, 8), (8, 4)];
+const SHORT_INT: PairSegments = [(0, 2), (4, 4)];
+const LONG_DOUBLE_INT: PairSegments = [(0, 16), (16, 4)];
+
+/// The segments of predefined pair `handle`, if its int lies past padding.
+pub(crate) fn padded_pair(handle: c_int) -> Option<PairSegments> {
+    match handle {
+        MPI_DOUBLE_INT | MPI_LONG_INT => Some(DOUBLE_INT),
+        MPI_SHORT_INT => Some(SHORT_INT),
+        MPI_LONG_DOUBLE_INT => Some(LONG_DOUBLE_INT),
+        _ => None,
     }
 }
 
@@ -109,17 +137,18 @@ fn predefined_info(handle: c_int) -> MpiResult<TypeInfo> {
         _ => None,
     };
     if let Some(dtype) = reduces_as {
-        let extent = dtype.size();
-        // A pair's data is its value and its int, without the padding.
-        let size = match handle {
-            MPI_DOUBLE_INT | MPI_LONG_INT => 12,
-            MPI_SHORT_INT => 6,
-            _ => extent,
-        };
-        return Ok(TypeInfo::predefined(extent, size, reduces_as));
+        let mut info = TypeInfo::predefined(dtype.size(), dtype.size(), reduces_as);
+        if let Some(segments) = padded_pair(handle) {
+            info.padded(segments);
+        } else if matches!(handle, MPI_FLOAT_INT | MPI_2INT | MPI_2INTEGER) {
+            (info.elements, info.basic) = (2, 4);
+        }
+        return Ok(info);
     }
     if handle == MPI_LONG_DOUBLE_INT {
-        return Ok(TypeInfo::predefined(32, 20, None));
+        let mut info = TypeInfo::predefined(32, 32, None);
+        info.padded(LONG_DOUBLE_INT);
+        return Ok(info);
     }
     // Other predefined types (long double, complex, wchar, packed, ...): MPICH encodes
     // the size in bits 8..16 of handles of kind 0x4c.

@@ -33,6 +33,7 @@ mod older;
 mod ops;
 mod p2p;
 mod pack;
+mod pair;
 mod persist;
 mod progress;
 mod ptr;

@@ -7,8 +7,8 @@ use std::ffi::{c_int, c_void};
 
 use crate::call::mpi_fn;
 use crate::consts::*;
-use crate::datatype::type_info;
 use crate::error::{fail, MpiResult};
+use crate::pair::Padded;
 use crate::ptr::{bytes, bytes_mut, count, get, put};
 use crate::typemap::{is_derived, layout, Segments};
 
@@ -48,8 +48,11 @@ impl Place {
                 ((info.extent, info.packed, info.contiguous), Some(segments))
             }
             None => {
-                let info = type_info(datatype)?;
-                ((info.extent, info.packed, info.contiguous), None)
+                let (info, segments) = layout(datatype)?;
+                (
+                    (info.extent, info.packed, info.contiguous),
+                    (!info.contiguous).then_some(segments),
+                )
             }
         };
         let (extent, packed, contiguous) = info;
@@ -136,7 +139,16 @@ pub(crate) fn element(buf: *const c_void, n: usize, datatype: c_int) -> MpiResul
 /// Where a receive puts its bytes: the program's buffer, or a packed copy to unpack.
 pub(crate) enum Incoming<'a> {
     Direct(&'a mut [u8]),
-    Packed { data: Vec<u8>, place: Place },
+    Packed {
+        data: Vec<u8>,
+        place: Place,
+    },
+    /// A reduction's result as core's padded pair elements, narrowed and unpacked at the end.
+    Widened {
+        elements: Vec<u8>,
+        pair: Padded,
+        place: Place,
+    },
 }
 
 impl<'a> Incoming<'a> {
@@ -165,10 +177,47 @@ impl<'a> Incoming<'a> {
         Ok(Incoming::Packed { data, place })
     }
 
+    /// Where a reduction's result goes, as core's elements (`pair`: padded pairs), its
+    /// input too when `inout`. A predefined pair's elements lie in memory as core's do.
+    ///
+    /// # Safety
+    /// As for [`Incoming::new`].
+    pub unsafe fn reduced(
+        place: Place,
+        datatype: c_int,
+        pair: Option<Padded>,
+        inout: bool,
+    ) -> MpiResult<Self> {
+        let Some(pair) = pair else {
+            // SAFETY: the caller's contract.
+            return unsafe {
+                if inout {
+                    Incoming::inout(place)
+                } else {
+                    Incoming::new(place)
+                }
+            };
+        };
+        if !is_derived(datatype) {
+            // SAFETY: the caller's contract: `count` elements of `extent` bytes.
+            let direct =
+                unsafe { bytes_mut(place.buf as *mut c_void, place.count * place.extent) }?;
+            return Ok(Incoming::Direct(direct));
+        }
+        let elements = if inout {
+            // SAFETY: the caller's contract.
+            pair.widen(&unsafe { place.outgoing() }?)
+        } else {
+            vec![0; pair.widened_len(place.packed_len())]
+        };
+        Ok(Incoming::Widened { elements, pair, place })
+    }
+
     pub fn bytes(&mut self) -> &mut [u8] {
         match self {
             Incoming::Direct(buf) => buf,
             Incoming::Packed { data, .. } => data,
+            Incoming::Widened { elements, .. } => elements,
         }
     }
 
@@ -182,6 +231,10 @@ impl<'a> Incoming<'a> {
             // SAFETY: the caller's contract.
             Incoming::Packed { data, place } => unsafe {
                 place.unpack(&data[..len.min(data.len())])
+            },
+            // SAFETY: the caller's contract.
+            Incoming::Widened { elements, pair, place } => unsafe {
+                place.unpack(&pair.narrow(&elements[..len.min(elements.len())]))
             },
         }
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use commcore::coll::Datatype;
 
 use crate::consts::*;
-use crate::datatype::{type_info, TypeInfo};
+use crate::datatype::{padded_pair, type_info, TypeInfo};
 use crate::error::{fail, MpiResult};
 
 /// The byte segments (offset from the element's address, length) of one element.
@@ -38,7 +38,7 @@ pub(crate) fn layout(handle: c_int) -> MpiResult<(TypeInfo, Segments)> {
         }
     }
     let info = type_info(handle)?;
-    Ok((info, one_segment(info.extent)))
+    Ok((info, predefined_segments(handle, info.extent)))
 }
 
 /// Whether `handle` has the kind bits of a derived datatype this library made.
@@ -46,13 +46,19 @@ pub(crate) fn is_derived(handle: c_int) -> bool {
     (handle as u32) & 0xfff0_0000 == TYPE_KIND
 }
 
-/// The segments `[(0, extent)]`, shared (no allocation on the message path).
-fn one_segment(extent: usize) -> Segments {
+/// The segments of predefined `handle`: its value and int where padding parts them, else
+/// `[(0, extent)]`; shared (no allocation on the message path).
+fn predefined_segments(handle: c_int, extent: usize) -> Segments {
     thread_local! {
-        static MADE: std::cell::RefCell<HashMap<usize, Segments>> = std::cell::RefCell::new(HashMap::new());
+        static MADE: std::cell::RefCell<HashMap<(c_int, usize), Segments>> = std::cell::RefCell::new(HashMap::new());
     }
+    let key = if padded_pair(handle).is_some() { (handle, extent) } else { (0, extent) };
     MADE.with(|made| {
-        made.borrow_mut().entry(extent).or_insert_with(|| Arc::new(vec![(0, extent)])).clone()
+        let mut made = made.borrow_mut();
+        let segments = made.entry(key).or_insert_with(|| {
+            Arc::new(padded_pair(handle).map_or_else(|| vec![(0, extent)], |pair| pair.to_vec()))
+        });
+        segments.clone()
     })
 }
 
