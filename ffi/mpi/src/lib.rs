@@ -8,6 +8,7 @@
 mod attrs;
 mod bsend;
 mod call;
+mod cancel;
 mod coll;
 mod coll_blocks;
 mod comm;

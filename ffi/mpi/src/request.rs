@@ -23,7 +23,7 @@ use crate::status;
 pub(crate) struct Pending {
     /// The communicator its errors go to.
     comm: c_int,
-    work: Work,
+    pub(crate) work: Work,
     /// The packed copy a non-contiguous datatype travels in (declared after `work`, whose
     /// request reads or writes it, so dropped after it).
     packed: Option<Box<[u8]>>,
@@ -33,7 +33,7 @@ pub(crate) struct Pending {
     pub(crate) persist: Option<Box<Persist>>,
 }
 
-enum Work {
+pub(crate) enum Work {
     /// In flight. Its buffer is the program's, which MPI forbids it to touch until the
     /// request completes: hence `'static`.
     Live { request: Request<'static>, recv: bool },
@@ -74,7 +74,7 @@ impl Pending {
     }
 
     /// The status if the request has completed, without blocking.
-    fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
+    pub(crate) fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
         let found = match &mut self.work {
             Work::Done(status) => Ok(Some(*status)),
             Work::Live { request, .. } => {
@@ -253,7 +253,7 @@ pub(crate) unsafe fn begin_recv<T>(
 
 /// Takes request `handle` out of the table, its handle kept for it to be put back;
 /// `None` for `MPI_REQUEST_NULL`.
-fn take(handle: c_int) -> MpiResult<Option<Pending>> {
+pub(crate) fn take(handle: c_int) -> MpiResult<Option<Pending>> {
     take_ending(handle, |_| false)
 }
 
@@ -495,23 +495,6 @@ mpi_fn! {
             })?;
         }
         put(request, MPI_REQUEST_NULL)
-    }
-
-    /// Cancels a receive not yet matched; a send is not cancelled (MPI allows that), and
-    /// `MPI_Test_cancelled` says which.
-    fn MPI_Cancel / PMPI_Cancel(request: *mut c_int) {
-        let handle = get(request)?;
-        let Some(mut pending) = take(handle)? else {
-            return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
-        };
-        if matches!(pending.work, Work::Live { recv: true, .. }) && pending.test()?.is_none() {
-            // Dropping an unmatched receive withdraws it.
-            pending.work = Work::Done(status::cancelled());
-        }
-        state::with(|s| {
-            s.requests.insert(handle, pending);
-            Ok(())
-        })
     }
 }
 

@@ -185,6 +185,22 @@ int main(int argc, char **argv) {
     MPI_Test_cancelled(&st, &flag);
     CHECK(flag == 1);
 
+    /* A send that completes is not cancelled; one no receive matches cannot complete, so
+     * MPI_Cancel says it is not provided and leaves it active (here received after). */
+    MPI_Isend(&a, 1, MPI_INT, rank, 998, MPI_COMM_WORLD, &reqs[1]);
+    CHECK_RC(MPI_Cancel(&reqs[1]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&reqs[1], &st), MPI_SUCCESS);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 0);
+    MPI_Recv(&b, 1, MPI_INT, rank, 998, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    static char big_out[1 << 20], big_in[1 << 20];
+    big_out[12345] = 7;
+    MPI_Isend(big_out, sizeof big_out, MPI_CHAR, right, 997, MPI_COMM_WORLD, &reqs[1]);
+    CHECK_RC(MPI_Cancel(&reqs[1]), MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Recv(big_in, sizeof big_in, MPI_CHAR, left, 997, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK_RC(MPI_Wait(&reqs[1], &st), MPI_SUCCESS);
+    CHECK(big_in[12345] == 7);
+
     /* Request_free on a completed-later send. */
     MPI_Irecv(&b, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &reqs[0]);
     MPI_Isend(&a, 1, MPI_INT, right, 9, MPI_COMM_WORLD, &reqs[1]);
