@@ -15,9 +15,14 @@ static HOST: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
 static IO: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
 static WTIME_IS_GLOBAL: AtomicI32 = AtomicI32::new(0);
 static UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(1);
-/// No codes are added at run time: the last one used is the last predefined one.
+/// The last error code or class used: the last predefined one until the program adds one.
 static LASTUSEDCODE: AtomicI32 = AtomicI32::new(MPI_ERR_LASTCODE);
 static APPNUM: AtomicI32 = AtomicI32::new(0);
+
+/// Records the last error code or class a program added.
+pub(crate) fn set_last_used_code(code: c_int) {
+    LASTUSEDCODE.store(code, Ordering::Relaxed);
+}
 
 /// # Safety
 /// `value` is valid for a write of a pointer and `flag` of an `int`.

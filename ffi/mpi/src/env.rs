@@ -106,17 +106,24 @@ mpi_fn! {
     }
 
     fn MPI_Error_string / PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) {
-        let Some(text) = class_text(errorcode) else {
-            return fail(MPI_ERR_ARG, format!("{errorcode} is not an error code"));
+        let text = match class_text(errorcode) {
+            Some(text) => text.to_string(),
+            None => match crate::added_errors::string_of(errorcode) {
+                Some(text) => text,
+                None => return fail(MPI_ERR_ARG, format!("{errorcode} is not an error code")),
+            },
         };
-        put_text(string, MPI_MAX_ERROR_STRING, resultlen, text)
+        put_text(string, MPI_MAX_ERROR_STRING, resultlen, &text)
     }
 
     fn MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) {
-        if class_text(errorcode).is_none() {
-            return fail(MPI_ERR_ARG, format!("{errorcode} is not an error code"));
+        if class_text(errorcode).is_some() {
+            return put(errorclass, errorcode);
         }
-        put(errorclass, errorcode)
+        match crate::added_errors::class_of(errorcode) {
+            Some(class) => put(errorclass, class),
+            None => fail(MPI_ERR_ARG, format!("{errorcode} is not an error code")),
+        }
     }
 
     /// Sets `comm`'s error handler: `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_ABORT`,

@@ -5,6 +5,7 @@
 
 #![allow(non_snake_case)]
 
+mod added_errors;
 mod attrs;
 mod bsend;
 mod call;

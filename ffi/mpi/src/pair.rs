@@ -68,4 +68,3 @@ pub(crate) fn widened(packed: Vec<u8>, pair: Option<Padded>) -> Vec<u8> {
         None => packed,
     }
 }
-

@@ -48,6 +48,25 @@ int main(int argc, char **argv) {
     MPI_Error_class(MPI_ERR_RANK, &cls);
     CHECK(cls == MPI_ERR_RANK);
     CHECK_RC(MPI_Error_class(-7, &cls), MPI_ERR_ARG);
+    /* Added classes and codes: above MPI_ERR_LASTCODE, with their strings. */
+    int added_class, added_code, arg_code, *last_used;
+    CHECK_RC(MPI_Add_error_class(&added_class), MPI_SUCCESS);
+    CHECK(added_class > MPI_ERR_LASTCODE);
+    CHECK_RC(MPI_Error_string(added_class, text, &len), MPI_SUCCESS);
+    CHECK(len == 0);
+    CHECK_RC(MPI_Add_error_code(added_class, &added_code), MPI_SUCCESS);
+    CHECK_RC(MPI_Add_error_code(MPI_ERR_ARG, &arg_code), MPI_SUCCESS);
+    CHECK_RC(MPI_Add_error_string(added_code, "the widget jammed"), MPI_SUCCESS);
+    MPI_Error_class(added_code, &cls);
+    CHECK(cls == added_class);
+    MPI_Error_class(arg_code, &cls);
+    CHECK(cls == MPI_ERR_ARG);
+    CHECK_RC(MPI_Error_string(added_code, text, &len), MPI_SUCCESS);
+    CHECK(strcmp(text, "the widget jammed") == 0 && len == 17);
+    CHECK_RC(MPI_Add_error_string(MPI_ERR_RANK, "mine"), MPI_ERR_ARG);
+    CHECK_RC(MPI_Add_error_code(added_code, &arg_code), MPI_ERR_ARG);
+    CHECK_RC(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_LASTUSEDCODE, &last_used, &flag), MPI_SUCCESS);
+    CHECK(flag == 1 && *last_used >= added_code);
 
     /* Predefined attributes, names, profiling control, raising an error. */
     int *tag_ub, *wtime_global;
