@@ -7,6 +7,13 @@ use std::ffi::{c_int, c_long, c_void};
 #[repr(transparent)]
 pub struct ConstPtr(*const c_int);
 
+impl ConstPtr {
+    /// The address, to compare a program's argument against.
+    pub(crate) fn addr(&self) -> *const c_int {
+        self.0
+    }
+}
+
 // SAFETY: the pointers are never written through by this library; they are addresses the
 // program compares against.
 unsafe impl Sync for ConstPtr {}

@@ -22,6 +22,7 @@ mod env;
 mod errhandler;
 mod error;
 mod externs;
+mod graph;
 mod group;
 mod handles;
 mod icoll;

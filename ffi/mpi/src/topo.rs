@@ -1,5 +1,5 @@
 //! Cartesian topologies: a communicator's ranks laid out on a grid (row-major), with the
-//! calls that map ranks to coordinates and shift along a dimension.
+//! calls that map ranks to coordinates and shift along a dimension. Graphs are in `graph`.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -71,6 +71,7 @@ pub(crate) fn copy(old: c_int, new: c_int) {
     if let Ok(cart) = cart(old) {
         store(new, cart);
     }
+    crate::graph::copy(old, new);
 }
 
 /// A freed communicator's topology goes.
@@ -78,6 +79,7 @@ pub(crate) fn forget(comm: c_int) {
     if let Some(carts) = CARTS.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
         carts.remove(&comm);
     }
+    crate::graph::forget(comm);
 }
 
 /// Splits `comm`: the first `members` ranks (or those of `color`) form the new grid.
@@ -204,7 +206,8 @@ mpi_fn! {
 
     fn MPI_Topo_test / PMPI_Topo_test(comm: c_int, status: *mut c_int) {
         on_comm(comm, |_| Ok(()))?;
-        put(status, if cart(comm).is_ok() { MPI_CART } else { MPI_UNDEFINED })
+        let kind = if cart(comm).is_ok() { MPI_CART } else { crate::graph::kind(comm).unwrap_or(MPI_UNDEFINED) };
+        put(status, kind)
     }
 
     fn MPI_Cart_get / PMPI_Cart_get(comm: c_int, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) {

@@ -1,7 +1,58 @@
 /* Cartesian topologies: balanced dimensions, a periodic 2-D grid, shifts with a halo
- * exchange, coordinates and ranks, and sub-grids. */
+ * exchange, coordinates and ranks, and sub-grids. Graphs: a ring given whole, and the
+ * same ring distributed (adjacent and from arbitrary ranks' edges). */
 #include <mpi.h>
 #include "check.h"
+
+/* A ring: rank r's neighbors are r - 1 and r + 1. */
+static void graphs(int rank, int size) {
+    int index[64], edges[128], n = 0, status, nnodes, nedges, count, out[4];
+    for (int r = 0; r < size; r++) {
+        edges[n++] = (r + size - 1) % size;
+        edges[n++] = (r + 1) % size;
+        index[r] = n;
+    }
+    MPI_Comm ring, dist, spread;
+    CHECK_RC(MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &ring), MPI_SUCCESS);
+    MPI_Topo_test(ring, &status);
+    CHECK(status == MPI_GRAPH);
+    MPI_Graphdims_get(ring, &nnodes, &nedges);
+    CHECK(nnodes == size && nedges == 2 * size);
+    MPI_Graph_neighbors_count(ring, rank, &count);
+    CHECK(count == 2);
+    MPI_Graph_neighbors(ring, rank, 2, out);
+    CHECK(out[0] == (rank + size - 1) % size && out[1] == (rank + 1) % size);
+    CHECK_RC(MPI_Graph_neighbors(ring, size, 2, out), MPI_ERR_RANK);
+    MPI_Comm_free(&ring);
+    edges[0] = size;
+    CHECK_RC(MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &ring), MPI_ERR_RANK);
+
+    int left = (rank + size - 1) % size, right = (rank + 1) % size, indeg, outdeg, weighted;
+    int srcs[2] = {left, right}, weights[2] = {5, 7}, ws[2], wd[2];
+    CHECK_RC(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 2, srcs, weights, 2, srcs, weights,
+                                            MPI_INFO_NULL, 0, &dist), MPI_SUCCESS);
+    MPI_Topo_test(dist, &status);
+    CHECK(status == MPI_DIST_GRAPH);
+    MPI_Dist_graph_neighbors_count(dist, &indeg, &outdeg, &weighted);
+    CHECK(indeg == 2 && outdeg == 2 && weighted == 1);
+    MPI_Dist_graph_neighbors(dist, 2, out, ws, 2, &out[2], wd);
+    CHECK(out[0] == left && out[3] == right && ws[1] == 7 && wd[0] == 5);
+    MPI_Comm_free(&dist);
+    /* Rank 0 names every edge of the ring, unweighted; each rank learns its own. */
+    int sources[64], degrees[64], dests[128];
+    for (int r = 0; r < size; r++) {
+        sources[r] = r;
+        degrees[r] = 1;
+        dests[r] = (r + 1) % size;
+    }
+    CHECK_RC(MPI_Dist_graph_create(MPI_COMM_WORLD, rank == 0 ? size : 0, sources, degrees, dests,
+                                   MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &spread), MPI_SUCCESS);
+    MPI_Dist_graph_neighbors_count(spread, &indeg, &outdeg, &weighted);
+    CHECK(indeg == 1 && outdeg == 1 && weighted == 0);
+    MPI_Dist_graph_neighbors(spread, 1, out, MPI_UNWEIGHTED, 1, &out[1], MPI_UNWEIGHTED);
+    CHECK(out[0] == left && out[1] == right);
+    MPI_Comm_free(&spread);
+}
 
 int main(int argc, char **argv) {
     int rank, size, status, nd;
@@ -68,5 +119,6 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&dup);
     MPI_Comm_free(&row);
     MPI_Comm_free(&grid);
+    graphs(rank, size);
     FINISH("topo");
 }
