@@ -1,7 +1,7 @@
 //! Graph topologies: the whole graph every rank is given (`MPI_Graph_create`) and the
 //! distributed graph, where each rank knows only its own edges (`MPI_Dist_graph_create`,
 //! `_adjacent`). The new communicator's ranks are the old ones in order (no reordering).
-//! Neighborhood collectives are not provided yet.
+//! Neighborhood collectives on them are in `neighbor`.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -45,6 +45,15 @@ impl Graph {
     }
 }
 
+/// A rank's neighbors for the neighborhood collectives: the ranks it receives from and
+/// sends to, in slot order, each with a label; between two ranks, the sender's blocks and
+/// the receiver's slots meet in the order of their labels (then of their slots).
+#[derive(Clone, Debug)]
+pub(crate) struct Neighbors {
+    pub ins: Vec<(c_int, u32)>,
+    pub outs: Vec<(c_int, u32)>,
+}
+
 static GRAPHS: Mutex<Option<HashMap<c_int, Graph>>> = Mutex::new(None);
 
 fn graph(comm: c_int) -> Option<Graph> {
@@ -75,6 +84,22 @@ pub(crate) fn copy(old: c_int, new: c_int) {
 pub(crate) fn forget(comm: c_int) {
     if let Some(graphs) = GRAPHS.lock().unwrap_or_else(PoisonError::into_inner).as_mut() {
         graphs.remove(&comm);
+    }
+}
+
+/// The neighbors of `rank` on `comm`'s graph, if it has one (edges between the same pair
+/// meet in the order given).
+pub(crate) fn graph_neighbors(comm: c_int, rank: usize) -> Option<Neighbors> {
+    let label = |ranks: &[c_int]| ranks.iter().map(|&r| (r, 0)).collect::<Vec<_>>();
+    match graph(comm)? {
+        Graph::Whole { index, edges } if rank < index.len() => {
+            let around = label(&Graph::neighbors(&index, &edges, rank));
+            Some(Neighbors { ins: around.clone(), outs: around })
+        }
+        Graph::Whole { .. } => None,
+        Graph::Distributed(d) => {
+            Some(Neighbors { ins: label(&d.sources), outs: label(&d.destinations) })
+        }
     }
 }
 

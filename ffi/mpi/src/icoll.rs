@@ -1,12 +1,13 @@
 //! The nonblocking collectives (`MPI_I...`): each runs its blocking form on the
 //! communicator's worker thread (see `progress`); the request completes with it.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_long, c_void};
 
 use crate::call::mpi_fn;
 use crate::coll::*;
 use crate::coll_blocks::*;
 use crate::error::MpiResult;
+use crate::neighbor::*;
 use crate::progress;
 use crate::state;
 
@@ -132,4 +133,9 @@ nonblocking! {
     fn MPI_Iallgatherv / PMPI_Iallgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm
     fn MPI_Ialltoallw / PMPI_Ialltoallw => PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) on comm
     fn MPI_Ialltoallv / PMPI_Ialltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather => PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv => PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall => PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv => PMPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw => PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_long, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_long, recvtypes: *const c_int, comm: c_int) on comm
 }

@@ -32,6 +32,7 @@ mod join_socket;
 mod keyval;
 mod misc;
 mod mprobe;
+mod neighbor;
 mod older;
 mod ops;
 mod p2p;

@@ -11,6 +11,7 @@ use crate::call::mpi_fn;
 use crate::comm::add;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
+use crate::graph::Neighbors;
 use crate::p2p::on_comm;
 use crate::ptr::{array, array_mut, count, put};
 
@@ -64,6 +65,27 @@ fn store(comm: c_int, cart: Cart) {
         .unwrap_or_else(PoisonError::into_inner)
         .get_or_insert_with(HashMap::new)
         .insert(comm, cart);
+}
+
+/// The neighbors of `rank` on `comm`'s grid, if it has one: per dimension the rank before
+/// and the rank after (`MPI_PROC_NULL` off a non-periodic edge), each with the direction
+/// its data travels, so that a block sent one way lands in the slot facing back.
+pub(crate) fn cart_neighbors(comm: c_int, rank: usize) -> Option<Neighbors> {
+    let grid = cart(comm).ok()?;
+    let mine: Vec<i64> = grid.coords(rank).into_iter().map(|c| c as i64).collect();
+    let (mut ins, mut outs) = (Vec::new(), Vec::new());
+    for dim in 0..grid.dims.len() {
+        for (step, slot) in [(-1i64, 0u32), (1, 1)] {
+            let mut at = mine.clone();
+            at[dim] += step;
+            let peer = grid.rank(&at).map_or(MPI_PROC_NULL, |r| r as c_int);
+            // Out along `step`; in from `step`, which travelled the other way.
+            let dim = dim as u32;
+            outs.push((peer, 2 * dim + slot));
+            ins.push((peer, 2 * dim + 1 - slot));
+        }
+    }
+    Some(Neighbors { ins, outs })
 }
 
 /// A duplicate keeps the topology (`MPI_Comm_dup`).

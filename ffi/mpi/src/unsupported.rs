@@ -77,29 +77,24 @@ crate::call::unsupported! {
     MPI_Ialltoallw_c PMPI_Ialltoallw_c MPI_Ibcast_c PMPI_Ibcast_c
     MPI_Ibsend_c PMPI_Ibsend_c MPI_Iexscan_c PMPI_Iexscan_c
     MPI_Igather_c PMPI_Igather_c MPI_Igatherv_c PMPI_Igatherv_c
-    MPI_Imrecv_c PMPI_Imrecv_c MPI_Ineighbor_allgather PMPI_Ineighbor_allgather
-    MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c MPI_Ineighbor_allgatherv PMPI_Ineighbor_allgatherv
-    MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c MPI_Ineighbor_alltoall PMPI_Ineighbor_alltoall
-    MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c MPI_Ineighbor_alltoallv PMPI_Ineighbor_alltoallv
-    MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c MPI_Ineighbor_alltoallw PMPI_Ineighbor_alltoallw
-    MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c MPI_Info_create_env PMPI_Info_create_env
-    MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups MPI_Irecv_c PMPI_Irecv_c
-    MPI_Ireduce_c PMPI_Ireduce_c MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c
-    MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c MPI_Irsend_c PMPI_Irsend_c
-    MPI_Iscan_c PMPI_Iscan_c MPI_Iscatter_c PMPI_Iscatter_c
-    MPI_Iscatterv_c PMPI_Iscatterv_c MPI_Isend_c PMPI_Isend_c
-    MPI_Isendrecv PMPI_Isendrecv MPI_Isendrecv_c PMPI_Isendrecv_c
-    MPI_Isendrecv_replace PMPI_Isendrecv_replace MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c
-    MPI_Issend_c PMPI_Issend_c MPI_Mrecv_c PMPI_Mrecv_c
-    MPI_Neighbor_allgather PMPI_Neighbor_allgather MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c
+    MPI_Imrecv_c PMPI_Imrecv_c MPI_Ineighbor_allgather_c PMPI_Ineighbor_allgather_c
+    MPI_Ineighbor_allgatherv_c PMPI_Ineighbor_allgatherv_c MPI_Ineighbor_alltoall_c PMPI_Ineighbor_alltoall_c
+    MPI_Ineighbor_alltoallv_c PMPI_Ineighbor_alltoallv_c MPI_Ineighbor_alltoallw_c PMPI_Ineighbor_alltoallw_c
+    MPI_Info_create_env PMPI_Info_create_env MPI_Intercomm_create_from_groups PMPI_Intercomm_create_from_groups
+    MPI_Irecv_c PMPI_Irecv_c MPI_Ireduce_c PMPI_Ireduce_c
+    MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c
+    MPI_Irsend_c PMPI_Irsend_c MPI_Iscan_c PMPI_Iscan_c
+    MPI_Iscatter_c PMPI_Iscatter_c MPI_Iscatterv_c PMPI_Iscatterv_c
+    MPI_Isend_c PMPI_Isend_c MPI_Isendrecv PMPI_Isendrecv
+    MPI_Isendrecv_c PMPI_Isendrecv_c MPI_Isendrecv_replace PMPI_Isendrecv_replace
+    MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c MPI_Issend_c PMPI_Issend_c
+    MPI_Mrecv_c PMPI_Mrecv_c MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c
     MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c PMPI_Neighbor_allgather_init_c
-    MPI_Neighbor_allgatherv PMPI_Neighbor_allgatherv MPI_Neighbor_allgatherv_c PMPI_Neighbor_allgatherv_c
-    MPI_Neighbor_allgatherv_init PMPI_Neighbor_allgatherv_init MPI_Neighbor_allgatherv_init_c PMPI_Neighbor_allgatherv_init_c
-    MPI_Neighbor_alltoall PMPI_Neighbor_alltoall MPI_Neighbor_alltoall_c PMPI_Neighbor_alltoall_c
+    MPI_Neighbor_allgatherv_c PMPI_Neighbor_allgatherv_c MPI_Neighbor_allgatherv_init PMPI_Neighbor_allgatherv_init
+    MPI_Neighbor_allgatherv_init_c PMPI_Neighbor_allgatherv_init_c MPI_Neighbor_alltoall_c PMPI_Neighbor_alltoall_c
     MPI_Neighbor_alltoall_init PMPI_Neighbor_alltoall_init MPI_Neighbor_alltoall_init_c PMPI_Neighbor_alltoall_init_c
-    MPI_Neighbor_alltoallv PMPI_Neighbor_alltoallv MPI_Neighbor_alltoallv_c PMPI_Neighbor_alltoallv_c
-    MPI_Neighbor_alltoallv_init PMPI_Neighbor_alltoallv_init MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c
-    MPI_Neighbor_alltoallw PMPI_Neighbor_alltoallw MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c
+    MPI_Neighbor_alltoallv_c PMPI_Neighbor_alltoallv_c MPI_Neighbor_alltoallv_init PMPI_Neighbor_alltoallv_init
+    MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c
     MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c
     MPI_Op_create_c PMPI_Op_create_c MPI_Pack_c PMPI_Pack_c
     MPI_Pack_external PMPI_Pack_external MPI_Pack_external_c PMPI_Pack_external_c

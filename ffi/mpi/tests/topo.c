@@ -4,6 +4,42 @@
 #include <mpi.h>
 #include "check.h"
 
+/* Neighborhood collectives: on a periodic ring grid the block sent left lands in the left
+ * neighbor's right slot; on a distributed graph, blocking and nonblocking forms. */
+static void neighborhoods(int rank, int size, int left, int right) {
+    int dims[1] = {size}, periods[1] = {1}, sbuf[2] = {-1 - 10 * rank, 1 + 10 * rank}, rbuf[2] = {0, 0};
+    MPI_Comm grid, dist;
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &grid);
+    CHECK_RC(MPI_Neighbor_alltoall(sbuf, 1, MPI_INT, rbuf, 1, MPI_INT, grid), MPI_SUCCESS);
+    CHECK(rbuf[0] == 1 + 10 * left && rbuf[1] == -1 - 10 * right);
+    int mine = rank, got[2] = {-5, -5};
+    CHECK_RC(MPI_Neighbor_allgather(&mine, 1, MPI_INT, got, 1, MPI_INT, grid), MPI_SUCCESS);
+    CHECK(got[0] == left && got[1] == right);
+    MPI_Comm_free(&grid);
+    /* A non-periodic line: the ends' missing neighbors leave their slots alone. */
+    periods[0] = 0;
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &grid);
+    got[0] = got[1] = -5;
+    CHECK_RC(MPI_Neighbor_allgather(&mine, 1, MPI_INT, got, 1, MPI_INT, grid), MPI_SUCCESS);
+    CHECK(got[0] == (rank == 0 ? -5 : rank - 1) && got[1] == (rank == size - 1 ? -5 : rank + 1));
+    MPI_Comm_free(&grid);
+    /* Each rank sends to its right neighbor only: rank + 1 values of its rank. */
+    int dest = right, src = left, out[8], in[8] = {0}, scount = rank % 4 + 1, rcount = left % 4 + 1, zero = 0;
+    for (int i = 0; i < 8; i++) out[i] = rank;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &src, MPI_UNWEIGHTED, 1, &dest, MPI_UNWEIGHTED,
+                                   MPI_INFO_NULL, 0, &dist);
+    CHECK_RC(MPI_Neighbor_alltoallv(out, &scount, &zero, MPI_INT, in, &rcount, &zero, MPI_INT, dist), MPI_SUCCESS);
+    CHECK(in[0] == left && in[rcount - 1] == left && in[rcount] == 0);
+    MPI_Request req;
+    mine = 100 + rank;
+    got[0] = -5;
+    CHECK_RC(MPI_Ineighbor_allgather(&mine, 1, MPI_INT, got, 1, MPI_INT, dist, &req), MPI_SUCCESS);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(got[0] == 100 + left);
+    CHECK_RC(MPI_Neighbor_allgather(&mine, 1, MPI_INT, got, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_TOPOLOGY);
+    MPI_Comm_free(&dist);
+}
+
 /* A ring: rank r's neighbors are r - 1 and r + 1. */
 static void graphs(int rank, int size) {
     int index[64], edges[128], n = 0, status, nnodes, nedges, count, out[4];
@@ -52,6 +88,7 @@ static void graphs(int rank, int size) {
     MPI_Dist_graph_neighbors(spread, 1, out, MPI_UNWEIGHTED, 1, &out[1], MPI_UNWEIGHTED);
     CHECK(out[0] == left && out[1] == right);
     MPI_Comm_free(&spread);
+    neighborhoods(rank, size, left, right);
 }
 
 int main(int argc, char **argv) {
