@@ -35,6 +35,34 @@ unsafe fn build(
     unsafe { put(newtype, typemap::add(info, segments)) }
 }
 
+/// `MPI_Type_create_hindexed` (and MPI-1's `MPI_Type_hindexed`).
+///
+/// # Safety
+/// The arrays hold `n` values; `newtype` is valid for a write, or NULL.
+pub(crate) unsafe fn hindexed(
+    n: c_int,
+    blocklengths: *const c_int,
+    displacements: *const c_long,
+    oldtype: c_int,
+    newtype: *mut c_int,
+) -> MpiResult {
+    let n = count(n)?;
+    // SAFETY: the caller's contract.
+    let (lens, displs) = unsafe { (array(blocklengths, n)?, array(displacements, n)?) };
+    let blocks = lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize, count(l)?)));
+    // SAFETY: the caller's contract.
+    unsafe { build(oldtype, blocks, newtype) }?;
+    let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).collect();
+    let contents = Contents {
+        combiner: MPI_COMBINER_HINDEXED,
+        ints,
+        aints: displs.to_vec(),
+        types: vec![oldtype],
+    };
+    // SAFETY: the caller's contract.
+    unsafe { made(newtype, contents) }
+}
+
 /// The extent of `old` as a displacement unit.
 fn unit(old: c_int) -> MpiResult<isize> {
     Ok(layout(old)?.0.extent as isize)
@@ -79,11 +107,7 @@ mpi_fn! {
 
     /// As `MPI_Type_indexed`, with displacements in bytes.
     fn MPI_Type_create_hindexed / PMPI_Type_create_hindexed(n: c_int, blocklengths: *const c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
-        let n = count(n)?;
-        let (lens, displs) = (array(blocklengths, n)?, array(displacements, n)?);
-        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize, count(l)?))), newtype)?;
-        let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_HINDEXED, ints, aints: displs.to_vec(), types: vec![oldtype] })
+        hindexed(n, blocklengths, displacements, oldtype, newtype)
     }
 
     fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(n: c_int, blocklength: c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {

@@ -45,6 +45,7 @@ mod request;
 mod request_table;
 mod state;
 mod status;
+mod subarray;
 mod topo;
 mod type_names;
 mod typemap;

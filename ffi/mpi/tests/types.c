@@ -3,6 +3,34 @@
 #include <mpi.h>
 #include "check.h"
 
+/* A 2x3 block at (1, 1) of a 4x5 array, in C and Fortran order; type sizes by class. */
+static void subarrays(void) {
+    int a[20], got[6], sizes[2] = {4, 5}, subsizes[2] = {2, 3}, starts[2] = {1, 1}, s;
+    MPI_Aint lb, extent;
+    MPI_Datatype block, fblock, t;
+    for (int i = 0; i < 20; i++) a[i] = i;
+    CHECK_RC(MPI_Type_create_subarray(2, sizes, subsizes, starts, MPI_ORDER_C, MPI_INT, &block), MPI_SUCCESS);
+    MPI_Type_commit(&block);
+    MPI_Type_get_extent(block, &lb, &extent);
+    MPI_Type_size(block, &s);
+    CHECK(lb == 0 && extent == 80 && s == 24);
+    MPI_Sendrecv(a, 1, block, 0, 3, got, 6, MPI_INT, 0, 3, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    CHECK(got[0] == 6 && got[2] == 8 && got[3] == 11 && got[5] == 13);
+    /* Fortran order: the first dimension moves fastest (5 rows of 4, block 3 by 2). */
+    int fsizes[2] = {4, 5}, fsub[2] = {2, 3};
+    CHECK_RC(MPI_Type_create_subarray(2, fsizes, fsub, starts, MPI_ORDER_FORTRAN, MPI_INT, &fblock), MPI_SUCCESS);
+    MPI_Type_commit(&fblock);
+    MPI_Sendrecv(a, 1, fblock, 0, 4, got, 6, MPI_INT, 0, 4, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    CHECK(got[0] == 5 && got[1] == 6 && got[2] == 9 && got[5] == 14);
+    int bad[2] = {4, 5};
+    CHECK_RC(MPI_Type_create_subarray(2, sizes, bad, starts, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
+    MPI_Type_free(&block);
+    MPI_Type_free(&fblock);
+    CHECK_RC(MPI_Type_match_size(MPI_TYPECLASS_REAL, 8, &t), MPI_SUCCESS);
+    CHECK(t == MPI_DOUBLE);
+    CHECK_RC(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &t), MPI_ERR_ARG);
+}
+
 /* Pair types travel as their data alone: a {double, int, double, int} structure is
  * received as two MPI_DOUBLE_INTs, and reductions on pairs (predefined and derived) see
  * the values and ints where the program's structures hold them. */
@@ -196,5 +224,6 @@ int main(int argc, char **argv) {
     MPI_Type_free(&item_type);
     MPI_Type_free(&item_array);
     pair_types(rank, size);
+    subarrays();
     FINISH("types");
 }
