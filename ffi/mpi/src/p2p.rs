@@ -208,6 +208,22 @@ unsafe fn get_count(
     elements: bool,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
+    let n = unsafe { counted(status, datatype, elements) }?;
+    let n = n.and_then(|n| c_int::try_from(n).ok()).unwrap_or(MPI_UNDEFINED);
+    // SAFETY: the caller's contract.
+    unsafe { put(count, n) }
+}
+
+/// The whole datatypes or basic elements `status` counts; `None` when they are not whole.
+///
+/// # Safety
+/// `status` is readable, or NULL.
+pub(crate) unsafe fn counted(
+    status: *const MpiStatus,
+    datatype: c_int,
+    elements: bool,
+) -> MpiResult<Option<u64>> {
+    // SAFETY: the caller's contract.
     let status = unsafe { get(status) }?;
     let info = layout(datatype)?.0;
     let bytes = status::bytes(&status);
@@ -215,7 +231,7 @@ unsafe fn get_count(
     let whole = bytes / packed;
     let rest = bytes % packed;
     // Whole datatypes, or the basic elements they are made of (as they travel: packed).
-    let n = match (elements, bytes % packed == 0) {
+    Ok(match (elements, bytes % packed == 0) {
         (false, true) => Some(whole),
         (true, true) => Some(whole * info.elements as u64),
         (true, false) if info.basic > 0 && bytes % info.basic as u64 == 0 => {
@@ -224,8 +240,5 @@ unsafe fn get_count(
         (true, false) => crate::contents::elements_in(datatype, rest as usize)
             .map(|partial| whole * info.elements as u64 + partial as u64),
         _ => None,
-    };
-    let n = n.and_then(|n| c_int::try_from(n).ok()).unwrap_or(MPI_UNDEFINED);
-    // SAFETY: the caller's contract.
-    unsafe { put(count, n) }
+    })
 }

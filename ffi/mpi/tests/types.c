@@ -110,6 +110,17 @@ int main(int argc, char **argv) {
     MPI_Get_elements(&st, three, &count);
     CHECK(count == 4);
 
+    /* A status set to 6 basic elements of the triple: two triples. */
+    MPI_Count elements_x;
+    CHECK_RC(MPI_Status_set_elements(&st, three, 6), MPI_SUCCESS);
+    MPI_Get_count(&st, three, &count);
+    CHECK(count == 2);
+    CHECK_RC(MPI_Get_elements_x(&st, three, &elements_x), MPI_SUCCESS);
+    CHECK(elements_x == 6);
+    CHECK_RC(MPI_Status_set_elements_x(&st, MPI_INT, 5), MPI_SUCCESS);
+    MPI_Get_count(&st, three, &count);
+    CHECK(count == MPI_UNDEFINED);
+
     int sum[3];
     CHECK_RC(MPI_Allreduce(out, sum, 1, three, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
     CHECK(sum[0] == size * (size - 1) / 2 && sum[2] == sum[0] + 2 * size);
