@@ -497,6 +497,10 @@ int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, 
                : -1;
 }
 
+/* Context id agreements run and their allreduce rounds, for the report (several threads
+ * may agree at once: atomics). */
+static unsigned long agreements, agreement_rounds;
+
 int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint32_t tag) {
     commcore_cid_request *req = NULL;
     commcore_cid_step step;
@@ -523,8 +527,20 @@ int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint
             commcore_cid_request_handle_allreduce(req, words, step.nwords) != COMMCORE_OK)
             break;
     }
+    uint32_t rounds = 0;
+    if (commcore_cid_request_allreduces(req, &rounds) == COMMCORE_OK) {
+        __atomic_fetch_add(&agreements, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&agreement_rounds, rounds, __ATOMIC_RELAXED);
+    }
     commcore_cid_request_free(req);
     return cid;
+}
+
+void cc_cid_counts(unsigned long *made, unsigned long *rounds) {
+    if (made)
+        *made = __atomic_load_n(&agreements, __ATOMIC_RELAXED);
+    if (rounds)
+        *rounds = __atomic_load_n(&agreement_rounds, __ATOMIC_RELAXED);
 }
 
 int cc_cid_store(int64_t cid, void *state) {
