@@ -11,9 +11,18 @@
 
 #include "cc_abi.h"
 
-/* Live communicators per process: the CID space's and store's width. */
+/* Live communicators per process: the CID space's and store's width. The mask agreement's
+ * eager segment is half of it, cut into lanes of 32 ids: an agreement's first round holds
+ * only the lane its ⟨parent, tag⟩ hashes to (alike on every member), so threads creating on
+ * different parents at once agree in one round each. With one eager segment of 64 ids and
+ * its single hold, 4 threads creating at once voided each other's rounds: 2.4-8 rounds a
+ * creation. Two agreements of a process on one lane (1 in 64 a pair), or a lane without an
+ * id free on every member, fall back to the base mask (the other half) in ⟨parent, tag⟩
+ * order, as before; that first round still proves every member arrived, which is what
+ * keeps the agreement deadlock-free (see core's cid module). */
 #define CC_CID_WIDTH CC_CID_LIMIT
-#define CC_CID_EAGER 64
+#define CC_CID_EAGER (CC_CID_LIMIT / 2)
+#define CC_CID_EAGER_LANES (CC_CID_EAGER / 32)
 /* Schedule objects kept for reuse (commcore_schedule objects are reusable call after call). */
 #define CC_SPARE_SCHEDULES 8
 /* Built schedules kept per communicator, by call: a program calls a few collectives with
@@ -199,7 +208,8 @@ int cc_abi_init(const char *text, int threads, char *why, size_t why_len) {
     if ((rc = commcore_coll_create(&config, &probe)) != COMMCORE_OK)
         return fail(why, why_len, "COMMCORE_COLL refused", rc);
     commcore_coll_free(probe);
-    if ((rc = commcore_cid_space_create(CC_CID_WIDTH, CC_CID_EAGER, threads, &space)) ||
+    if ((rc = commcore_cid_space_create_lanes(CC_CID_WIDTH, CC_CID_EAGER, CC_CID_EAGER_LANES,
+                                               threads, &space)) ||
         (rc = commcore_cid_store_create(CC_CID_WIDTH, &store)) ||
         (rc = commcore_user_op_create(unused_user_fn, NULL, 0, &ordered_op)) ||
         (rc = commcore_user_op_create(unused_user_fn, NULL, 1, &commuting_op)))
