@@ -167,9 +167,11 @@ for np in 1 2 4; do corners mpich "$np"; done
 for np in 2 3; do mixed mpich "$np"; done
 # Threads: creation under threads is slow in both hosts (Open MPI's progress hands off
 # between threads, MPICH busy-polls with 8-16 threads on few cores), and slower with this
-# library (more rounds a communicator): 1,000 iterations at 2 processes (under Open MPI on
-# a shared 2-core machine 87-155 s, past 240 s at load 20: their own limit), fewer at 3
-# and 4.
+# library (one more allreduce a communicator: its context id's agreement; before the eager
+# lanes, 2-12 of them): 1,000 iterations at 2 processes (under Open MPI on a shared 2-core
+# machine 87-155 s with one eager segment; 51 s with lanes when otherwise idle, where 300
+# iterations took 18.5 s with one segment and 10.2 s with lanes; past 240 s at load 20:
+# their own limit), fewer at 3 and 4.
 limit=${PMPI_TEST_TIMEOUT:-600} threads openmpi 2 1000
 threads openmpi 4 30
 limit=${PMPI_TEST_TIMEOUT:-600} threads mpich 2 1000
