@@ -14,7 +14,9 @@
 # - threads: 4 threads per process at MPI_THREAD_MULTIPLE dup, split, run collectives on
 #   what they made and free it, 1,000 iterations, then the multithreaded context id paper's
 #   deadlock case; the report must show every creation and collective served by commcore
-#   but those on MPI_Comm_idup's communicators (no priority their members agree on).
+#   but those on MPI_Comm_idup's communicators (no priority their members agree on), and
+#   the context id agreements taking at most 1.5 rounds each (threads hold eager lanes of
+#   their own).
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -129,6 +131,14 @@ threads() {
     done
     echo "$out" | grep '^commcore_pmpi: allreduce ' | grep -q 'commcore=[1-9]' ||
         fail "$mpi np $np: no threaded allreduce served by commcore"
+    # Each thread's agreements hold eager lanes of their own: a round or barely more each
+    # (one eager segment for all threads took 2-12, and thousands of void rounds at once).
+    local agreements rounds
+    agreements=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_agreements=\([0-9]*\).*/\1/p')
+    rounds=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_rounds=\([0-9]*\).*/\1/p')
+    [ -n "$agreements" ] && [ -n "$rounds" ] && [ $((2 * rounds)) -le $((3 * agreements)) ] ||
+        { echo "$out" | grep '^commcore_pmpi_cid'; fail "$mpi np $np: $rounds rounds for $agreements agreements"; }
+    echo "  context ids: $agreements agreements in $rounds rounds"
 }
 
 # Open MPI: 1-8 processes.
