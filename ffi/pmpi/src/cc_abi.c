@@ -17,10 +17,10 @@
  * different parents at once agree in one round each. With one eager segment of 64 ids and
  * its single hold, 4 threads creating at once voided each other's rounds (2 processes:
  * 2.3-3.0 rounds an agreement in the threaded bench, 12 with the tests' splits under
- * MPICH; with lanes 1.00-1.03). Two agreements of a process on one lane (1 in 64 a pair), or a lane without an
- * id free on every member, fall back to the base mask (the other half) in ⟨parent, tag⟩
- * order, as before; that first round still proves every member arrived, which is what
- * keeps the agreement deadlock-free (see core's cid module). */
+ * MPICH; with lanes 1.00-1.03). Two agreements of a process at once on one lane (1 in 64
+ * a pair), or a lane without an id free on every member, fall back to the base mask (the
+ * other half) in ⟨parent, tag⟩ order, as before; that first round still proves every
+ * member arrived, which keeps the agreement deadlock-free (see core's cid module). */
 #define CC_CID_WIDTH CC_CID_LIMIT
 #define CC_CID_EAGER (CC_CID_LIMIT / 2)
 #define CC_CID_EAGER_LANES (CC_CID_EAGER / 32)
@@ -510,7 +510,7 @@ int cc_reduce(enum cc_rop rop, enum cc_dtype dtype, const void *src, void *dst, 
 
 /* Context id agreements run and their allreduce rounds, for the report (several threads
  * may agree at once: atomics). */
-static unsigned long agreements, agreement_rounds;
+static unsigned long agreements_run, agreement_rounds;
 
 int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint32_t tag) {
     commcore_cid_request *req = NULL;
@@ -540,16 +540,16 @@ int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint
     }
     uint32_t rounds = 0;
     if (commcore_cid_request_allreduces(req, &rounds) == COMMCORE_OK) {
-        __atomic_fetch_add(&agreements, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&agreements_run, 1, __ATOMIC_RELAXED);
         __atomic_fetch_add(&agreement_rounds, rounds, __ATOMIC_RELAXED);
     }
     commcore_cid_request_free(req);
     return cid;
 }
 
-void cc_cid_counts(unsigned long *made, unsigned long *rounds) {
-    if (made)
-        *made = __atomic_load_n(&agreements, __ATOMIC_RELAXED);
+void cc_cid_counts(unsigned long *agreements, unsigned long *rounds) {
+    if (agreements)
+        *agreements = __atomic_load_n(&agreements_run, __ATOMIC_RELAXED);
     if (rounds)
         *rounds = __atomic_load_n(&agreement_rounds, __ATOMIC_RELAXED);
 }
