@@ -2,7 +2,8 @@
 # Compares MPI collectives native and with libcommcore_pmpi in front (LD_PRELOAD), under
 # Debian's Open MPI and MPICH, at 2, 4 and 8 processes:
 #   scripts/compare-pmpi.sh [--json] [--runs N] [--procs "2 4 8"] [--modes "native commcore off"]
-#                           [--mpis "openmpi mpich"] [--raw FILE]
+#                           [--mpis "openmpi mpich"] [--raw FILE] [--programs "bench threads"]
+#                           [--baseline DIR]
 # Two benchmarks of ours: ffi/pmpi/bench/pmpi_bench.c (collectives: barrier; bcast,
 # allreduce, alltoall at 8 B and 64 KiB; allgather at 8 B; v-collectives: alltoallv and
 # allgatherv at 8 B and 64 KiB per peer; creation: dup + free, split + free, intercomm
@@ -14,11 +15,15 @@
 # largest ratio, and the same for the COMMCORE_PMPI=off runs (the library loaded but passing
 # everything through) against native. Timing figures: the machine may be shared; they are
 # not asserted. --raw FILE keeps every run's figure ("mpi procs mode figure us" lines), so
-# the spread behind a median can be read.
+# the spread behind a median can be read. --programs threads runs the threaded row alone.
+# --baseline DIR adds a mode "before": DIR/{openmpi,mpich}/libcommcore_pmpi.so (an earlier
+# build) interleaved with the others, so a change is judged against runs on the same load;
+# its rows gain before_us and before_ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=0 runs=5 procs="2 4 8" modes="native commcore off" mpis="openmpi mpich" keep=""
-usage="usage: scripts/compare-pmpi.sh [--json] [--runs N] [--procs LIST] [--modes LIST] [--mpis LIST] [--raw FILE]"
+programs="bench threads" baseline=""
+usage="usage: scripts/compare-pmpi.sh [--json] [--runs N] [--procs LIST] [--modes LIST] [--mpis LIST] [--raw FILE] [--programs LIST] [--baseline DIR]"
 while [ $# -gt 0 ]; do
     case $1 in
     --json) json=1 ;;
@@ -27,9 +32,15 @@ while [ $# -gt 0 ]; do
     --modes) modes=${2:?--modes needs a list}; shift ;; # native and commcore at least
     --mpis) mpis=${2:?--mpis needs a list}; shift ;;
     --raw) keep=${2:?--raw needs a file}; shift ;;
+    --programs) programs=${2:?--programs needs a list}; shift ;;
+    --baseline) baseline=$(cd "${2:?--baseline needs a directory}" && pwd); shift ;;
     *) echo "$usage" >&2; exit 2 ;;
     esac
     shift
+done
+[ -z "$baseline" ] || modes="$modes before"
+for prog in $programs; do
+    case $prog in bench | threads) ;; *) echo "compare-pmpi: --programs takes bench and threads, not $prog" >&2; exit 2 ;; esac
 done
 build=target/pmpi
 cargo build --release --locked -p commcore-ffi >&2
@@ -39,8 +50,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 touch "$tmp/raw"
 
-run() { # mpi procs mode(native|commcore|off) [program] -> "figure us" lines
+run() { # mpi procs mode(native|commcore|off|before) [program] -> "figure us" lines
     local mpi=$1 np=$2 mode=$3 prog=${4:-bench} lib="$PWD/$build/$1/libcommcore_pmpi.so" pre=""
+    [ "$mode" = before ] && lib="$baseline/$1/libcommcore_pmpi.so"
     [ "$mode" != native ] && pre=$lib
     local off=on; [ "$mode" = off ] && off=off
     if [ "$mpi" = openmpi ]; then
@@ -59,11 +71,11 @@ for mpi in $mpis; do
         for ((i = 0; i < runs; i++)); do
             for mode in $modes; do
                 # A run that fails or times out leaves its figures out (said on stderr).
-                run "$mpi" "$np" "$mode" | sed "s/^/$mpi $np $mode /" >>"$tmp/raw" ||
-                    echo "compare-pmpi: $mpi $np $mode: a run failed" >&2
-                [ "$np" = 2 ] || continue
-                run "$mpi" "$np" "$mode" threads | sed "s/^/$mpi $np $mode /" >>"$tmp/raw" ||
-                    echo "compare-pmpi: $mpi $np $mode threads: a run failed" >&2
+                for prog in $programs; do
+                    [ "$prog" = bench ] || [ "$np" = 2 ] || continue
+                    run "$mpi" "$np" "$mode" "$prog" | sed "s/^/$mpi $np $mode /" >>"$tmp/raw" ||
+                        echo "compare-pmpi: $mpi $np $mode $prog: a run failed" >&2
+                done
             done
         done
     done
@@ -91,7 +103,13 @@ for (mpi, np, figure), by in times.items():
     ratio = med["commcore"] / med["native"] if med["native"] > 0 else float("inf")
     med.setdefault("off", float("nan"))
     off = med["off"] / med["native"] if med["native"] > 0 else float("inf")
-    rows.append({"figure": figure, "group": group(figure), "procs": np, "mpi": mpi,
+    if "before" in med:
+        extra = {"before_us": round(med["before"], 3),
+                 "before_ratio": round(med["before"] / med["native"], 3) if med["native"] > 0
+                 else float("inf")}
+    else:
+        extra = {}
+    rows.append({**extra, "figure": figure, "group": group(figure), "procs": np, "mpi": mpi,
                  "native_us": round(med["native"], 3),
                  "commcore_us": round(med["commcore"], 3), "ratio": round(ratio, 3),
                  "off_us": round(med["off"], 3), "off_ratio": round(off, 3)})
@@ -110,7 +128,8 @@ if as_json:
     print(json.dumps(out, indent=1))
 else:
     for r in rows:
-        print("{mpi:8} {procs} {figure:26} native {native_us:10.2f} us  commcore {commcore_us:10.2f} us  ratio {ratio:6.2f}  off {off_ratio:5.2f}".format(**r))
+        before = "  before {before_us:10.2f} us ratio {before_ratio:6.2f}".format(**r) if "before_us" in r else ""
+        print("{mpi:8} {procs} {figure:26} native {native_us:10.2f} us  commcore {commcore_us:10.2f} us  ratio {ratio:6.2f}  off {off_ratio:5.2f}".format(**r) + before)
     for mpi, s in out["summary"].items():
         print(mpi, s)
 PY

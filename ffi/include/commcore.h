@@ -883,6 +883,18 @@ commcore_result commcore_cid_space_create(uint32_t width,
                                           struct commcore_cid_space **out);
 
 /**
+ * As `commcore_cid_space_create`, with the eager segment cut into `eager_lanes` equal
+ * lanes (1 to 64, each a multiple of 32 CIDs): a mask agreement's first round takes the
+ * lane its ⟨parent, tag⟩ hashes to and holds that lane only, so concurrent agreements of
+ * different threads on different parents each finish in one round.
+ */
+commcore_result commcore_cid_space_create_lanes(uint32_t width,
+                                                uint32_t eager,
+                                                uint32_t eager_lanes,
+                                                int32_t threaded,
+                                                struct commcore_cid_space **out);
+
+/**
  * Frees a space handle. NULL is a no-op.
  */
 commcore_result commcore_cid_space_free(struct commcore_cid_space *space);

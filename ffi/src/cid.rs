@@ -137,12 +137,28 @@ pub extern "C" fn commcore_cid_space_create(
     threaded: i32,
     out: *mut *mut commcore_cid_space,
 ) -> commcore_result {
+    commcore_cid_space_create_lanes(width, eager, 1, threaded, out)
+}
+
+/// As `commcore_cid_space_create`, with the eager segment cut into `eager_lanes` equal
+/// lanes (1 to 64, each a multiple of 32 CIDs): a mask agreement's first round takes the
+/// lane its ⟨parent, tag⟩ hashes to and holds that lane only, so concurrent agreements of
+/// different threads on different parents each finish in one round.
+#[no_mangle]
+pub extern "C" fn commcore_cid_space_create_lanes(
+    width: u32,
+    eager: u32,
+    eager_lanes: u32,
+    threaded: i32,
+    out: *mut *mut commcore_cid_space,
+) -> commcore_result {
     guard(|| {
         if out.is_null() {
             return Err(Fail::null("out"));
         }
         let config = SpaceConfig { width, eager, threaded: threaded != 0 };
-        let space = CidSpace::<W>::new(config).map_err(|e| Fail::arg(e.to_string()))?;
+        let space = CidSpace::<W>::with_eager_lanes(config, eager_lanes)
+            .map_err(|e| Fail::arg(e.to_string()))?;
         let value = Arc::new(space);
         // SAFETY: checked above; valid by the caller's contract.
         unsafe { handle::put(out, handle::create::<commcore_cid_space>(value), "out") }

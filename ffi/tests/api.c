@@ -243,6 +243,12 @@ static void cid(void) {
     RC(commcore_cid_space_create(100, 0, 0, &space), COMMCORE_ERR_ARG);
     RC(commcore_cid_space_create(128, 128, 0, &space), COMMCORE_ERR_ARG);
     RC(commcore_cid_space_create(128, 32, 0, NULL), COMMCORE_ERR_NULL);
+    RC(commcore_cid_space_create_lanes(128, 64, 0, 1, &space), COMMCORE_ERR_ARG);
+    RC(commcore_cid_space_create_lanes(128, 64, 3, 1, &space), COMMCORE_ERR_ARG);
+    RC(commcore_cid_space_create_lanes(128, 64, 2, 1, NULL), COMMCORE_ERR_NULL);
+    OK(commcore_cid_space_create_lanes(128, 64, 2, 1, &space));
+    OK(commcore_cid_space_free(space));
+    space = NULL;
     OK(commcore_cid_space_create(128, 32, 1, &space));
     OK(commcore_cid_space_claim(space, 0));
     RC(commcore_cid_space_claim(space, 0), COMMCORE_ERR_STATE);

@@ -63,6 +63,12 @@ pub enum SpaceError {
     },
     /// The eager segment is not a multiple of 32 or not below the width.
     BadEager,
+    /// The eager lanes are 0, more than `max`, or do not cut the eager segment into equal
+    /// multiples of 32 CIDs.
+    BadLanes {
+        /// The most lanes a space takes.
+        max: u32,
+    },
     /// The CID is at or above the width.
     OutOfRange,
     /// The CID is already in use (claim) or not in use (release).
@@ -75,6 +81,10 @@ impl fmt::Display for SpaceError {
             SpaceError::BadWidth { max } => {
                 write!(f, "width must be a non-zero multiple of 32 and at most {max}")
             }
+            SpaceError::BadLanes { max } => write!(
+                f,
+                "eager lanes must be 1..={max} and cut the eager segment into multiples of 32"
+            ),
             SpaceError::BadEager => {
                 f.write_str("eager segment must be a multiple of 32 below the width")
             }

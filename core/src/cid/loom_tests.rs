@@ -8,7 +8,7 @@ use loom::thread;
 
 use super::*;
 
-const W: usize = words_for(64);
+const W: usize = words_for(128);
 
 /// Drives a request whose communicator has this process as its only member, so each
 /// allreduce returns the contribution itself. A voided round yields to the other thread.
@@ -81,4 +81,32 @@ fn loom_free_during_allocation_is_never_lost() {
         assert_eq!(space.live(), 1);
         assert!(space.is_quiescent());
     });
+}
+
+/// Two threads on eager lanes: apart, each holds its own lane at once; on one lane, one
+/// of them falls back to the base mask. Either way the CIDs differ.
+fn lanes_give_distinct_cids(same_lane: bool) {
+    loom::model(move || {
+        let config = SpaceConfig { width: 128, eager: 64, threaded: true };
+        let space = Arc::new(CidSpace::<W>::with_eager_lanes(config, 2).unwrap());
+        let lane = |parent: Cid| space.eager_lane(u64::from(parent) << 32).0;
+        let other_parent = (2..).find(|p| (lane(*p) == lane(1)) == same_lane).unwrap();
+        let other = Arc::clone(&space);
+        let child = thread::spawn(move || allocate_alone(&other, Algorithm::Mask, other_parent));
+        let mine = allocate_alone(&space, Algorithm::Mask, 1);
+        let theirs = child.join().unwrap();
+        assert_ne!(mine, theirs);
+        assert_eq!(space.live(), 2);
+        assert!(space.is_quiescent());
+    });
+}
+
+#[test]
+fn loom_mask_lanes_apart_hold_at_once() {
+    lanes_give_distinct_cids(false);
+}
+
+#[test]
+fn loom_mask_lanes_shared_take_turns() {
+    lanes_give_distinct_cids(true);
 }

@@ -22,6 +22,13 @@
 //!   first; that allreduce also proves every member arrived, which prevents the hold-and-wait
 //!   deadlock of the original algorithm. Threads of one process take turns holding the
 //!   mask by ⟨parent cid, tag⟩ priority; threads that do not hold it contribute zeros.
+//!   The eager segment may be cut into lanes ([`CidSpace::with_eager_lanes`]): a request
+//!   takes the lane its ⟨parent cid, tag⟩ hashes to (alike on every member) and holds that
+//!   lane only, so creations on different parents in different threads each agree in one
+//!   round instead of voiding each other's; two on one lane fall back to the base mask, as
+//!   a request finding the one eager segment held did. Lanes are disjoint and each has one
+//!   holder, so no CID is taken twice; the eager round still proves every member arrived
+//!   before any base round, so the deadlock argument stands.
 //! - [`Algorithm::Highest`]: one MAX allreduce of one integer (the highest CID in use plus
 //!   one); a mask round when the highest CID would leave the configured width, so it never
 //!   fails while a common free CID exists. When threads allocate concurrently
@@ -48,6 +55,8 @@ mod step;
 pub mod store;
 
 #[cfg(test)]
+mod lane_tests;
+#[cfg(test)]
 mod tests;
 
 #[cfg(all(test, loom))]
@@ -56,7 +65,7 @@ mod loom_tests;
 pub use error::{CidError, SpaceError};
 pub use inter::{InterCidPair, InterCidRequest, InterStep};
 pub use request::{Algorithm, CidRequest};
-pub use space::{words_for, CidSpace, SpaceConfig, MAX_WIDTH};
+pub use space::{words_for, CidSpace, SpaceConfig, MAX_EAGER_LANES, MAX_WIDTH};
 pub use step::{ReduceOp, Step};
 
 /// A context identifier: an index below the space's width.

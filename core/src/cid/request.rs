@@ -57,7 +57,8 @@ enum Phase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Hold {
     None,
-    Eager,
+    /// The eager lane of this index.
+    Eager(u32),
     Mask,
 }
 
@@ -252,7 +253,7 @@ impl<const W: usize> CidRequest<W> {
 
     fn drop_holds(&mut self, space: &CidSpace<W>, state: &mut SpaceState<W>) {
         match self.hold {
-            Hold::Eager => state.eager_in_use = false,
+            Hold::Eager(lane) => state.eager_held &= !(1u64 << lane),
             Hold::Mask => state.mask_in_use = false,
             Hold::None => {}
         }
@@ -279,15 +280,17 @@ impl<const W: usize> CidRequest<W> {
         let mask_words = (config.width / 32) as usize;
         match self.phase {
             Phase::Eager => {
-                let eager_words = (config.eager / 32) as usize;
-                self.set_len(ReduceOp::BitAnd, 1 + eager_words)?;
-                if !state.eager_in_use {
-                    state.eager_in_use = true;
-                    self.hold = Hold::Eager;
+                // Only this request's lane: requests on other lanes hold theirs at once.
+                let (lane, cids) = space.eager_lane(self.priority);
+                let (first, words) = ((cids.start / 32) as usize, cids.len() / 32);
+                self.set_len(ReduceOp::BitAnd, 1 + words)?;
+                if state.eager_held & (1u64 << lane) == 0 {
+                    state.eager_held |= 1u64 << lane;
+                    self.hold = Hold::Eager(lane);
                     self.buf[0] = u32::MAX;
-                    self.buf[1..1 + eager_words].copy_from_slice(&state.free[..eager_words]);
+                    self.buf[1..1 + words].copy_from_slice(&state.free[first..first + words]);
                 } else {
-                    self.buf[..1 + eager_words].fill(0);
+                    self.buf[..1 + words].fill(0);
                 }
             }
             Phase::MaskRound => {
@@ -382,16 +385,18 @@ impl<const W: usize> CidRequest<W> {
         let width = space.config().width;
         match self.phase {
             Phase::Eager => {
-                let held = self.hold == Hold::Eager;
-                if held {
-                    state.eager_in_use = false;
+                let held = matches!(self.hold, Hold::Eager(_));
+                if let Hold::Eager(lane) = self.hold {
+                    state.eager_held &= !(1u64 << lane);
                     self.hold = Hold::None;
                 }
                 if reduced[0] != 0 {
                     if !held {
                         return Err(CidError::InconsistentResult);
                     }
-                    if let Some(cid) = lowest_set(&reduced[1..], 0, space.config().eager) {
+                    let (_, cids) = space.eager_lane(self.priority);
+                    let lane_cid = lowest_set(&reduced[1..], 0, cids.end - cids.start);
+                    if let Some(cid) = lane_cid.map(|c| cids.start + c) {
                         if !state.take(cid) {
                             return Err(CidError::Conflict);
                         }

@@ -12,6 +12,9 @@ pub const MAX_WIDTH: u32 = 65_536;
 /// How many requests one process tracks in progress at once (its priority list).
 pub const MAX_REQUESTS: usize = 64;
 
+/// The most lanes the eager segment can be cut into (one hold bit each).
+pub const MAX_EAGER_LANES: u32 = 64;
+
 /// The words a [`CidSpace`] and a [`CidRequest`](super::CidRequest) need for `width` CIDs:
 /// the mask plus one flag word. Use it as the const argument: `CidSpace<{ words_for(2048) }>`.
 pub const fn words_for(width: u32) -> usize {
@@ -50,8 +53,8 @@ pub(crate) struct SpaceState<const W: usize> {
     pub top: Option<Cid>,
     /// CIDs in use or reserved.
     pub live: u32,
-    /// A request holds the eager segment for its allreduce.
-    pub eager_in_use: bool,
+    /// Bit `l`: a request holds eager lane `l` for its allreduce.
+    pub eager_held: u64,
     /// A request holds the base mask for its allreduce.
     pub mask_in_use: bool,
     /// ⟨parent cid, tag⟩ of the requests past their synchronising allreduce; the least
@@ -183,18 +186,32 @@ pub(crate) fn lowest_set(mask: &[u32], from: Cid, to: Cid) -> Option<Cid> {
 #[derive(Debug)]
 pub struct CidSpace<const W: usize> {
     config: SpaceConfig,
+    lanes: u32,
     state: Mutex<SpaceState<W>>,
 }
 
 impl<const W: usize> CidSpace<W> {
-    /// An empty space (every CID free) laid out by `config`.
+    /// An empty space (every CID free) laid out by `config`, its eager segment one lane.
     pub fn new(config: SpaceConfig) -> Result<Self, SpaceError> {
+        Self::with_eager_lanes(config, 1)
+    }
+
+    /// An empty space whose eager segment is cut into `lanes` equal lanes, each a
+    /// multiple of 32 CIDs (at most [`MAX_EAGER_LANES`]). A mask request's eager round
+    /// takes the lane its ⟨parent cid, tag⟩ hashes to, with a hold of that lane only:
+    /// concurrent creations on different parents rarely share a lane, so they no longer
+    /// void each other's eager rounds (one hold for the whole segment made threads retry
+    /// 2-8 rounds per creation).
+    pub fn with_eager_lanes(config: SpaceConfig, lanes: u32) -> Result<Self, SpaceError> {
         let capacity = (W.saturating_sub(1) as u64 * 32).min(MAX_WIDTH as u64) as u32;
         if config.width == 0 || config.width % 32 != 0 || config.width > capacity {
             return Err(SpaceError::BadWidth { max: capacity });
         }
         if config.eager % 32 != 0 || config.eager >= config.width {
             return Err(SpaceError::BadEager);
+        }
+        if lanes == 0 || lanes > MAX_EAGER_LANES || config.eager % (32 * lanes) != 0 {
+            return Err(SpaceError::BadLanes { max: MAX_EAGER_LANES });
         }
         let mut free = [0u32; W];
         free[..(config.width / 32) as usize].fill(u32::MAX);
@@ -204,16 +221,35 @@ impl<const W: usize> CidSpace<W> {
             highest: None,
             top: None,
             live: 0,
-            eager_in_use: false,
+            eager_held: 0,
             mask_in_use: false,
             waiting: heapless::Vec::new(),
         };
-        Ok(Self { config, state: Mutex::new(state) })
+        Ok(Self { config, lanes, state: Mutex::new(state) })
     }
 
     /// The layout.
     pub fn config(&self) -> SpaceConfig {
         self.config
+    }
+
+    /// How many lanes the eager segment is cut into.
+    pub fn eager_lanes(&self) -> u32 {
+        self.lanes
+    }
+
+    /// The eager lane of a request with `priority` (⟨parent cid, tag⟩, alike on every
+    /// member, so every member picks the same lane): its index and its CIDs.
+    #[inline]
+    pub(crate) fn eager_lane(&self, priority: u64) -> (u32, core::ops::Range<Cid>) {
+        let width = self.config.eager / self.lanes;
+        // splitmix64's finaliser: consecutive tags and nearby parents land apart, so
+        // threads that create in step do not meet on one lane round after round.
+        let mut z = priority.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let lane = ((z ^ (z >> 31)) >> 32) as u32 % self.lanes;
+        (lane, lane * width..(lane + 1) * width)
     }
 
     /// Marks `cid` used without agreement: predefined communicators (world, self), or a
@@ -261,7 +297,7 @@ impl<const W: usize> CidSpace<W> {
     /// the state every quiescent process must return to.
     pub fn is_quiescent(&self) -> bool {
         let state = self.state.lock();
-        !state.eager_in_use && !state.mask_in_use && state.waiting.is_empty()
+        state.eager_held == 0 && !state.mask_in_use && state.waiting.is_empty()
     }
 
     #[inline]
@@ -272,7 +308,11 @@ impl<const W: usize> CidSpace<W> {
 
 impl<const W: usize> Clone for CidSpace<W> {
     fn clone(&self) -> Self {
-        Self { config: self.config, state: Mutex::new(self.state.lock().clone()) }
+        Self {
+            config: self.config,
+            lanes: self.lanes,
+            state: Mutex::new(self.state.lock().clone()),
+        }
     }
 }
 
@@ -280,13 +320,16 @@ impl<const W: usize> Clone for CidSpace<W> {
 impl<const W: usize> Hash for CidSpace<W> {
     fn hash<H: Hasher>(&self, hasher: &mut H) {
         self.config.hash(hasher);
+        self.lanes.hash(hasher);
         self.state.lock().hash(hasher);
     }
 }
 
 impl<const W: usize> PartialEq for CidSpace<W> {
     fn eq(&self, other: &Self) -> bool {
-        self.config == other.config && *self.state.lock() == *other.state.lock()
+        self.config == other.config
+            && self.lanes == other.lanes
+            && *self.state.lock() == *other.state.lock()
     }
 }
 

@@ -1,7 +1,8 @@
 /* The report (COMMCORE_PMPI_REPORT=1): per operation, the calls commcore served by module and
  * algorithm, and the calls handed to the host MPI; per kind of communicator creation, the
  * communicators made, those commcore served (state built at their first blocking
- * collective), those handed to the host (state refused) and those that never needed state.
+ * collective), those handed to the host (state refused) and those that never needed state;
+ * the context id agreements run and their allreduce rounds.
  * Rank 0 prints its own breakdown and the totals over every rank of MPI_COMM_WORLD. */
 #include <stdio.h>
 #include <string.h>
@@ -118,6 +119,10 @@ void cc_report(void) {
     PMPI_Reduce(mine, all, 2 * CC_SLOTS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     PMPI_Reduce(made, all_made, 3 * CC_MADE_KINDS, MPI_UNSIGNED_LONG, MPI_SUM, 0,
                 MPI_COMM_WORLD);
+    /* Context id agreements and their rounds: rounds per agreement show contention. */
+    unsigned long cid_mine[2], cid_all[2];
+    cc_cid_counts(&cid_mine[0], &cid_mine[1]);
+    PMPI_Reduce(cid_mine, cid_all, 2, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank != 0)
         return;
     for (int s = 0; s < CC_SLOTS; s++) {
@@ -139,5 +144,8 @@ void cc_report(void) {
                mine[2 * s + 1], replays, all[2 * s], all[2 * s + 1]);
     }
     report_made(all_made);
+    printf("commcore_pmpi_cid: agreements=%lu rounds=%lu all_ranks_agreements=%lu "
+           "all_ranks_rounds=%lu\n",
+           cid_mine[0], cid_mine[1], cid_all[0], cid_all[1]);
     fflush(stdout);
 }

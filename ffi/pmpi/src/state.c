@@ -35,7 +35,12 @@
  *   duplicate priority before its round, so the member's peers would wait in theirs). A
  *   communicator this library never saw made (MPI_Comm_idup, dynamic processes) has no
  *   place its members agree on, nor have its descendants: under threads they all tie, so
- *   there this family stays with the host (alike on every member: same constructors). */
+ *   there this family stays with the host (alike on every member: same constructors).
+ *   The priority also picks the agreement's eager lane (cc_abi.c): threads whose
+ *   communicators descend from different parents, or are different children of one, agree
+ *   in one round each instead of taking turns on one eager segment. Every member derives
+ *   the pair alike (so the lane too), inter-communicators from their tag and groups; the
+ *   loose family shares one lane, as it runs only where threads do not. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include <sched.h>
 #include <stdlib.h>

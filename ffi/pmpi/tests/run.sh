@@ -14,7 +14,9 @@
 # - threads: 4 threads per process at MPI_THREAD_MULTIPLE dup, split, run collectives on
 #   what they made and free it, 1,000 iterations, then the multithreaded context id paper's
 #   deadlock case; the report must show every creation and collective served by commcore
-#   but those on MPI_Comm_idup's communicators (no priority their members agree on).
+#   but those on MPI_Comm_idup's communicators (no priority their members agree on), and
+#   the context id agreements taking at most 1.5 rounds each (threads hold eager lanes of
+#   their own).
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -129,6 +131,14 @@ threads() {
     done
     echo "$out" | grep '^commcore_pmpi: allreduce ' | grep -q 'commcore=[1-9]' ||
         fail "$mpi np $np: no threaded allreduce served by commcore"
+    # Each thread's agreements hold eager lanes of their own: a round or barely more each
+    # (one eager segment for all threads took 2-12, and thousands of void rounds at once).
+    local agreements rounds
+    agreements=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_agreements=\([0-9]*\).*/\1/p')
+    rounds=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_rounds=\([0-9]*\).*/\1/p')
+    [ -n "$agreements" ] && [ -n "$rounds" ] && [ $((2 * rounds)) -le $((3 * agreements)) ] ||
+        { echo "$out" | grep '^commcore_pmpi_cid'; fail "$mpi np $np: $rounds rounds for $agreements agreements"; }
+    echo "  context ids: $agreements agreements in $rounds rounds"
 }
 
 # Open MPI: 1-8 processes.
@@ -167,9 +177,11 @@ for np in 1 2 4; do corners mpich "$np"; done
 for np in 2 3; do mixed mpich "$np"; done
 # Threads: creation under threads is slow in both hosts (Open MPI's progress hands off
 # between threads, MPICH busy-polls with 8-16 threads on few cores), and slower with this
-# library (more rounds a communicator): 1,000 iterations at 2 processes (under Open MPI on
-# a shared 2-core machine 87-155 s, past 240 s at load 20: their own limit), fewer at 3
-# and 4.
+# library (one more allreduce a communicator: its context id's agreement; before the eager
+# lanes, 2-12 of them): 1,000 iterations at 2 processes (under Open MPI on a shared 2-core
+# machine 87-155 s with one eager segment; 51 s with lanes when otherwise idle, where 300
+# iterations took 18.5 s with one segment and 10.2 s with lanes; past 240 s at load 20:
+# their own limit), fewer at 3 and 4.
 limit=${PMPI_TEST_TIMEOUT:-600} threads openmpi 2 1000
 threads openmpi 4 30
 limit=${PMPI_TEST_TIMEOUT:-600} threads mpich 2 1000
