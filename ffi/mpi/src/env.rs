@@ -166,7 +166,7 @@ pub(crate) fn set_errhandler(comm: c_int, handler: c_int) -> MpiResult {
     })
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "localhost".to_string())

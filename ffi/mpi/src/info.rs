@@ -21,13 +21,13 @@ struct Table {
 
 static INFOS: Mutex<Option<Table>> = Mutex::new(None);
 
-/// Runs `f` on the pairs of info `handle` (`MPI_INFO_ENV` is empty).
+/// Runs `f` on the pairs of info `handle` (`MPI_INFO_ENV`: a copy of the environment's).
 fn with<T>(handle: c_int, f: impl FnOnce(&mut Pairs) -> MpiResult<T>) -> MpiResult<T> {
+    if handle == MPI_INFO_ENV {
+        return f(&mut environment(std::env::args().collect()));
+    }
     let mut guard = INFOS.lock().unwrap_or_else(PoisonError::into_inner);
     let table = guard.get_or_insert_with(|| Table { infos: HashMap::new(), next: 0 });
-    if handle == MPI_INFO_ENV {
-        return f(&mut Vec::new());
-    }
     match table.infos.get_mut(&handle) {
         Some(pairs) => f(pairs),
         None => fail(MPI_ERR_INFO, format!("{handle:#x} is not an info object")),
@@ -49,6 +49,23 @@ pub(crate) fn add(pairs: Pairs) -> c_int {
     let handle = (INFO_KIND | table.next) as c_int;
     table.infos.insert(handle, pairs);
     handle
+}
+
+/// What MPI says the environment's info holds, of what this process knows: the command
+/// and its arguments (`args`, the command first), the working directory and the host.
+fn environment(args: Vec<String>) -> Pairs {
+    let mut pairs = Vec::new();
+    if let Some((command, rest)) = args.split_first() {
+        pairs.push(("command".to_string(), command.clone()));
+        if !rest.is_empty() {
+            pairs.push(("argv".to_string(), rest.join(" ")));
+        }
+    }
+    if let Ok(dir) = std::env::current_dir() {
+        pairs.push(("wdir".to_string(), dir.to_string_lossy().into_owned()));
+    }
+    pairs.push(("host".to_string(), crate::env::hostname()));
+    pairs
 }
 
 fn key(text: &str) -> MpiResult<&str> {
@@ -156,5 +173,19 @@ mpi_fn! {
             return fail(MPI_ERR_INFO, format!("{handle:#x} is not an info object"));
         }
         put(info, MPI_INFO_NULL)
+    }
+
+    /// A new info with the environment's keys; `argv` (NULL: the process's own) names the
+    /// command and its arguments. Callable before `MPI_Init` and after `MPI_Finalize`.
+    fn MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *const *const c_char, info: *mut c_int) {
+        if info.is_null() {
+            return fail(MPI_ERR_ARG, "info is NULL");
+        }
+        let args = if argv.is_null() {
+            std::env::args().collect()
+        } else {
+            crate::ptr::array(argv, count(argc)?)?.iter().map(|&a| c_str(a).map(str::to_string)).collect::<MpiResult<_>>()?
+        };
+        put(info, add(environment(args)))
     }
 }

@@ -106,6 +106,13 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Info_delete(info, "host"), MPI_ERR_INFO_NOKEY);
     MPI_Info_free(&info);
     MPI_Info_free(&info2);
+    /* The environment's info: the command as argv[0] names it, here and in MPI_INFO_ENV. */
+    CHECK_RC(MPI_Info_create_env(argc, argv, &info), MPI_SUCCESS);
+    MPI_Info_get(info, "command", sizeof value - 1, value, &flag);
+    CHECK(flag == 1 && strcmp(value, argv[0]) == 0);
+    MPI_Info_free(&info);
+    MPI_Info_get(MPI_INFO_ENV, "command", sizeof value - 1, value, &flag);
+    CHECK(flag == 1 && strcmp(value, argv[0]) == 0);
     CHECK(info == MPI_INFO_NULL);
 
     /* A user error handler: called with the code, which the call then returns. */
