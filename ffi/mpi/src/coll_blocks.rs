@@ -193,28 +193,117 @@ fn times(count: c_int, n: usize) -> MpiResult<c_int> {
     }
 }
 
-/// The `v` forms run on intra-communicators only, so far.
-fn intra(c: &Comm) -> MpiResult {
-    if c.is_inter() {
-        return fail(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "the v forms on inter-communicators are not provided yet",
-        );
-    }
-    Ok(())
+/// Gather, scatter, all-gather or all-to-all `op` with the remote group of an
+/// inter-communicator when the blocks each way differ in size (a one-way call included):
+/// run as the `v` form with regular blocks, `send_block` and `recv_block` bytes per remote
+/// rank (the send side of an all-gather is one block, to every remote rank).
+fn inter_regular(
+    c: &Comm,
+    op: CollOp,
+    send: &[u8],
+    send_block: usize,
+    recv: &mut [u8],
+    recv_block: usize,
+) -> MpiResult {
+    let n = blocks(c);
+    let (sc, rc) = (vec![send_block; n], vec![recv_block; n]);
+    let sd: Vec<usize> = (0..n).map(|j| j * send_block).collect();
+    let rd: Vec<usize> = (0..n).map(|j| j * recv_block).collect();
+    let args =
+        CollArgs::new(send_block, Datatype::U8).with_recv(Blocks { counts: &rc, displs: &rd });
+    let (op, args) = match op {
+        CollOp::Allgather => (CollOp::Allgatherv, args),
+        _ => (CollOp::Alltoallv, args.with_send(Blocks { counts: &sc, displs: &sd })),
+    };
+    Ok(c.collective(op, &args, send, recv)?)
 }
 
-/// On an inter-communicator, one group may send blocks of another size than it receives
-/// (even none: a one-way call). Not provided yet; both groups see it alone (what one sends
-/// the other receives), so both fail without communicating.
-fn same_both_ways(c: &Comm, send_block: usize, recv_all: usize) -> MpiResult {
-    if c.is_inter() && send_block * blocks(c) != recv_all {
-        return fail(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "inter-communicator blocks of different sizes each way are not provided yet",
-        );
+/// `MPI_Gatherv` on an inter-communicator: the root (`MPI_ROOT`) takes a block from every
+/// remote rank, its group-mates (`MPI_PROC_NULL`) do nothing, the remote group sends.
+///
+/// # Safety
+/// The buffers are valid as `MPI_Gatherv` requires.
+#[allow(clippy::too_many_arguments)]
+unsafe fn inter_gatherv(
+    c: &Comm,
+    root: Root,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: c_int,
+) -> MpiResult {
+    let args = CollArgs::new(0, Datatype::U8).with_root(root);
+    match root {
+        Root::Here => {
+            // SAFETY: the caller's contract.
+            let (counts, displs) =
+                unsafe { (array(recvcounts, blocks(c))?, array(displs, blocks(c))?) };
+            // SAFETY: the caller's contract.
+            let mut recv = unsafe { blocks_in(recvbuf, counts, displs, recvtype) }?;
+            let args = args.with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
+            c.collective(CollOp::Gatherv, &args, &[], recv.area.bytes())?;
+            // SAFETY: the caller's contract.
+            unsafe { recv.finish() }
+        }
+        Root::Elsewhere => Ok(c.collective(CollOp::Gatherv, &args, &[], &mut [])?),
+        Root::Rank(_) => {
+            // SAFETY: the caller's contract.
+            let send = unsafe { copy(sendbuf, sendcount, sendtype) }?;
+            Ok(c.collective(
+                CollOp::Gatherv,
+                &CollArgs { count: send.len(), ..args },
+                &send,
+                &mut [],
+            )?)
+        }
     }
-    Ok(())
+}
+
+/// `MPI_Scatterv` on an inter-communicator: the root (`MPI_ROOT`) sends a block to every
+/// remote rank, its group-mates do nothing, the remote group receives.
+///
+/// # Safety
+/// The buffers are valid as `MPI_Scatterv` requires.
+#[allow(clippy::too_many_arguments)]
+unsafe fn inter_scatterv(
+    c: &Comm,
+    root: Root,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+) -> MpiResult {
+    let args = CollArgs::new(0, Datatype::U8).with_root(root);
+    match root {
+        Root::Here => {
+            // SAFETY: the caller's contract.
+            let (counts, displs) =
+                unsafe { (array(sendcounts, blocks(c))?, array(displs, blocks(c))?) };
+            // SAFETY: the caller's contract.
+            let (send, counts, at) = unsafe { blocks_out(sendbuf, counts, displs, sendtype) }?;
+            let args = args.with_send(Blocks { counts: &counts, displs: &at });
+            Ok(c.collective(CollOp::Scatterv, &args, &send, &mut [])?)
+        }
+        Root::Elsewhere => Ok(c.collective(CollOp::Scatterv, &args, &[], &mut [])?),
+        Root::Rank(_) => {
+            // SAFETY: the caller's contract.
+            let mut recv = unsafe { Incoming::new(Place::new(recvbuf, recvcount, recvtype)?) }?;
+            c.collective(
+                CollOp::Scatterv,
+                &CollArgs { count: recv.bytes().len(), ..args },
+                &[],
+                recv.bytes(),
+            )?;
+            // SAFETY: the caller's contract.
+            unsafe { recv.finish(usize::MAX) }
+        }
+    }
 }
 
 mpi_fn! {
@@ -268,8 +357,12 @@ mpi_fn! {
                 copy(sendbuf, sendcount, sendtype)?
             };
             let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, blocks(c))?, recvtype)?)?;
-            same_both_ways(c, send.len(), recv.bytes().len())?;
-            run(c, CollOp::Allgather, send.len(), Root::Rank(0), &send, recv.bytes())?;
+            let recv_block = recv.bytes().len() / blocks(c).max(1);
+            if c.is_inter() && send.len() != recv_block {
+                inter_regular(c, CollOp::Allgather, &send, send.len(), recv.bytes(), recv_block)?;
+            } else {
+                run(c, CollOp::Allgather, send.len(), Root::Rank(0), &send, recv.bytes())?;
+            }
             recv.finish(usize::MAX)
         })
     }
@@ -283,17 +376,23 @@ mpi_fn! {
                 copy(sendbuf, times(sendcount, n)?, sendtype)?
             };
             let mut recv = Incoming::new(Place::new(recvbuf, times(recvcount, n)?, recvtype)?)?;
-            let block = recv.bytes().len() / n.max(1);
-            same_both_ways(c, send.len() / n.max(1), recv.bytes().len())?;
-            run(c, CollOp::Alltoall, block, Root::Rank(0), &send, recv.bytes())?;
+            let (block, send_block) = (recv.bytes().len() / n.max(1), send.len() / n.max(1));
+            if c.is_inter() && send_block != block {
+                inter_regular(c, CollOp::Alltoall, &send, send_block, recv.bytes(), block)?;
+            } else {
+                run(c, CollOp::Alltoall, block, Root::Rank(0), &send, recv.bytes())?;
+            }
             recv.finish(usize::MAX)
         })
     }
 
     fn MPI_Gatherv / PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            intra(c)?;
-            let Root::Rank(root) = root_of(c, root)? else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
+            let root = root_of(c, root)?;
+            if c.is_inter() {
+                return inter_gatherv(c, root, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype);
+            }
+            let Root::Rank(root) = root else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
             let args = CollArgs::new(0, Datatype::U8).with_root(Root::Rank(root));
             let root = root as usize;
             if c.rank() != root {
@@ -311,8 +410,11 @@ mpi_fn! {
 
     fn MPI_Scatterv / PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            intra(c)?;
-            let Root::Rank(root) = root_of(c, root)? else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
+            let root = root_of(c, root)?;
+            if c.is_inter() {
+                return inter_scatterv(c, root, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype);
+            }
+            let Root::Rank(root) = root else { return fail(MPI_ERR_ROOT, "an intra-communicator has no MPI_ROOT"); };
             let args = CollArgs::new(0, Datatype::U8).with_root(Root::Rank(root));
             let root = root as usize;
             if c.rank() != root {
@@ -334,9 +436,8 @@ mpi_fn! {
 
     fn MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            intra(c)?;
-            let (counts, displs) = (array(recvcounts, c.size())?, array(displs, c.size())?);
-            let send = if in_place(sendbuf) { own_block(recvbuf, counts, displs, c.rank(), recvtype)? } else { copy(sendbuf, sendcount, sendtype)? };
+            let (counts, displs) = (array(recvcounts, blocks(c))?, array(displs, blocks(c))?);
+            let send = if in_place(sendbuf) && !c.is_inter() { own_block(recvbuf, counts, displs, c.rank(), recvtype)? } else { copy(sendbuf, sendcount, sendtype)? };
             let mut recv = blocks_in(recvbuf, counts, displs, recvtype)?;
             let args = CollArgs::new(send.len(), Datatype::U8).with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
             c.collective(CollOp::Allgatherv, &args, &send, recv.area.bytes())?;
@@ -346,10 +447,9 @@ mpi_fn! {
 
     fn MPI_Alltoallv / PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            intra(c)?;
-            let n = c.size();
+            let n = blocks(c);
             let (rcounts, rdispls) = (array(recvcounts, n)?, array(rdispls, n)?);
-            let (send, sc, sd) = if in_place(sendbuf) {
+            let (send, sc, sd) = if in_place(sendbuf) && !c.is_inter() {
                 let (data, sc, sd) = blocks_out(recvbuf, rcounts, rdispls, recvtype)?;
                 (data.into_owned(), sc, sd)
             } else {
@@ -357,7 +457,7 @@ mpi_fn! {
                 (data.into_owned(), sc, sd)
             };
             let mut recv = blocks_in(recvbuf, rcounts, rdispls, recvtype)?;
-            let args = CollArgs::new(sc[c.rank()], Datatype::U8)
+            let args = CollArgs::new(sc.get(c.rank()).copied().unwrap_or(0), Datatype::U8)
                 .with_send(Blocks { counts: &sc, displs: &sd })
                 .with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
             c.collective(CollOp::Alltoallv, &args, &send, recv.area.bytes())?;
@@ -369,11 +469,10 @@ mpi_fn! {
     /// blocks travel packed end to end.
     fn MPI_Alltoallw / PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
         on_coll(comm, |c| {
-            intra(c)?;
-            let n = c.size();
+            let n = blocks(c);
             let recv_side = (array(recvcounts, n)?, array(rdispls, n)?, array(recvtypes, n)?);
             let (places, rc, rd) = typed_blocks(recvbuf, recv_side.0, recv_side.1, recv_side.2)?;
-            let (send_places, sc, sd) = if in_place(sendbuf) {
+            let (send_places, sc, sd) = if in_place(sendbuf) && !c.is_inter() {
                 typed_blocks(recvbuf, recv_side.0, recv_side.1, recv_side.2)?
             } else {
                 let send_side = (array(sendcounts, n)?, array(sdispls, n)?, array(sendtypes, n)?);
@@ -384,7 +483,7 @@ mpi_fn! {
                 send.extend_from_slice(&place.outgoing()?);
             }
             let mut area = vec![0u8; rc.iter().sum()];
-            let args = CollArgs::new(sc[c.rank()], Datatype::U8)
+            let args = CollArgs::new(sc.get(c.rank()).copied().unwrap_or(0), Datatype::U8)
                 .with_send(Blocks { counts: &sc, displs: &sd })
                 .with_recv(Blocks { counts: &rc, displs: &rd });
             c.collective(CollOp::Alltoallv, &args, &send, &mut area)?;

@@ -58,6 +58,27 @@ int main(int argc, char **argv) {
     if (color == 0 && me == 0)
         for (int i = 0; i < nother; i++) CHECK(got[i] == 2 * i + 1);
 
+    /* The v forms across: remote rank j's block holds j + 1 copies of its world rank. */
+    int counts[64], displs[64], vin[256], vout[64], n = 0;
+    for (int j = 0; j < nother; j++) { counts[j] = j + 1; displs[j] = n; n += j + 1; }
+    for (int i = 0; i < 64; i++) vout[i] = rank;
+    CHECK_RC(MPI_Gatherv(vout, me + 1, MPI_INT, vin, counts, displs, MPI_INT, root, inter), MPI_SUCCESS);
+    if (color == 0 && me == 0)
+        for (int j = 0; j < nother; j++) CHECK(vin[displs[j]] == 2 * j + 1 && vin[displs[j] + j] == 2 * j + 1);
+    CHECK_RC(MPI_Allgatherv(vout, me + 1, MPI_INT, vin, counts, displs, MPI_INT, inter), MPI_SUCCESS);
+    for (int j = 0; j < nother; j++) CHECK(vin[displs[j] + j] == 2 * j + 1 - color);
+    /* All-to-all of one int each way, then blocks of another size each way: the evens send
+     * two ints to every odd, the odds one to every even. */
+    CHECK_RC(MPI_Alltoall(vout, 1, MPI_INT, vin, 1, MPI_INT, inter), MPI_SUCCESS);
+    CHECK(vin[nother - 1] == 2 * (nother - 1) + 1 - color);
+    int mine_n = color == 0 ? 2 : 1, theirs_n = color == 0 ? 1 : 2;
+    CHECK_RC(MPI_Alltoall(vout, mine_n, MPI_INT, vin, theirs_n, MPI_INT, inter), MPI_SUCCESS);
+    CHECK(vin[theirs_n * nother - 1] == 2 * (nother - 1) + 1 - color);
+    CHECK_RC(MPI_Allgather(vout, mine_n, MPI_INT, vin, theirs_n, MPI_INT, inter), MPI_SUCCESS);
+    CHECK(vin[0] == 1 - color && vin[theirs_n * nother - 1] == 2 * (nother - 1) + 1 - color);
+    CHECK_RC(MPI_Scatterv(vout, counts, displs, MPI_INT, vin, me + 1, MPI_INT, root, inter), MPI_SUCCESS);
+    if (color == 1) CHECK(vin[me] == 0);
+
     /* Merge: the evens (high = 0) first. */
     MPI_Comm merged;
     CHECK_RC(MPI_Intercomm_merge(inter, color, &merged), MPI_SUCCESS);
