@@ -34,7 +34,7 @@ impl Pending {
             if Instant::now() >= until {
                 return fail(
                     MPI_ERR_UNSUPPORTED_OPERATION,
-                    "MPI_Cancel: no receive matched the send, and withdrawing a send is not provided yet (the request stays active)",
+                    "no receive matched the send, and withdrawing a send is not provided yet (the request stays active)",
                 );
             }
             std::thread::sleep(Duration::from_micros(200));
