@@ -79,7 +79,9 @@ fn the_first_message_connects_on_demand_and_data_flows_both_ways_in_order() {
 #[test]
 fn a_long_message_is_read_by_rdma_into_the_receivers_buffer_and_the_sender_is_told() {
     let fabric = Fabric::new(2, Faults::default());
-    let mut ts = job(&fabric, 2, VerbsSettings::new(TOKEN));
+    // `payload` stays allocated across the rounds, so its registration may stay cached.
+    let settings = VerbsSettings { reg_cache_keep_idle: true, ..VerbsSettings::new(TOKEN) };
+    let mut ts = job(&fabric, 2, settings);
     let payload: Vec<u8> = (0..1 << 20).map(|i| (i * 7 % 251) as u8).collect();
     for round in 0..3 {
         // SAFETY: `payload` lives, unchanged, until its id is reported written below.

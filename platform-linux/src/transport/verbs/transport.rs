@@ -56,6 +56,10 @@ pub struct VerbsSettings {
     pub reg_cache_entries: usize,
     /// See `reg_cache_entries`.
     pub reg_cache_bytes: usize,
+    /// Whether a registration stays cached after the request that lent its memory ends
+    /// (off: the owner may free that memory and get other pages at the same address, which
+    /// the old registration would not reach; see [`super::reg_cache`]).
+    pub reg_cache_keep_idle: bool,
 }
 
 impl VerbsSettings {
@@ -78,6 +82,7 @@ impl VerbsSettings {
             ack_timeout: Duration::from_millis(1500),
             reg_cache_entries: 64,
             reg_cache_bytes: 256 << 20,
+            reg_cache_keep_idle: false,
         }
     }
 }
@@ -205,7 +210,8 @@ impl<D: Device> VerbsTransport<D> {
             send,
             held: VecDeque::new(),
             loopback: VecDeque::new(),
-            cache: RegCache::new(settings.reg_cache_entries, settings.reg_cache_bytes),
+            cache: RegCache::new(settings.reg_cache_entries, settings.reg_cache_bytes)
+                .keep_idle(settings.reg_cache_keep_idle),
             lent: HashMap::new(),
             written: Vec::new(),
             reads: HashMap::new(),
