@@ -157,6 +157,27 @@ fn credits_come_back_so_a_long_stream_keeps_flowing() {
     assert_eq!(got, 1000);
 }
 
+#[test]
+fn two_peers_out_of_credits_with_frames_queued_both_ways_hand_credits_back() {
+    let fabric = Fabric::new(6, Faults::default());
+    let settings = VerbsSettings { credits: 4, ..VerbsSettings::new(TOKEN) };
+    let mut ts = job(&fabric, 2, settings);
+    // Both send far past their credits before either takes anything: each side's credits
+    // must come back although its own frames wait for credits too.
+    for i in 0..40 {
+        ts[0].send(1, &header(0, i, 16), &[1; 16]).unwrap();
+        ts[1].send(0, &header(1, i, 16), &[2; 16]).unwrap();
+    }
+    let mut got = [0usize; 2];
+    let start = Instant::now();
+    while got != [40, 40] {
+        assert!(start.elapsed() < Duration::from_secs(5), "stuck at {got:?} of 40 each");
+        for (r, t) in ts.iter_mut().enumerate() {
+            t.poll(|_| got[r] += 1).unwrap();
+        }
+    }
+}
+
 /// Sends to `peer` (moving traffic) until a call fails; the error. Fails the test after 2 s.
 fn send_until_error(t: &mut VerbsTransport<FabricDevice>, peer: usize) -> VerbsError {
     let start = Instant::now();
