@@ -33,8 +33,8 @@ fn intercomm_between_equal_halves_talks_reduces_merges_dups_and_splits() {
     let out = run_ok(&job(4, &["intercomm", "2"]));
     assert!(out.contains("intercomm: 2 and 2 ranks"), "{out}");
     // Rank 0's group of two shares this job's memory on one node (unless the suite runs
-    // over TCP or its ranks land on different hosts): its side of the collectives runs over
-    // an area.
+    // over TCP or verbs, or its ranks land on different hosts): its side of the
+    // collectives runs over an area.
     assert!(out.contains(&format!("group of 2: on node {}", on_one_node(2, 4))), "{out}");
 }
 
@@ -42,7 +42,7 @@ fn intercomm_between_equal_halves_talks_reduces_merges_dups_and_splits() {
 fn on_one_node(group: usize, procs: usize) -> bool {
     let hosts = jobs::test_hosts().min(procs);
     let first = host_of(0, procs, hosts);
-    !jobs::test_tcp_only() && (0..group).all(|rank| host_of(rank, procs, hosts) == first)
+    !jobs::test_message_only() && (0..group).all(|rank| host_of(rank, procs, hosts) == first)
 }
 
 #[test]

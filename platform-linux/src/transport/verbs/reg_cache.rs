@@ -8,9 +8,12 @@
 //! deregister now. An entry in use by a request is never deregistered under it: eviction
 //! only hides it from lookups, and its last [`RegCache::release`] returns its keys.
 //!
-//! A cached registration outlives a `free` of its memory if the caller frees it while it is
-//! cached; the transport caches only memory it owns or lends for one request (see the
-//! module note of [`super`]).
+//! A registration pins the pages mapped at its range when it is made. Memory freed and
+//! mapped again at the same address (large allocations are unmapped on `free`) has other
+//! pages, which an idle registration kept for the address would not reach: the device
+//! would read and write the old ones. So by default an entry leaves the cache with its last
+//! use, and the cache shares registrations among the requests that use a range at once;
+//! [`RegCache::keep_idle`] keeps idle entries for callers whose memory stays mapped.
 
 use super::device::MemoryKeys;
 
@@ -49,6 +52,8 @@ pub struct RegCache {
     max_bytes: usize,
     tick: u64,
     stats: RegStats,
+    /// Whether an entry stays after its last use (its memory is known to stay mapped).
+    keep_idle: bool,
 }
 
 impl RegCache {
@@ -61,7 +66,15 @@ impl RegCache {
             max_bytes: max_bytes.max(1),
             tick: 0,
             stats: RegStats::default(),
+            keep_idle: true,
         }
+    }
+
+    /// Whether entries stay registered after their last use (`true` from [`RegCache::new`]):
+    /// sound only when no cached memory is unmapped while cached.
+    pub fn keep_idle(mut self, keep: bool) -> Self {
+        self.keep_idle = keep;
+        self
     }
 
     /// The counts so far.
@@ -136,12 +149,13 @@ impl RegCache {
     }
 
     /// Ends one use; returns the keys to deregister when it was the last use of an evicted
-    /// entry. An unknown use is ignored.
+    /// entry, or of any entry when idle ones are not kept. An unknown use is ignored.
     pub fn release(&mut self, used: RegUse) -> Option<MemoryKeys> {
         let i = self.entries.iter().position(|e| e.id == used.0)?;
         let e = &mut self.entries[i];
         e.uses = e.uses.saturating_sub(1);
-        (e.uses == 0 && e.evicted).then(|| self.entries.swap_remove(i).keys)
+        let gone = e.evicted || !self.keep_idle;
+        (e.uses == 0 && gone).then(|| self.entries.swap_remove(i).keys)
     }
 
     /// Empties the cache: every registration's keys, to deregister (at the transport's end,
@@ -208,6 +222,17 @@ mod tests {
         assert_eq!(cache.release(c), None);
         assert_eq!(cache.drain(), vec![keys(3)]);
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn without_keeping_idle_entries_a_range_is_shared_while_used_and_dropped_after() {
+        let mut cache = RegCache::new(4, 1 << 20).keep_idle(false);
+        let (a, _) = cache.insert(0x1000, 4096, keys(1));
+        let (a2, _) = cache.acquire(0x1000, 64).expect("used now: shared");
+        assert_eq!(cache.release(a), None);
+        assert_eq!(cache.release(a2), Some(keys(1)), "its last use deregisters it");
+        assert!(cache.is_empty());
+        assert!(cache.acquire(0x1000, 64).is_none(), "the address may map other pages now");
     }
 
     #[test]

@@ -100,7 +100,8 @@ impl<D: Device> VerbsTransport<D> {
         Ok(())
     }
 
-    /// Tells `peer` its long message's buffer is read (`Done`), which frees it.
+    /// Tells `peer` its long message's buffer is read (`Done`), which frees it. The frame
+    /// takes no credit and goes ahead of data frames waiting for credits.
     pub(super) fn release_remote(
         &mut self,
         peer: usize,
@@ -108,7 +109,7 @@ impl<D: Device> VerbsTransport<D> {
     ) -> Result<(), VerbsError> {
         let mut bytes = vec![0u8; PREFIX_LEN + 8];
         bytes[PREFIX_LEN..].copy_from_slice(&remote.id.to_le_bytes());
-        self.enqueue(peer, Queued { kind: FrameKind::Done, bytes }, false)
+        self.enqueue(peer, Queued { kind: FrameKind::Done, bytes }, true)
     }
 
     /// The keys of a registration covering `len` bytes at `addr`, from the cache or made

@@ -79,7 +79,9 @@ fn the_first_message_connects_on_demand_and_data_flows_both_ways_in_order() {
 #[test]
 fn a_long_message_is_read_by_rdma_into_the_receivers_buffer_and_the_sender_is_told() {
     let fabric = Fabric::new(2, Faults::default());
-    let mut ts = job(&fabric, 2, VerbsSettings::new(TOKEN));
+    // `payload` stays allocated across the rounds, so its registration may stay cached.
+    let settings = VerbsSettings { reg_cache_keep_idle: true, ..VerbsSettings::new(TOKEN) };
+    let mut ts = job(&fabric, 2, settings);
     let payload: Vec<u8> = (0..1 << 20).map(|i| (i * 7 % 251) as u8).collect();
     for round in 0..3 {
         // SAFETY: `payload` lives, unchanged, until its id is reported written below.
@@ -153,6 +155,27 @@ fn credits_come_back_so_a_long_stream_keeps_flowing() {
     }
     got += collect(&mut ts, 1, 1000 - got).len();
     assert_eq!(got, 1000);
+}
+
+#[test]
+fn two_peers_out_of_credits_with_frames_queued_both_ways_hand_credits_back() {
+    let fabric = Fabric::new(6, Faults::default());
+    let settings = VerbsSettings { credits: 4, ..VerbsSettings::new(TOKEN) };
+    let mut ts = job(&fabric, 2, settings);
+    // Both send far past their credits before either takes anything: each side's credits
+    // must come back although its own frames wait for credits too.
+    for i in 0..40 {
+        ts[0].send(1, &header(0, i, 16), &[1; 16]).unwrap();
+        ts[1].send(0, &header(1, i, 16), &[2; 16]).unwrap();
+    }
+    let mut got = [0usize; 2];
+    let start = Instant::now();
+    while got != [40, 40] {
+        assert!(start.elapsed() < Duration::from_secs(5), "stuck at {got:?} of 40 each");
+        for (r, t) in ts.iter_mut().enumerate() {
+            t.poll(|_| got[r] += 1).unwrap();
+        }
+    }
 }
 
 /// Sends to `peer` (moving traffic) until a call fails; the error. Fails the test after 2 s.

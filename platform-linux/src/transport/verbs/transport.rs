@@ -56,6 +56,10 @@ pub struct VerbsSettings {
     pub reg_cache_entries: usize,
     /// See `reg_cache_entries`.
     pub reg_cache_bytes: usize,
+    /// Whether a registration stays cached after the request that lent its memory ends
+    /// (off: the owner may free that memory and get other pages at the same address, which
+    /// the old registration would not reach; see [`super::reg_cache`]).
+    pub reg_cache_keep_idle: bool,
 }
 
 impl VerbsSettings {
@@ -78,6 +82,7 @@ impl VerbsSettings {
             ack_timeout: Duration::from_millis(1500),
             reg_cache_entries: 64,
             reg_cache_bytes: 256 << 20,
+            reg_cache_keep_idle: false,
         }
     }
 }
@@ -205,7 +210,8 @@ impl<D: Device> VerbsTransport<D> {
             send,
             held: VecDeque::new(),
             loopback: VecDeque::new(),
-            cache: RegCache::new(settings.reg_cache_entries, settings.reg_cache_bytes),
+            cache: RegCache::new(settings.reg_cache_entries, settings.reg_cache_bytes)
+                .keep_idle(settings.reg_cache_keep_idle),
             lent: HashMap::new(),
             written: Vec::new(),
             reads: HashMap::new(),
@@ -481,16 +487,19 @@ impl<D: Device> VerbsTransport<D> {
         Ok(())
     }
 
-    /// The owner took one of `peer`'s frames: a credit goes back, alone once half are owed.
+    /// The owner took one of `peer`'s frames: a credit goes back on the next frame posted
+    /// to it, or alone, ahead of the queue, once half are owed and no frame can go now.
+    /// Frames that wait for credits of their own must not hold it back: two peers that both
+    /// ran out would each wait for the other's credits for ever.
     fn return_credit(&mut self, peer: usize) {
         let link = &mut self.links[peer];
         link.owed = link.owed.saturating_add(1);
-        let alone = link.owed >= self.settings.credits / 2 && link.queue.is_empty();
+        let alone = link.owed >= self.settings.credits / 2 && !link.front_ready();
         if alone && link.state == LinkState::Up {
             let credit = Queued { kind: FrameKind::Credit, bytes: vec![0u8; PREFIX_LEN] };
-            link.push(credit, false);
-            let _ = self.flush(peer);
+            link.push(credit, true);
         }
+        let _ = self.flush(peer);
     }
 
     pub(super) fn repost_srq(&mut self, i: usize) -> Result<(), VerbsError> {
