@@ -131,6 +131,7 @@ unsafe fn scan(
     rop: c_int,
     comm: c_int,
 ) -> MpiResult {
+    let rop = crate::wide_ops::op_for(datatype, rop)?;
     if crate::user_reduce::needed(datatype, rop) {
         // SAFETY: the caller's contract.
         let send = unsafe { operand(sendbuf, recvbuf, count, datatype) }?;
@@ -177,6 +178,7 @@ mpi_fn! {
     }
 
     fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
+        let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             return on_coll(comm, |c| {
                 let root = match root_of(c, root)? {
@@ -209,6 +211,7 @@ mpi_fn! {
     }
 
     fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             let send = operand(sendbuf, recvbuf, count, datatype)?;
             return on_coll(comm, |c| {
@@ -230,6 +233,7 @@ mpi_fn! {
 
     /// `inoutbuf = inbuf op inoutbuf`, element-wise, locally.
     fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
+        let op = crate::wide_ops::op_for(datatype, op)?;
         let (dtype, rop) = reduction(datatype, op)?;
         let pair = padded(dtype, &rop);
         let src = widened(copy(inbuf, count, datatype)?, pair);
@@ -247,6 +251,7 @@ mpi_fn! {
     }
 
     fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             return on_coll(comm, |c| {
                 let counts = vec![crate::ptr::count(recvcount)?; c.size()];
@@ -267,6 +272,7 @@ mpi_fn! {
     }
 
     fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
+        let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             return on_coll(comm, |c| {
                 let counts = array(recvcounts, c.size())?.iter().map(|&n| crate::ptr::count(n)).collect::<MpiResult<Vec<usize>>>()?;

@@ -51,3 +51,4 @@ mod type_names;
 mod typemap;
 mod unsupported;
 mod user_reduce;
+mod wide_ops;

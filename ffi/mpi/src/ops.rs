@@ -96,6 +96,11 @@ pub(crate) fn remove(op: c_int) {
     OPS.lock().unwrap_or_else(PoisonError::into_inner).as_mut().map(|t| t.ops.remove(&op));
 }
 
+/// A commutative operation of the library's own, run as a program's would be.
+pub(crate) fn internal(function: UserFunction) -> c_int {
+    add(Defined { function, commutative: true })
+}
+
 fn add(defined: Defined) -> c_int {
     let mut guard = OPS.lock().unwrap_or_else(PoisonError::into_inner);
     let table = guard.get_or_insert_with(|| Table { ops: HashMap::new(), next: 0 });

@@ -1,5 +1,6 @@
 /* Collectives: values at every rank, MPI_IN_PLACE, v-forms, scans, errors. */
 #include <mpi.h>
+#include <complex.h>
 #include <stdlib.h>
 #include "check.h"
 
@@ -18,6 +19,28 @@ static void matmul(void *in, void *inout, int *len, MPI_Datatype *type) {
 static void sum_ints(void *in, void *inout, int *len, MPI_Datatype *type) {
     (void)type;
     for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* Predefined reductions on long double, complex numbers and long double with an int. */
+static void wide_types(int rank, int size) {
+    long double x = rank + 0.25L, sum = 0, most = 0;
+    CHECK_RC(MPI_Allreduce(&x, &sum, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(sum == size * (size - 1) / 2 + 0.25L * size);
+    CHECK_RC(MPI_Allreduce(&x, &most, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(most == size - 1 + 0.25L);
+    double _Complex z[2] = {rank + 1.0 * I, 1.0}, zs[2];
+    CHECK_RC(MPI_Allreduce(z, zs, 2, MPI_C_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(creal(zs[0]) == size * (size - 1) / 2 && cimag(zs[0]) == size && creal(zs[1]) == size);
+    float _Complex i_pow = I, acc = 1.0f;
+    CHECK_RC(MPI_Reduce_local(&i_pow, &acc, 1, MPI_C_FLOAT_COMPLEX, MPI_PROD), MPI_SUCCESS);
+    CHECK(crealf(acc) == 0 && cimagf(acc) == 1);
+    long double _Complex w = rank * I, ws = 0;
+    CHECK_RC(MPI_Reduce(&w, &ws, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+    if (rank == 0) CHECK(cimagl(ws) == size * (size - 1) / 2);
+    struct { long double v; int i; } mine = {(long double)(rank % 2), rank}, least;
+    CHECK_RC(MPI_Allreduce(&mine, &least, 1, MPI_LONG_DOUBLE_INT, MPI_MINLOC, MPI_COMM_WORLD), MPI_SUCCESS);
+    CHECK(least.v == 0 && least.i == 0);
+    CHECK_RC(MPI_Allreduce(z, zs, 1, MPI_C_DOUBLE_COMPLEX, MPI_MAX, MPI_COMM_WORLD), MPI_ERR_OP);
 }
 
 int main(int argc, char **argv) {
@@ -155,11 +178,12 @@ int main(int argc, char **argv) {
     /* Errors: an op the type has not, a type not reduced yet (a legal call), a bad root. */
     double dd = 1, dr;
     CHECK_RC(MPI_Allreduce(&dd, &dr, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
-    long double ld = 1, ldr;
-    CHECK_RC(MPI_Allreduce(&ld, &ldr, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+    long double ld = 1, ldr; /* Fortran's REAL*16 is quadruple precision, not reduced yet. */
+    CHECK_RC(MPI_Allreduce(&ld, &ldr, 1, MPI_REAL16, MPI_SUM, MPI_COMM_WORLD),
              MPI_ERR_UNSUPPORTED_OPERATION);
     CHECK_RC(MPI_Bcast(&dd, 1, MPI_DOUBLE, n, MPI_COMM_WORLD), MPI_ERR_ROOT);
     CHECK_RC(MPI_Allreduce(&dd, &dr, 1, MPI_DOUBLE, MPI_REPLACE, MPI_COMM_WORLD), MPI_ERR_OP);
 
+    wide_types(rank, size);
     FINISH("coll");
 }
