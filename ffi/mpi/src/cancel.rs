@@ -21,7 +21,15 @@ const SEND_GRACE: Duration = Duration::from_millis(200);
 impl Pending {
     /// Cancels this request if it can; an error for a send that does not complete.
     fn cancel(&mut self) -> MpiResult {
-        let Work::Live { recv, .. } = self.work else { return Ok(()) };
+        let recv = match self.work {
+            Work::Live { recv, .. } => recv,
+            Work::Pair(_) => {
+                let why =
+                    "cancelling an MPI_Isendrecv is not provided yet (the request stays active)";
+                return fail(MPI_ERR_UNSUPPORTED_OPERATION, why);
+            }
+            Work::Done(_) | Work::Collective(_) => return Ok(()),
+        };
         if recv {
             if self.test()?.is_none() {
                 // Dropping an unmatched receive withdraws it.

@@ -28,6 +28,7 @@ mod handles;
 mod icoll;
 mod info;
 mod inter;
+mod isendrecv;
 mod join_socket;
 mod keyval;
 mod misc;

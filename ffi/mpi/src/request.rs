@@ -41,6 +41,9 @@ pub(crate) enum Work {
     Done(MpiStatus),
     /// A nonblocking collective running on its communicator's worker.
     Collective(Arc<Completion>),
+    /// `MPI_Isendrecv`: a receive and a send, complete when both are, with the receive's
+    /// status.
+    Pair(Box<[Pending; 2]>),
 }
 
 impl Pending {
@@ -69,6 +72,12 @@ impl Pending {
         Pending::new(comm, Work::Done(status))
     }
 
+    /// `MPI_Isendrecv`'s request: `recv` and `send` begun, the send reading `copy` if
+    /// given (kept until both end).
+    pub(crate) fn pair(comm: c_int, recv: Pending, send: Pending, copy: Option<Box<[u8]>>) -> Self {
+        Pending { packed: copy, ..Pending::new(comm, Work::Pair(Box::new([recv, send]))) }
+    }
+
     fn new(comm: c_int, work: Work) -> Self {
         Pending { comm, work, packed: None, unpack: None, persist: None }
     }
@@ -81,6 +90,13 @@ impl Pending {
                 request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
             }
             Work::Collective(completion) => completion.test().map(collective_status).transpose(),
+            Work::Pair(pair) => {
+                let [recv, send] = &mut **pair;
+                match (recv.test()?, send.test()?) {
+                    (Some(status), Some(_)) => Ok(Some(status)),
+                    _ => Ok(None),
+                }
+            }
         };
         self.settle(found)
     }
@@ -94,9 +110,28 @@ impl Pending {
                 request.wait().map(|s| Some(status::of_runtime(s))).map_err(MpiError::from)
             }
             Work::Collective(completion) => collective_status(completion.wait()).map(Some),
+            Work::Pair(pair) => {
+                let [recv, send] = *pair;
+                send.wait()?;
+                recv.wait().map(Some)
+            }
         };
         self.settle(found)?
             .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "a waited request did not finish"))
+    }
+
+    /// Keeps what is still in flight (with the packed copy it reads or writes) in
+    /// `detached` until `MPI_Finalize`: the program freed the request.
+    fn detach(self, detached: &mut Vec<(Request<'static>, Option<Box<[u8]>>)>) {
+        match self.work {
+            Work::Live { request, .. } => detached.push((request, self.packed)),
+            Work::Pair(pair) => {
+                let [recv, send] = *pair;
+                recv.detach(detached);
+                send.detach(detached);
+            }
+            Work::Done(_) | Work::Collective(_) => {}
+        }
     }
 
     /// Once complete: the runtime's request is dropped, then a packed receive unpacked.
@@ -159,7 +194,7 @@ pub(crate) fn returned(_: &mut State, pending: Pending) -> Pending {
     pending
 }
 
-fn stored(state: &mut State, pending: Pending) -> c_int {
+pub(crate) fn stored(state: &mut State, pending: Pending) -> c_int {
     state.requests.add(pending)
 }
 
@@ -167,7 +202,10 @@ fn stored(state: &mut State, pending: Pending) -> c_int {
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
-unsafe fn hand_out(out: *mut c_int, begin: impl FnOnce() -> MpiResult<c_int>) -> MpiResult {
+pub(crate) unsafe fn hand_out(
+    out: *mut c_int,
+    begin: impl FnOnce() -> MpiResult<c_int>,
+) -> MpiResult {
     if out.is_null() {
         return fail(MPI_ERR_ARG, "the request argument is NULL");
     }
@@ -488,12 +526,10 @@ mpi_fn! {
         let Some(pending) = take_ending(handle, |_| true)? else {
             return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
         };
-        if let Work::Live { request: live, .. } = pending.work {
-            state::with(|s| {
-                s.detached.push(live);
-                Ok(())
-            })?;
-        }
+        state::with(|s| {
+            pending.detach(&mut s.detached);
+            Ok(())
+        })?;
         put(request, MPI_REQUEST_NULL)
     }
 }

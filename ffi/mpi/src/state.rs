@@ -40,8 +40,9 @@ pub(crate) struct State {
     /// Names given to communicators (`MPI_Comm_set_name`).
     pub names: HashMap<c_int, String>,
     pub requests: RequestTable,
-    /// Requests the program freed before they completed.
-    pub detached: Vec<Request<'static>>,
+    /// Requests the program freed before they completed, each with the packed copy its
+    /// runtime request reads or writes (kept until it ends; dropped after it).
+    pub detached: Vec<(Request<'static>, Option<Box<[u8]>>)>,
     /// The inter-communicator to the spawning job (`MPI_COMM_NULL` if none).
     pub parent: c_int,
     pub thread_level: c_int,
@@ -149,7 +150,7 @@ pub(crate) fn finish() -> MpiResult {
         Some(mut state) => {
             PHASE.store(FINALIZED, Ordering::Release);
             // Freed sends finish; freed receives still unmatched are withdrawn.
-            for mut request in state.detached.drain(..) {
+            for (mut request, _packed) in state.detached.drain(..) {
                 let _ = request.test();
             }
             drop(state);

@@ -84,8 +84,7 @@ crate::call::unsupported! {
     MPI_Ireduce_scatter_block_c PMPI_Ireduce_scatter_block_c MPI_Ireduce_scatter_c PMPI_Ireduce_scatter_c
     MPI_Irsend_c PMPI_Irsend_c MPI_Iscan_c PMPI_Iscan_c
     MPI_Iscatter_c PMPI_Iscatter_c MPI_Iscatterv_c PMPI_Iscatterv_c
-    MPI_Isend_c PMPI_Isend_c MPI_Isendrecv PMPI_Isendrecv
-    MPI_Isendrecv_c PMPI_Isendrecv_c MPI_Isendrecv_replace PMPI_Isendrecv_replace
+    MPI_Isend_c PMPI_Isend_c MPI_Isendrecv_c PMPI_Isendrecv_c
     MPI_Isendrecv_replace_c PMPI_Isendrecv_replace_c MPI_Issend_c PMPI_Issend_c
     MPI_Mrecv_c PMPI_Mrecv_c MPI_Neighbor_allgather_c PMPI_Neighbor_allgather_c
     MPI_Neighbor_allgather_init PMPI_Neighbor_allgather_init MPI_Neighbor_allgather_init_c PMPI_Neighbor_allgather_init_c

@@ -201,6 +201,22 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Wait(&reqs[1], &st), MPI_SUCCESS);
     CHECK(big_in[12345] == 7);
 
+    /* MPI_Isendrecv around the ring, and its replace form on a strided buffer. */
+    int ring_out = rank * 10, ring_in = -1, strided[6] = {rank, -1, rank + 1, -1, rank + 2, -1};
+    MPI_Datatype every_other;
+    MPI_Type_vector(3, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    CHECK_RC(MPI_Isendrecv(&ring_out, 1, MPI_INT, right, 60, &ring_in, 1, MPI_INT, left, 60,
+                           MPI_COMM_WORLD, &reqs[0]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_SUCCESS);
+    CHECK(ring_in == left * 10 && st.MPI_SOURCE == left && st.MPI_TAG == 60);
+    CHECK_RC(MPI_Isendrecv_replace(strided, 1, every_other, right, 61, left, 61, MPI_COMM_WORLD,
+                                   &reqs[0]), MPI_SUCCESS);
+    flag = 0;
+    while (!flag) MPI_Test(&reqs[0], &flag, &st);
+    CHECK(strided[0] == left && strided[4] == left + 2 && strided[1] == -1);
+    MPI_Type_free(&every_other);
+
     /* Request_free on a completed-later send. */
     MPI_Irecv(&b, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &reqs[0]);
     MPI_Isend(&a, 1, MPI_INT, right, 9, MPI_COMM_WORLD, &reqs[1]);
