@@ -28,6 +28,7 @@ impl Pending {
                     "cancelling an MPI_Isendrecv is not provided yet (the request stays active)";
                 return fail(MPI_ERR_UNSUPPORTED_OPERATION, why);
             }
+            Work::Generalized(ref g) => return g.cancel(),
             Work::Done(_) | Work::Collective(_) => return Ok(()),
         };
         if recv {

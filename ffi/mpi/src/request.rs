@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use commcore_linux::runtime::Request;
 
+use crate::grequest::Generalized;
 use crate::pack::Place;
 use crate::persist::Persist;
 use crate::progress::Completion;
@@ -26,7 +27,7 @@ pub(crate) struct Pending {
     pub(crate) work: Work,
     /// The packed copy a non-contiguous datatype travels in (declared after `work`, whose
     /// request reads or writes it, so dropped after it).
-    packed: Option<Box<[u8]>>,
+    pub(crate) packed: Option<Box<[u8]>>,
     /// Where a packed receive is unpacked to once complete.
     unpack: Option<Box<Place>>,
     /// What a persistent request starts each time (`MPI_Start`).
@@ -44,6 +45,8 @@ pub(crate) enum Work {
     /// `MPI_Isendrecv`: a receive and a send, complete when both are, with the receive's
     /// status.
     Pair(Box<[Pending; 2]>),
+    /// An operation the program runs itself (`MPI_Grequest_start`).
+    Generalized(Box<Generalized>),
 }
 
 impl Pending {
@@ -78,6 +81,11 @@ impl Pending {
         Pending { packed: copy, ..Pending::new(comm, Work::Pair(Box::new([recv, send]))) }
     }
 
+    /// A generalized request (its errors go to `MPI_COMM_WORLD`'s handler).
+    pub(crate) fn generalized(g: Box<Generalized>) -> Self {
+        Pending::new(MPI_COMM_WORLD, Work::Generalized(g))
+    }
+
     fn new(comm: c_int, work: Work) -> Self {
         Pending { comm, work, packed: None, unpack: None, persist: None }
     }
@@ -90,6 +98,7 @@ impl Pending {
                 request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
             }
             Work::Collective(completion) => completion.test().map(collective_status).transpose(),
+            Work::Generalized(g) => g.test(),
             Work::Pair(pair) => {
                 let [recv, send] = &mut **pair;
                 match (recv.test()?, send.test()?) {
@@ -115,23 +124,10 @@ impl Pending {
                 send.wait()?;
                 recv.wait().map(Some)
             }
+            Work::Generalized(g) => g.wait().map(Some),
         };
         self.settle(found)?
             .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "a waited request did not finish"))
-    }
-
-    /// Keeps what is still in flight (with the packed copy it reads or writes) in
-    /// `detached` until `MPI_Finalize`: the program freed the request.
-    fn detach(self, detached: &mut Vec<(Request<'static>, Option<Box<[u8]>>)>) {
-        match self.work {
-            Work::Live { request, .. } => detached.push((request, self.packed)),
-            Work::Pair(pair) => {
-                let [recv, send] = *pair;
-                recv.detach(detached);
-                send.detach(detached);
-            }
-            Work::Done(_) | Work::Collective(_) => {}
-        }
     }
 
     /// Once complete: the runtime's request is dropped, then a packed receive unpacked.
@@ -296,7 +292,10 @@ pub(crate) fn take(handle: c_int) -> MpiResult<Option<Pending>> {
 }
 
 /// Takes request `handle` out of the table, ending its handle if `ends` says so of it.
-fn take_ending(handle: c_int, ends: impl FnOnce(&Pending) -> bool) -> MpiResult<Option<Pending>> {
+pub(crate) fn take_ending(
+    handle: c_int,
+    ends: impl FnOnce(&Pending) -> bool,
+) -> MpiResult<Option<Pending>> {
     if handle == MPI_REQUEST_NULL {
         return Ok(None);
     }
@@ -518,19 +517,6 @@ mpi_fn! {
 
     fn MPI_Testsome / PMPI_Testsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
         some(incount, requests, outcount, indices, statuses, false)
-    }
-
-    /// Frees the handle; the operation itself goes on (kept until `MPI_Finalize`).
-    fn MPI_Request_free / PMPI_Request_free(request: *mut c_int) {
-        let handle = get(request)?;
-        let Some(pending) = take_ending(handle, |_| true)? else {
-            return fail(MPI_ERR_REQUEST, "the request is MPI_REQUEST_NULL");
-        };
-        state::with(|s| {
-            pending.detach(&mut s.detached);
-            Ok(())
-        })?;
-        put(request, MPI_REQUEST_NULL)
     }
 }
 

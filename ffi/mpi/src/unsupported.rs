@@ -69,8 +69,7 @@ crate::call::unsupported! {
     MPI_Gatherv_init_c PMPI_Gatherv_init_c MPI_Get PMPI_Get
     MPI_Get_accumulate PMPI_Get_accumulate MPI_Get_accumulate_c PMPI_Get_accumulate_c
     MPI_Get_c PMPI_Get_c MPI_Get_count_c PMPI_Get_count_c
-    MPI_Get_elements_c PMPI_Get_elements_c MPI_Grequest_complete PMPI_Grequest_complete
-    MPI_Grequest_start PMPI_Grequest_start MPI_Group_from_session_pset PMPI_Group_from_session_pset
+    MPI_Get_elements_c PMPI_Get_elements_c MPI_Group_from_session_pset PMPI_Group_from_session_pset
     MPI_Iallgather_c PMPI_Iallgather_c MPI_Iallgatherv_c PMPI_Iallgatherv_c
     MPI_Iallreduce_c PMPI_Iallreduce_c MPI_Ialltoall_c PMPI_Ialltoall_c
     MPI_Ialltoallv_c PMPI_Ialltoallv_c MPI_Ialltoallw_c PMPI_Ialltoallw_c

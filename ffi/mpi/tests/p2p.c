@@ -4,6 +4,43 @@
 #include <string.h>
 #include "check.h"
 
+/* A generalized request: the status from the query function, the state freed once. */
+static int greq_query(void *extra, MPI_Status *status) {
+    (void)extra;
+    status->MPI_SOURCE = 7;
+    status->MPI_TAG = 8;
+    MPI_Status_set_cancelled(status, 0);
+    return MPI_Status_set_elements(status, MPI_INT, 3);
+}
+static int greq_free(void *extra) {
+    (*(int *)extra)++;
+    return MPI_SUCCESS;
+}
+static int greq_cancel(void *extra, int complete) {
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+static void generalized(void) {
+    int frees = 0, flag = 1, count;
+    MPI_Request req;
+    MPI_Status st;
+    CHECK_RC(MPI_Grequest_start(greq_query, greq_free, greq_cancel, &frees, &req), MPI_SUCCESS);
+    MPI_Test(&req, &flag, &st);
+    CHECK(flag == 0 && frees == 0);
+    CHECK_RC(MPI_Grequest_complete(req), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&req, &st), MPI_SUCCESS);
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(req == MPI_REQUEST_NULL && frees == 1 && st.MPI_SOURCE == 7 && count == 3);
+    /* Freed before it completes: freed when it completes. */
+    MPI_Grequest_start(greq_query, greq_free, greq_cancel, &frees, &req);
+    MPI_Request held = req;
+    CHECK_RC(MPI_Request_free(&req), MPI_SUCCESS);
+    CHECK(frees == 1);
+    CHECK_RC(MPI_Grequest_complete(held), MPI_SUCCESS);
+    CHECK(frees == 2);
+}
+
 int main(int argc, char **argv) {
     int rank, size;
     MPI_Init(&argc, &argv);
@@ -216,6 +253,8 @@ int main(int argc, char **argv) {
     while (!flag) MPI_Test(&reqs[0], &flag, &st);
     CHECK(strided[0] == left && strided[4] == left + 2 && strided[1] == -1);
     MPI_Type_free(&every_other);
+
+    generalized();
 
     /* Request_free on a completed-later send. */
     MPI_Irecv(&b, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &reqs[0]);
