@@ -6,20 +6,10 @@ use std::ffi::{c_int, c_long};
 use crate::call::mpi_fn;
 use crate::consts::types::*;
 use crate::consts::*;
-use crate::contents::{made, Contents};
+use crate::contents::{made, Contents, MPI_COMBINER_SUBARRAY};
 use crate::error::{fail, MpiResult};
 use crate::ptr::{array, count, put};
 use crate::typemap::{self, bounds, layout, Builder};
-
-const MPI_COMBINER_SUBARRAY: c_int = 13;
-const MPI_ORDER_C: c_int = 56;
-const MPI_ORDER_FORTRAN: c_int = 57;
-const MPI_TYPECLASS_REAL: c_int = 1;
-const MPI_TYPECLASS_INTEGER: c_int = 2;
-const MPI_TYPECLASS_COMPLEX: c_int = 3;
-const MPI_C_FLOAT_COMPLEX: c_int = 0x4c00_0840;
-const MPI_C_DOUBLE_COMPLEX: c_int = 0x4c00_1041;
-const MPI_C_LONG_DOUBLE_COMPLEX: c_int = 0x4c00_2042;
 
 /// The dimensions, slowest first: (size, subsize, start) each, checked.
 fn dimensions(

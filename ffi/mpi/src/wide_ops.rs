@@ -7,6 +7,7 @@ use std::ffi::c_int;
 use std::sync::{Mutex, PoisonError};
 
 use crate::consts::ops::*;
+use crate::consts::types::*;
 use crate::consts::MPI_ERR_OP;
 use crate::error::{fail, MpiResult};
 use crate::ops::UserFunction;
@@ -86,13 +87,13 @@ extern "C" {
     );
 }
 
-const MPI_LONG_DOUBLE: c_int = 0x4c00_100c;
-const MPI_LONG_DOUBLE_INT: c_int = 0x8c00_0004_u32 as c_int;
 /// The complex types by their size: C's, C++'s and Fortran's of single and double
 /// precision (Fortran's quadruple precision is not C's `long double`).
-const FLOAT_COMPLEX: [c_int; 4] = [0x4c00_0840, 0x4c00_0834, 0x4c00_081e, 0x4c00_0828];
-const DOUBLE_COMPLEX: [c_int; 4] = [0x4c00_1041, 0x4c00_1035, 0x4c00_1022, 0x4c00_102a];
-const LONG_DOUBLE_COMPLEX: [c_int; 2] = [0x4c00_2042, 0x4c00_2036];
+const FLOAT_COMPLEX: [c_int; 4] =
+    [MPI_C_FLOAT_COMPLEX, MPI_CXX_FLOAT_COMPLEX, MPI_COMPLEX, MPI_COMPLEX8];
+const DOUBLE_COMPLEX: [c_int; 4] =
+    [MPI_C_DOUBLE_COMPLEX, MPI_CXX_DOUBLE_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_COMPLEX16];
+const LONG_DOUBLE_COMPLEX: [c_int; 2] = [MPI_C_LONG_DOUBLE_COMPLEX, MPI_CXX_LONG_DOUBLE_COMPLEX];
 
 /// The kinds of element these functions compute.
 #[derive(Clone, Copy)]
