@@ -22,6 +22,7 @@ pub(crate) const MPI_COMBINER_HINDEXED: c_int = 9;
 pub(crate) const MPI_COMBINER_INDEXED_BLOCK: c_int = 10;
 pub(crate) const MPI_COMBINER_STRUCT: c_int = 12;
 pub(crate) const MPI_COMBINER_SUBARRAY: c_int = 13;
+pub(crate) const MPI_COMBINER_DARRAY: c_int = 14;
 pub(crate) const MPI_COMBINER_RESIZED: c_int = 18;
 pub(crate) const MPI_COMBINER_HINDEXED_BLOCK: c_int = 19;
 

@@ -15,6 +15,7 @@ mod coll_blocks;
 mod comm;
 mod consts;
 mod contents;
+mod darray;
 mod datatype;
 mod derived;
 mod dpm;

@@ -154,36 +154,35 @@ crate::call::unsupported! {
     MPI_T_pvar_stop PMPI_T_pvar_stop MPI_T_pvar_write PMPI_T_pvar_write
     MPI_T_source_get_info PMPI_T_source_get_info MPI_T_source_get_num PMPI_T_source_get_num
     MPI_T_source_get_timestamp PMPI_T_source_get_timestamp MPI_Type_contiguous_c PMPI_Type_contiguous_c
-    MPI_Type_create_darray PMPI_Type_create_darray MPI_Type_create_darray_c PMPI_Type_create_darray_c
-    MPI_Type_create_f90_complex PMPI_Type_create_f90_complex MPI_Type_create_f90_integer PMPI_Type_create_f90_integer
-    MPI_Type_create_f90_real PMPI_Type_create_f90_real MPI_Type_create_hindexed_block_c PMPI_Type_create_hindexed_block_c
-    MPI_Type_create_hindexed_c PMPI_Type_create_hindexed_c MPI_Type_create_hvector_c PMPI_Type_create_hvector_c
-    MPI_Type_create_indexed_block_c PMPI_Type_create_indexed_block_c MPI_Type_create_resized_c PMPI_Type_create_resized_c
-    MPI_Type_create_struct_c PMPI_Type_create_struct_c MPI_Type_create_subarray_c PMPI_Type_create_subarray_c
-    MPI_Type_get_contents_c PMPI_Type_get_contents_c MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
-    MPI_Type_get_extent_c PMPI_Type_get_extent_c MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c
-    MPI_Type_indexed_c PMPI_Type_indexed_c MPI_Type_size_c PMPI_Type_size_c
-    MPI_Type_vector_c PMPI_Type_vector_c MPI_Unpack_c PMPI_Unpack_c
-    MPI_Unpack_external PMPI_Unpack_external MPI_Unpack_external_c PMPI_Unpack_external_c
-    MPI_Win_allocate PMPI_Win_allocate MPI_Win_allocate_c PMPI_Win_allocate_c
-    MPI_Win_allocate_shared PMPI_Win_allocate_shared MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c
-    MPI_Win_attach PMPI_Win_attach MPI_Win_call_errhandler PMPI_Win_call_errhandler
-    MPI_Win_complete PMPI_Win_complete MPI_Win_create PMPI_Win_create
-    MPI_Win_create_c PMPI_Win_create_c MPI_Win_create_dynamic PMPI_Win_create_dynamic
-    MPI_Win_create_errhandler PMPI_Win_create_errhandler MPI_Win_create_keyval PMPI_Win_create_keyval
-    MPI_Win_delete_attr PMPI_Win_delete_attr MPI_Win_detach PMPI_Win_detach
-    MPI_Win_fence PMPI_Win_fence MPI_Win_flush PMPI_Win_flush
-    MPI_Win_flush_all PMPI_Win_flush_all MPI_Win_flush_local PMPI_Win_flush_local
-    MPI_Win_flush_local_all PMPI_Win_flush_local_all MPI_Win_free PMPI_Win_free
-    MPI_Win_free_keyval PMPI_Win_free_keyval MPI_Win_get_attr PMPI_Win_get_attr
-    MPI_Win_get_errhandler PMPI_Win_get_errhandler MPI_Win_get_group PMPI_Win_get_group
-    MPI_Win_get_info PMPI_Win_get_info MPI_Win_get_name PMPI_Win_get_name
-    MPI_Win_lock PMPI_Win_lock MPI_Win_lock_all PMPI_Win_lock_all
-    MPI_Win_post PMPI_Win_post MPI_Win_set_attr PMPI_Win_set_attr
-    MPI_Win_set_errhandler PMPI_Win_set_errhandler MPI_Win_set_info PMPI_Win_set_info
-    MPI_Win_set_name PMPI_Win_set_name MPI_Win_shared_query PMPI_Win_shared_query
-    MPI_Win_shared_query_c PMPI_Win_shared_query_c MPI_Win_start PMPI_Win_start
-    MPI_Win_sync PMPI_Win_sync MPI_Win_test PMPI_Win_test
-    MPI_Win_unlock PMPI_Win_unlock MPI_Win_unlock_all PMPI_Win_unlock_all
-    MPI_Win_wait PMPI_Win_wait
+    MPI_Type_create_darray_c PMPI_Type_create_darray_c MPI_Type_create_f90_complex PMPI_Type_create_f90_complex
+    MPI_Type_create_f90_integer PMPI_Type_create_f90_integer MPI_Type_create_f90_real PMPI_Type_create_f90_real
+    MPI_Type_create_hindexed_block_c PMPI_Type_create_hindexed_block_c MPI_Type_create_hindexed_c PMPI_Type_create_hindexed_c
+    MPI_Type_create_hvector_c PMPI_Type_create_hvector_c MPI_Type_create_indexed_block_c PMPI_Type_create_indexed_block_c
+    MPI_Type_create_resized_c PMPI_Type_create_resized_c MPI_Type_create_struct_c PMPI_Type_create_struct_c
+    MPI_Type_create_subarray_c PMPI_Type_create_subarray_c MPI_Type_get_contents_c PMPI_Type_get_contents_c
+    MPI_Type_get_envelope_c PMPI_Type_get_envelope_c MPI_Type_get_extent_c PMPI_Type_get_extent_c
+    MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_indexed_c PMPI_Type_indexed_c
+    MPI_Type_size_c PMPI_Type_size_c MPI_Type_vector_c PMPI_Type_vector_c
+    MPI_Unpack_c PMPI_Unpack_c MPI_Unpack_external PMPI_Unpack_external
+    MPI_Unpack_external_c PMPI_Unpack_external_c MPI_Win_allocate PMPI_Win_allocate
+    MPI_Win_allocate_c PMPI_Win_allocate_c MPI_Win_allocate_shared PMPI_Win_allocate_shared
+    MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c MPI_Win_attach PMPI_Win_attach
+    MPI_Win_call_errhandler PMPI_Win_call_errhandler MPI_Win_complete PMPI_Win_complete
+    MPI_Win_create PMPI_Win_create MPI_Win_create_c PMPI_Win_create_c
+    MPI_Win_create_dynamic PMPI_Win_create_dynamic MPI_Win_create_errhandler PMPI_Win_create_errhandler
+    MPI_Win_create_keyval PMPI_Win_create_keyval MPI_Win_delete_attr PMPI_Win_delete_attr
+    MPI_Win_detach PMPI_Win_detach MPI_Win_fence PMPI_Win_fence
+    MPI_Win_flush PMPI_Win_flush MPI_Win_flush_all PMPI_Win_flush_all
+    MPI_Win_flush_local PMPI_Win_flush_local MPI_Win_flush_local_all PMPI_Win_flush_local_all
+    MPI_Win_free PMPI_Win_free MPI_Win_free_keyval PMPI_Win_free_keyval
+    MPI_Win_get_attr PMPI_Win_get_attr MPI_Win_get_errhandler PMPI_Win_get_errhandler
+    MPI_Win_get_group PMPI_Win_get_group MPI_Win_get_info PMPI_Win_get_info
+    MPI_Win_get_name PMPI_Win_get_name MPI_Win_lock PMPI_Win_lock
+    MPI_Win_lock_all PMPI_Win_lock_all MPI_Win_post PMPI_Win_post
+    MPI_Win_set_attr PMPI_Win_set_attr MPI_Win_set_errhandler PMPI_Win_set_errhandler
+    MPI_Win_set_info PMPI_Win_set_info MPI_Win_set_name PMPI_Win_set_name
+    MPI_Win_shared_query PMPI_Win_shared_query MPI_Win_shared_query_c PMPI_Win_shared_query_c
+    MPI_Win_start PMPI_Win_start MPI_Win_sync PMPI_Win_sync
+    MPI_Win_test PMPI_Win_test MPI_Win_unlock PMPI_Win_unlock
+    MPI_Win_unlock_all PMPI_Win_unlock_all MPI_Win_wait PMPI_Win_wait
 }

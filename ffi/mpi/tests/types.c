@@ -31,6 +31,35 @@ static void subarrays(void) {
     CHECK_RC(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &t), MPI_ERR_ARG);
 }
 
+/* A 4x6 array on a 2x2 grid: rows in blocks (2 each), columns cyclic in pairs; every
+ * process's part, and the whole array's extent. */
+static void darrays(void) {
+    int a[24], got[8], gsizes[2] = {4, 6}, psizes[2] = {2, 2}, s;
+    int distribs[2] = {MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC};
+    int dargs[2] = {MPI_DISTRIBUTE_DFLT_DARG, 2};
+    MPI_Aint lb, extent;
+    MPI_Datatype part, t;
+    for (int i = 0; i < 24; i++) a[i] = i;
+    /* Rank 3 is grid (1, 1): rows 2-3, columns 2-3. */
+    CHECK_RC(MPI_Type_create_darray(4, 3, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &part), MPI_SUCCESS);
+    MPI_Type_commit(&part);
+    MPI_Type_get_extent(part, &lb, &extent);
+    MPI_Type_size(part, &s);
+    CHECK(lb == 0 && extent == 96 && s == 16);
+    MPI_Sendrecv(a, 1, part, 0, 6, got, 4, MPI_INT, 0, 6, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    CHECK(got[0] == 14 && got[1] == 15 && got[2] == 20 && got[3] == 21);
+    MPI_Type_free(&part);
+    /* Rank 0 (0, 0): rows 0-1, columns 0-1 and 4-5. */
+    CHECK_RC(MPI_Type_create_darray(4, 0, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &part), MPI_SUCCESS);
+    MPI_Type_commit(&part);
+    MPI_Sendrecv(a, 1, part, 0, 7, got, 8, MPI_INT, 0, 7, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    CHECK(got[0] == 0 && got[1] == 1 && got[2] == 4 && got[3] == 5 && got[4] == 6 && got[7] == 11);
+    MPI_Type_free(&part);
+    int bad_psizes[2] = {2, 3};
+    CHECK_RC(MPI_Type_create_darray(4, 0, 2, gsizes, distribs, dargs, bad_psizes, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
+    CHECK_RC(MPI_Type_create_darray(4, 4, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
+}
+
 /* Pair types travel as their data alone: a {double, int, double, int} structure is
  * received as two MPI_DOUBLE_INTs, and reductions on pairs (predefined and derived) see
  * the values and ints where the program's structures hold them. */
@@ -236,5 +265,6 @@ int main(int argc, char **argv) {
     MPI_Type_free(&item_array);
     pair_types(rank, size);
     subarrays();
+    darrays();
     FINISH("types");
 }
