@@ -7,6 +7,7 @@ use std::ffi::c_int;
 
 pub const MPI_SUCCESS: c_int = 0;
 pub const MPI_ERR_BUFFER: c_int = 1;
+pub const MPI_ERR_UNSUPPORTED_DATAREP: c_int = 43;
 pub const MPI_ERR_COUNT: c_int = 2;
 pub const MPI_ERR_TYPE: c_int = 3;
 pub const MPI_ERR_TAG: c_int = 4;

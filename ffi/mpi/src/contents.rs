@@ -36,7 +36,7 @@ pub(crate) struct Contents {
 
 static CONTENTS: Mutex<Option<HashMap<c_int, Contents>>> = Mutex::new(None);
 
-fn lookup(handle: c_int) -> Option<Contents> {
+pub(crate) fn lookup(handle: c_int) -> Option<Contents> {
     CONTENTS.lock().unwrap_or_else(PoisonError::into_inner).as_ref()?.get(&handle).cloned()
 }
 

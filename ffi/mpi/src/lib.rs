@@ -22,6 +22,7 @@ mod dpm;
 mod env;
 mod errhandler;
 mod error;
+mod external32;
 mod externs;
 mod graph;
 mod grequest;

@@ -94,8 +94,7 @@ crate::call::unsupported! {
     MPI_Neighbor_alltoallv_init_c PMPI_Neighbor_alltoallv_init_c MPI_Neighbor_alltoallw_c PMPI_Neighbor_alltoallw_c
     MPI_Neighbor_alltoallw_init PMPI_Neighbor_alltoallw_init MPI_Neighbor_alltoallw_init_c PMPI_Neighbor_alltoallw_init_c
     MPI_Op_create_c PMPI_Op_create_c MPI_Pack_c PMPI_Pack_c
-    MPI_Pack_external PMPI_Pack_external MPI_Pack_external_c PMPI_Pack_external_c
-    MPI_Pack_external_size PMPI_Pack_external_size MPI_Pack_external_size_c PMPI_Pack_external_size_c
+    MPI_Pack_external_c PMPI_Pack_external_c MPI_Pack_external_size_c PMPI_Pack_external_size_c
     MPI_Pack_size_c PMPI_Pack_size_c MPI_Parrived PMPI_Parrived
     MPI_Pready PMPI_Pready MPI_Pready_list PMPI_Pready_list
     MPI_Pready_range PMPI_Pready_range MPI_Precv_init PMPI_Precv_init
@@ -163,26 +162,26 @@ crate::call::unsupported! {
     MPI_Type_get_envelope_c PMPI_Type_get_envelope_c MPI_Type_get_extent_c PMPI_Type_get_extent_c
     MPI_Type_get_true_extent_c PMPI_Type_get_true_extent_c MPI_Type_indexed_c PMPI_Type_indexed_c
     MPI_Type_size_c PMPI_Type_size_c MPI_Type_vector_c PMPI_Type_vector_c
-    MPI_Unpack_c PMPI_Unpack_c MPI_Unpack_external PMPI_Unpack_external
-    MPI_Unpack_external_c PMPI_Unpack_external_c MPI_Win_allocate PMPI_Win_allocate
-    MPI_Win_allocate_c PMPI_Win_allocate_c MPI_Win_allocate_shared PMPI_Win_allocate_shared
-    MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c MPI_Win_attach PMPI_Win_attach
-    MPI_Win_call_errhandler PMPI_Win_call_errhandler MPI_Win_complete PMPI_Win_complete
-    MPI_Win_create PMPI_Win_create MPI_Win_create_c PMPI_Win_create_c
-    MPI_Win_create_dynamic PMPI_Win_create_dynamic MPI_Win_create_errhandler PMPI_Win_create_errhandler
-    MPI_Win_create_keyval PMPI_Win_create_keyval MPI_Win_delete_attr PMPI_Win_delete_attr
-    MPI_Win_detach PMPI_Win_detach MPI_Win_fence PMPI_Win_fence
-    MPI_Win_flush PMPI_Win_flush MPI_Win_flush_all PMPI_Win_flush_all
-    MPI_Win_flush_local PMPI_Win_flush_local MPI_Win_flush_local_all PMPI_Win_flush_local_all
-    MPI_Win_free PMPI_Win_free MPI_Win_free_keyval PMPI_Win_free_keyval
-    MPI_Win_get_attr PMPI_Win_get_attr MPI_Win_get_errhandler PMPI_Win_get_errhandler
-    MPI_Win_get_group PMPI_Win_get_group MPI_Win_get_info PMPI_Win_get_info
-    MPI_Win_get_name PMPI_Win_get_name MPI_Win_lock PMPI_Win_lock
-    MPI_Win_lock_all PMPI_Win_lock_all MPI_Win_post PMPI_Win_post
-    MPI_Win_set_attr PMPI_Win_set_attr MPI_Win_set_errhandler PMPI_Win_set_errhandler
-    MPI_Win_set_info PMPI_Win_set_info MPI_Win_set_name PMPI_Win_set_name
-    MPI_Win_shared_query PMPI_Win_shared_query MPI_Win_shared_query_c PMPI_Win_shared_query_c
-    MPI_Win_start PMPI_Win_start MPI_Win_sync PMPI_Win_sync
-    MPI_Win_test PMPI_Win_test MPI_Win_unlock PMPI_Win_unlock
-    MPI_Win_unlock_all PMPI_Win_unlock_all MPI_Win_wait PMPI_Win_wait
+    MPI_Unpack_c PMPI_Unpack_c MPI_Unpack_external_c PMPI_Unpack_external_c
+    MPI_Win_allocate PMPI_Win_allocate MPI_Win_allocate_c PMPI_Win_allocate_c
+    MPI_Win_allocate_shared PMPI_Win_allocate_shared MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c
+    MPI_Win_attach PMPI_Win_attach MPI_Win_call_errhandler PMPI_Win_call_errhandler
+    MPI_Win_complete PMPI_Win_complete MPI_Win_create PMPI_Win_create
+    MPI_Win_create_c PMPI_Win_create_c MPI_Win_create_dynamic PMPI_Win_create_dynamic
+    MPI_Win_create_errhandler PMPI_Win_create_errhandler MPI_Win_create_keyval PMPI_Win_create_keyval
+    MPI_Win_delete_attr PMPI_Win_delete_attr MPI_Win_detach PMPI_Win_detach
+    MPI_Win_fence PMPI_Win_fence MPI_Win_flush PMPI_Win_flush
+    MPI_Win_flush_all PMPI_Win_flush_all MPI_Win_flush_local PMPI_Win_flush_local
+    MPI_Win_flush_local_all PMPI_Win_flush_local_all MPI_Win_free PMPI_Win_free
+    MPI_Win_free_keyval PMPI_Win_free_keyval MPI_Win_get_attr PMPI_Win_get_attr
+    MPI_Win_get_errhandler PMPI_Win_get_errhandler MPI_Win_get_group PMPI_Win_get_group
+    MPI_Win_get_info PMPI_Win_get_info MPI_Win_get_name PMPI_Win_get_name
+    MPI_Win_lock PMPI_Win_lock MPI_Win_lock_all PMPI_Win_lock_all
+    MPI_Win_post PMPI_Win_post MPI_Win_set_attr PMPI_Win_set_attr
+    MPI_Win_set_errhandler PMPI_Win_set_errhandler MPI_Win_set_info PMPI_Win_set_info
+    MPI_Win_set_name PMPI_Win_set_name MPI_Win_shared_query PMPI_Win_shared_query
+    MPI_Win_shared_query_c PMPI_Win_shared_query_c MPI_Win_start PMPI_Win_start
+    MPI_Win_sync PMPI_Win_sync MPI_Win_test PMPI_Win_test
+    MPI_Win_unlock PMPI_Win_unlock MPI_Win_unlock_all PMPI_Win_unlock_all
+    MPI_Win_wait PMPI_Win_wait
 }

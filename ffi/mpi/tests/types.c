@@ -60,6 +60,45 @@ static void darrays(void) {
     CHECK_RC(MPI_Type_create_darray(4, 4, 2, gsizes, distribs, dargs, psizes, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 }
 
+/* external32: big-endian at the standard's sizes (a long in 4 bytes, a long double as a
+ * quadruple), through a vector's type map, and back. */
+static void external32(void) {
+    int ints[4] = {1, -2, 3, -4}, back[4] = {0};
+    long longs[2] = {-5, 258}, longs_back[2] = {0};
+    long double ld[2] = {1.5L, -3.25e100L}, ld_back[2] = {0};
+    unsigned char packed[64];
+    MPI_Aint size, pos = 0;
+    MPI_Datatype every_other;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    CHECK_RC(MPI_Pack_external_size("external32", 1, every_other, &size), MPI_SUCCESS);
+    CHECK(size == 8);
+    CHECK_RC(MPI_Pack_external("external32", ints, 1, every_other, packed, sizeof packed, &pos), MPI_SUCCESS);
+    CHECK(pos == 8 && packed[3] == 1 && packed[4] == 0 && packed[7] == 3);
+    pos = 0;
+    CHECK_RC(MPI_Unpack_external("external32", packed, 8, &pos, back, 1, every_other), MPI_SUCCESS);
+    CHECK(pos == 8 && back[0] == 1 && back[1] == 0 && back[2] == 3);
+    MPI_Type_free(&every_other);
+    CHECK_RC(MPI_Pack_external_size("external32", 2, MPI_LONG, &size), MPI_SUCCESS);
+    CHECK(size == 8);
+    pos = 0;
+    MPI_Pack_external("external32", longs, 2, MPI_LONG, packed, sizeof packed, &pos);
+    CHECK(pos == 8 && packed[0] == 0xff && packed[3] == 0xfb && packed[6] == 1 && packed[7] == 2);
+    pos = 0;
+    MPI_Unpack_external("external32", packed, 8, &pos, longs_back, 2, MPI_LONG);
+    CHECK(longs_back[0] == -5 && longs_back[1] == 258);
+    pos = 0;
+    MPI_Pack_external("external32", ld, 2, MPI_LONG_DOUBLE, packed, sizeof packed, &pos);
+    /* 1.5 as a quadruple: sign 0, exponent 0x3fff, fraction 0x8000... */
+    CHECK(pos == 32 && packed[0] == 0x3f && packed[1] == 0xff && packed[2] == 0x80 && packed[15] == 0);
+    pos = 0;
+    MPI_Unpack_external("external32", packed, 32, &pos, ld_back, 2, MPI_LONG_DOUBLE);
+    CHECK(ld_back[0] == 1.5L && ld_back[1] == -3.25e100L);
+    pos = 4;
+    CHECK_RC(MPI_Pack_external("external32", ints, 4, MPI_INT, packed, 16, &pos), MPI_ERR_TRUNCATE);
+    CHECK_RC(MPI_Pack_external_size("native", 1, MPI_INT, &size), MPI_ERR_UNSUPPORTED_DATAREP);
+}
+
 /* Pair types travel as their data alone: a {double, int, double, int} structure is
  * received as two MPI_DOUBLE_INTs, and reductions on pairs (predefined and derived) see
  * the values and ints where the program's structures hold them. */
@@ -266,5 +305,6 @@ int main(int argc, char **argv) {
     pair_types(rank, size);
     subarrays();
     darrays();
+    external32();
     FINISH("types");
 }
