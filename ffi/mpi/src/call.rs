@@ -12,6 +12,8 @@ use crate::state;
 thread_local! {
     /// The communicator whose error handler the current call's errors go to.
     static CALL_COMM: Cell<c_int> = const { Cell::new(MPI_COMM_WORLD) };
+    /// A handler the current call names itself, before the communicator's.
+    static CALL_HANDLER: Cell<Option<c_int>> = const { Cell::new(None) };
 }
 
 /// Notes that the current call works on `comm` (its errors go to that handler).
@@ -19,9 +21,16 @@ pub(crate) fn on_comm(comm: c_int) {
     CALL_COMM.with(|c| c.set(comm));
 }
 
+/// Notes that the current call's errors go to error handler `handler` (a call that makes
+/// a communicator from groups names the handler it gets).
+pub(crate) fn on_handler(handler: c_int) {
+    CALL_HANDLER.with(|h| h.set(Some(handler)));
+}
+
 /// Runs the body of MPI function `name` and returns its error code.
 pub(crate) fn run(name: &str, body: impl FnOnce() -> MpiResult) -> c_int {
     on_comm(MPI_COMM_WORLD);
+    CALL_HANDLER.with(|h| h.set(None));
     let error = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => return MPI_SUCCESS,
         Ok(Err(error)) => error,
@@ -34,7 +43,9 @@ pub(crate) fn run(name: &str, body: impl FnOnce() -> MpiResult) -> c_int {
 /// print it and abort the job; otherwise its class is returned.
 pub(crate) fn report(name: &str, error: MpiError) -> c_int {
     let comm = CALL_COMM.with(Cell::get);
-    let handler = state::errhandler(comm).unwrap_or(MPI_ERRORS_ARE_FATAL);
+    let handler = CALL_HANDLER
+        .with(Cell::get)
+        .unwrap_or_else(|| state::errhandler(comm).unwrap_or(MPI_ERRORS_ARE_FATAL));
     if handler == MPI_ERRORS_RETURN {
         return error.class;
     }

@@ -5,17 +5,11 @@ use std::ffi::{c_char, c_double, c_int};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use commcore_linux::runtime::World;
-
 use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::error::{class_text, fail, MpiResult};
 use crate::ptr::{get, put, put_text};
-use crate::state::{self, State};
-
-/// The highest thread level this library provides: no call holds a lock while it waits,
-/// and the runtime agrees context ids across threads when asked to.
-const THREAD_LEVEL: c_int = MPI_THREAD_MULTIPLE;
+use crate::state;
 
 const LIBRARY_VERSION: &str = concat!(
     "commcore MPI ",
@@ -23,24 +17,10 @@ const LIBRARY_VERSION: &str = concat!(
     " (MPICH binary interface, over the commcore runtime)"
 );
 
-fn init(required: c_int) -> MpiResult<c_int> {
-    if state::phase() != state::BEFORE_INIT {
-        return fail(MPI_ERR_OTHER, "MPI was initialized before");
-    }
-    // Threaded at every level: nonblocking collectives and MPI_Comm_idup run on worker
-    // threads, so communicator creations overlap even in a single-threaded program.
-    let world = World::init_thread_multiple()
-        .or_else(|e| fail(MPI_ERR_OTHER, format!("cannot start: {e}")))?;
-    epoch();
-    let provided = required.clamp(MPI_THREAD_SINGLE, THREAD_LEVEL);
-    state::start(State::new(world, provided));
-    Ok(provided)
-}
-
 mpi_fn! {
     /// Starts MPI (`argc` and `argv` are not needed).
     fn MPI_Init / PMPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) {
-        init(MPI_THREAD_SINGLE).map(drop)
+        crate::lifecycle::begin_world(MPI_THREAD_SINGLE).map(drop)
     }
 
     /// Starts MPI at the thread level asked for, or the highest one provided below it.
@@ -53,7 +33,7 @@ mpi_fn! {
         if provided.is_null() {
             return fail(MPI_ERR_ARG, "provided is NULL");
         }
-        let level = init(required)?;
+        let level = crate::lifecycle::begin_world(required)?;
         put(provided, level)
     }
 
@@ -67,23 +47,25 @@ mpi_fn! {
         put(flag, main as c_int)
     }
 
-    /// Ends MPI: what is queued for peers is delivered first.
-    /// Deletes the attributes of `MPI_COMM_SELF`, then of `MPI_COMM_WORLD`, first (the
-    /// standard's exit hooks: their callbacks may still call MPI), then ends.
+    /// Ends MPI's world model: what is queued for peers is delivered first (the runtime
+    /// stays up while a session uses it). Deletes the attributes of `MPI_COMM_SELF`, then
+    /// of `MPI_COMM_WORLD`, first (the standard's exit hooks: their callbacks may still call
+    /// MPI), then ends.
     fn MPI_Finalize / PMPI_Finalize() {
         state::with(|s| s.comm(MPI_COMM_WORLD).map(drop))?;
-        let deleted = crate::keyval::delete_all(MPI_COMM_SELF)
-            .and_then(|()| crate::keyval::delete_all(MPI_COMM_WORLD));
-        state::finish()?;
-        deleted
+        crate::lifecycle::end_world(|| {
+            crate::keyval::delete_all(MPI_COMM_SELF)
+                .and_then(|()| crate::keyval::delete_all(MPI_COMM_WORLD))
+        })
     }
 
+    /// Whether `MPI_Init` was called (sessions do not count).
     fn MPI_Initialized / PMPI_Initialized(flag: *mut c_int) {
-        put(flag, (state::phase() != state::BEFORE_INIT) as c_int)
+        put(flag, crate::lifecycle::world_initialized() as c_int)
     }
 
     fn MPI_Finalized / PMPI_Finalized(flag: *mut c_int) {
-        put(flag, (state::phase() == state::FINALIZED) as c_int)
+        put(flag, crate::lifecycle::world_finalized() as c_int)
     }
 
     /// Ends the whole job with `errorcode`, whatever `comm`.
@@ -172,7 +154,7 @@ pub(crate) fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".to_string())
 }
 
-fn epoch() -> Instant {
+pub(crate) fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
 }

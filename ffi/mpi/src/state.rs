@@ -19,6 +19,7 @@ use crate::request_table::RequestTable;
 pub(crate) const COMM_KIND: u32 = 0x8400_0000;
 pub(crate) const GROUP_KIND: u32 = 0x8800_0000;
 pub(crate) const REQUEST_KIND: u32 = 0xac00_0000;
+pub(crate) const SESSION_KIND: u32 = 0xb800_0000;
 const INDEX_MASK: u32 = 0x03ff_ffff;
 
 /// Where the library is in its life (`MPI_Initialized`, `MPI_Finalized`).
