@@ -109,6 +109,11 @@ macro_rules! unsupported {
 }
 pub(crate) use unsupported;
 
+/// The error of a call whose body panicked outside `run`.
+pub(crate) fn not_whole(name: &str) -> c_int {
+    run(name, || Err(MpiError::new(MPI_ERR_INTERN, "internal error (a panic was caught)")))
+}
+
 /// The error of a call this library does not provide yet.
 pub(crate) fn not_provided(name: &str) -> c_int {
     run(name, || {

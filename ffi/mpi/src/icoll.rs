@@ -7,6 +7,8 @@ use crate::call::mpi_fn;
 use crate::coll::*;
 use crate::coll_blocks::*;
 use crate::error::MpiResult;
+use crate::large_count::*;
+use crate::large_count_arrays::*;
 use crate::neighbor::*;
 use crate::progress;
 use crate::state;
@@ -56,6 +58,17 @@ impl Carry for c_int {
     }
     fn back(sent: &Held) -> c_int {
         sent.handle
+    }
+}
+
+/// A large-count call's `MPI_Count`.
+impl Carry for i64 {
+    type Sent = i64;
+    fn carry(self) -> i64 {
+        self
+    }
+    fn back(sent: &i64) -> i64 {
+        *sent
     }
 }
 
@@ -138,4 +151,26 @@ nonblocking! {
     fn MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall => PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
     fn MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv => PMPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm
     fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw => PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_long, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_long, recvtypes: *const c_int, comm: c_int) on comm
+}
+
+// The large-count forms: their blocking forms narrow the counts on the worker.
+nonblocking! {
+    fn MPI_Ibcast_c / PMPI_Ibcast_c => PMPI_Bcast_c(buffer: *mut c_void, count: MpiCount, datatype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Ireduce_c / PMPI_Ireduce_c => PMPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iallreduce_c / PMPI_Iallreduce_c => PMPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Iscan_c / PMPI_Iscan_c => PMPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Iexscan_c / PMPI_Iexscan_c => PMPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c => PMPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c => PMPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+    fn MPI_Igather_c / PMPI_Igather_c => PMPI_Gather_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iscatter_c / PMPI_Iscatter_c => PMPI_Scatter_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iallgather_c / PMPI_Iallgather_c => PMPI_Allgather_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ialltoall_c / PMPI_Ialltoall_c => PMPI_Alltoall_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Igatherv_c / PMPI_Igatherv_c => PMPI_Gatherv_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, displs: *const c_long, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iscatterv_c / PMPI_Iscatterv_c => PMPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const MpiCount, displs: *const c_long, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, root: c_int, comm: c_int) on comm
+    fn MPI_Iallgatherv_c / PMPI_Iallgatherv_c => PMPI_Allgatherv_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, displs: *const c_long, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ialltoallv_c / PMPI_Ialltoallv_c => PMPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const MpiCount, sdispls: *const c_long, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, rdispls: *const c_long, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ialltoallw_c / PMPI_Ialltoallw_c => PMPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const MpiCount, sdispls: *const c_long, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, rdispls: *const c_long, recvtypes: *const c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c => PMPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
+    fn MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c => PMPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
 }

@@ -34,6 +34,8 @@ mod inter;
 mod isendrecv;
 mod join_socket;
 mod keyval;
+mod large_count;
+mod large_count_arrays;
 mod lifecycle;
 mod misc;
 mod mprobe;
