@@ -12,8 +12,6 @@ use crate::state;
 thread_local! {
     /// The communicator whose error handler the current call's errors go to.
     static CALL_COMM: Cell<c_int> = const { Cell::new(MPI_COMM_WORLD) };
-    /// A handler the current call names itself, before the communicator's.
-    static CALL_HANDLER: Cell<Option<c_int>> = const { Cell::new(None) };
 }
 
 /// Notes that the current call works on `comm` (its errors go to that handler).
@@ -21,31 +19,42 @@ pub(crate) fn on_comm(comm: c_int) {
     CALL_COMM.with(|c| c.set(comm));
 }
 
-/// Notes that the current call's errors go to error handler `handler` (a call that makes
-/// a communicator from groups names the handler it gets).
-pub(crate) fn on_handler(handler: c_int) {
-    CALL_HANDLER.with(|h| h.set(Some(handler)));
-}
-
 /// Runs the body of MPI function `name` and returns its error code.
 pub(crate) fn run(name: &str, body: impl FnOnce() -> MpiResult) -> c_int {
     on_comm(MPI_COMM_WORLD);
-    CALL_HANDLER.with(|h| h.set(None));
-    let error = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => return MPI_SUCCESS,
-        Ok(Err(error)) => error,
-        Err(_) => MpiError::new(MPI_ERR_INTERN, "internal error (a panic was caught)"),
-    };
-    report(name, error)
+    match outcome(body) {
+        Ok(()) => MPI_SUCCESS,
+        Err(error) => report(name, error),
+    }
+}
+
+/// Runs `body` as [`run`] does, its errors going to `handler` (a call that makes a
+/// communicator from groups alone names the handler the communicator gets, and MPI sends
+/// the call's own errors there).
+pub(crate) fn run_handled(name: &str, handler: c_int, body: impl FnOnce() -> MpiResult) -> c_int {
+    match outcome(body) {
+        Ok(()) => MPI_SUCCESS,
+        Err(error) => report_to(name, error, MPI_COMM_NULL, handler),
+    }
+}
+
+/// `body`'s result, a panic caught as an internal error.
+fn outcome(body: impl FnOnce() -> MpiResult) -> MpiResult {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        Err(MpiError::new(MPI_ERR_INTERN, "internal error (a panic was caught)"))
+    })
 }
 
 /// Hands `error` of call `name` to the current communicator's error handler: fatal ones
 /// print it and abort the job; otherwise its class is returned.
 pub(crate) fn report(name: &str, error: MpiError) -> c_int {
     let comm = CALL_COMM.with(Cell::get);
-    let handler = CALL_HANDLER
-        .with(Cell::get)
-        .unwrap_or_else(|| state::errhandler(comm).unwrap_or(MPI_ERRORS_ARE_FATAL));
+    let handler = state::errhandler(comm).unwrap_or(MPI_ERRORS_ARE_FATAL);
+    report_to(name, error, comm, handler)
+}
+
+/// Hands `error` of call `name` on `comm` to `handler`.
+fn report_to(name: &str, error: MpiError, comm: c_int, handler: c_int) -> c_int {
     if handler == MPI_ERRORS_RETURN {
         return error.class;
     }

@@ -78,15 +78,6 @@ fn from_ranks(ranks: &[usize], stringtag: &str, salt: u8) -> MpiResult<Comm> {
     Ok(world.create_group(ranks, group_tag(stringtag, salt))?)
 }
 
-/// Sends the call's errors to `errhandler`, the one its new communicator gets, as MPI says.
-fn handled_by(errhandler: c_int) -> MpiResult {
-    if !crate::errhandler::exists(errhandler) {
-        return fail(MPI_ERR_ARG, format!("{errhandler:#x} is not an error handler"));
-    }
-    call::on_handler(errhandler);
-    Ok(())
-}
-
 /// Stores a communicator made from groups with `errhandler` as its error handler.
 ///
 /// # Safety
@@ -183,11 +174,45 @@ mpi_fn! {
         let handler = state::errhandler(session).unwrap_or(MPI_ERRORS_ARE_FATAL);
         put(errhandler, handler)
     }
+}
 
+/// Declares calls whose errors go to the error handler they are given (`via`), which MPI
+/// says of the calls that make a communicator from groups alone.
+macro_rules! handled {
+    ($( $(#[$doc:meta])* fn $name:ident / $pname:ident ( $($arg:ident : $ty:ty),* ) via $handler:ident $body:block )*) => { $(
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Pointer arguments must be valid as the MPI standard requires for this call.
+        #[no_mangle]
+        #[allow(unused_unsafe)]
+        pub unsafe extern "C" fn $pname($($arg: $ty),*) -> c_int {
+            let handler = if crate::errhandler::exists($handler) { $handler } else { MPI_ERRORS_ARE_FATAL };
+            call::run_handled(stringify!($name), handler, || {
+                if handler != $handler {
+                    return fail(MPI_ERR_ARG, format!("{:#x} is not an error handler", $handler));
+                }
+                // SAFETY: the caller passes pointers valid as MPI requires for this call.
+                unsafe { $body }
+            })
+        }
+
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// As for the profiling entry point it calls.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: the same arguments under the same contract.
+            unsafe { $pname($($arg),*) }
+        }
+    )* };
+}
+
+handled! {
     /// The communicator of `group`'s members, made by them alone: each passes the same
     /// group and `stringtag`.
-    fn MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, stringtag: *const c_char, _info: c_int, errhandler: c_int, newcomm: *mut c_int) {
-        handled_by(errhandler)?;
+    fn MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, stringtag: *const c_char, _info: c_int, errhandler: c_int, newcomm: *mut c_int) via errhandler {
         if newcomm.is_null() {
             return fail(MPI_ERR_ARG, "newcomm is NULL");
         }
@@ -198,8 +223,7 @@ mpi_fn! {
 
     /// An inter-communicator between two disjoint groups, made by their members alone; the
     /// leaders meet on a communicator of the two of them, made the same way.
-    fn MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(local_group: c_int, local_leader: c_int, remote_group: c_int, remote_leader: c_int, stringtag: *const c_char, _info: c_int, errhandler: c_int, newintercomm: *mut c_int) {
-        handled_by(errhandler)?;
+    fn MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(local_group: c_int, local_leader: c_int, remote_group: c_int, remote_leader: c_int, stringtag: *const c_char, _info: c_int, errhandler: c_int, newintercomm: *mut c_int) via errhandler {
         if newintercomm.is_null() {
             return fail(MPI_ERR_ARG, "newintercomm is NULL");
         }
