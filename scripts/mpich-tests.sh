@@ -27,7 +27,7 @@ url=http://deb.debian.org/debian/pool/main/m/mpich/mpich_$version.orig.tar.xz
 tree_sum=214f8a9d77558c6c027ad2da04dacdffd9ce831f04a4abbecc803cfa2d1ae31b
 work=$root/target/mpich-tests
 json=0
-dirs=attr,coll,comm,datatype,errhan,group,info,init,pt2pt,spawn,topo
+dirs=attr,coll,comm,datatype,errhan,group,info,init,pt2pt,spawn,topo,threads/pt2pt,threads/comm,threads/init,threads/spawn
 expect=
 timeout_default=90
 
@@ -44,7 +44,8 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$expect" ]; then
     expect=$(cd "$(dirname "$expect")" && pwd)/$(basename "$expect")
-    dirs=$(grep -v '^#' "$expect" | sed -n 's,^\([a-z0-9_]*\)/.*,\1,p' | sort -u | paste -sd,)
+    # A test's directory is its name's path less the last part (threads/pt2pt/x: threads/pt2pt).
+    dirs=$(grep -v '^#' "$expect" | awk 'NF { print $1 }' | sed 's,/[^/]*$,,' | sort -u | paste -sd,)
 fi
 # The table goes where the JSON does not.
 if [ "$json" = 1 ]; then exec 3>&2; else exec 3>&1; fi
@@ -114,12 +115,17 @@ cmp -s "$build/include/mpitestconf.h.new" "$build/include/mpitestconf.h" ||
     { mv "$build/include/mpitestconf.h.new" "$build/include/mpitestconf.h"; rm -f "$build/libmtest.a"; }
 rm -f "$build/include/mpitestconf.h.new"
 cflags=(-O1 -w -pthread -I"$build/include" -I"$src/include" -I"$src/dtpools/include")
-if [ ! -f "$build/libmtest.a" ]; then
+# Two harness libraries, as MPICH builds them: threads/* tests link the threaded one.
+if [ ! -f "$build/libmtest.a" ] || [ ! -f "$build/libmtest_thread.a" ]; then
     mkdir -p "$build/obj"
-    for file in "$src"/util/{mtest,mtest_common,mtest_single,dtypes}.c "$src"/dtpools/src/*.c; do
+    for file in "$src"/util/{mtest,mtest_common,mtest_single,mtest_thread,dtypes}.c "$src"/dtpools/src/*.c; do
         mpicc.mpich "${cflags[@]}" -c -o "$build/obj/$(basename "$file" .c).o" "$file"
     done
-    ar rcs "$build/libmtest.a" "$build/obj"/*.o
+    common=$(ls "$build"/obj/*.o | grep -v -e /mtest_single.o -e /mtest_thread.o)
+    # shellcheck disable=SC2086
+    ar rcs "$build/libmtest.a" $common "$build/obj/mtest_single.o"
+    # shellcheck disable=SC2086
+    ar rcs "$build/libmtest_thread.a" $common "$build/obj/mtest_thread.o"
 fi
 
 # Prints a directory's test lines, one "NAME NP ARGS<TAB>RESULTTEST<TAB>TIMELIMIT<TAB>SKIP".
@@ -144,7 +150,9 @@ testlist() {
 # Builds program $2 of directory $1 from its Makefile.am's sources and flags; 0 when built.
 build_prog() {
     local dir=$1 prog=$2 out=$build/$1/$2 am=$src/$1/Makefile.am sources flags extra=()
-    [ -x "$out" ] && [ "$out" -nt "$build/libmtest.a" ] && return 0
+    local harness=$build/libmtest.a
+    case $dir in threads/*) harness=$build/libmtest_thread.a ;; esac
+    [ -x "$out" ] && [ "$out" -nt "$harness" ] && return 0
     sources=$(awk -v p="${prog}_SOURCES" '$1 == p { for (i = 3; i <= NF; i++) print $i }' "$am")
     flags=$(awk -v p="${prog}_CPPFLAGS" '$1 == p { for (i = 3; i <= NF; i++) print $i }' "$am" |
         grep -v AM_CPPFLAGS || true)
@@ -153,7 +161,7 @@ build_prog() {
     mkdir -p "$build/$dir"
     # shellcheck disable=SC2086
     (cd "$src/$dir" && mpicc.mpich "${cflags[@]}" $flags -o "$out" "${extra[@]}" \
-        "$build/libmtest.a" -lm) >"$build/$dir/$prog.build.log" 2>&1
+        "$harness" -lm) >"$build/$dir/$prog.build.log" 2>&1
 }
 
 # The calls of stdin that this library does not provide yet, on one line.

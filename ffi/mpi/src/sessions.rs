@@ -25,11 +25,12 @@ const LEVELS: [(&str, c_int); 4] = [
     ("MPI_THREAD_MULTIPLE", MPI_THREAD_MULTIPLE),
 ];
 
-/// The thread level info `info` asks for (`thread_level`), single if none.
+/// The thread level info `info` asks for (`thread_level`); without one, the highest this
+/// library provides (as MPICH gives).
 fn asked_level(info: c_int) -> MpiResult<c_int> {
     let pairs = crate::info::pairs(info)?;
     let Some((_, value)) = pairs.iter().find(|(k, _)| k == "thread_level") else {
-        return Ok(MPI_THREAD_SINGLE);
+        return Ok(MPI_THREAD_MULTIPLE);
     };
     match LEVELS.iter().find(|(name, _)| name == value) {
         Some(&(_, level)) => Ok(level),
