@@ -13,6 +13,7 @@ mod cancel;
 mod coll;
 mod coll_blocks;
 mod comm;
+mod completion;
 mod consts;
 mod contents;
 mod datatype;

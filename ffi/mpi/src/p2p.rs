@@ -1,5 +1,6 @@
 //! Blocking point-to-point calls on contiguous buffers of predefined datatypes.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use commcore_linux::runtime::{Comm, Source, ANY_SOURCE};
@@ -7,7 +8,7 @@ use commcore_linux::runtime::{Comm, Source, ANY_SOURCE};
 use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
-use crate::pack::{Incoming, Place};
+use crate::pack::{basic_bytes, basic_bytes_mut, Incoming, Place};
 use crate::ptr::{get, put, put_status};
 use crate::state;
 use crate::status;
@@ -53,7 +54,11 @@ unsafe fn send(
     sync: bool,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
-    let data = unsafe { Place::new(buf, count, datatype)?.outgoing() }?;
+    let data = match unsafe { basic_bytes(buf, count, datatype) } {
+        Some(data) => Cow::Borrowed(data?),
+        // SAFETY: the caller's contract.
+        None => unsafe { Place::new(buf, count, datatype)?.outgoing() }?,
+    };
     on_comm(comm, |c| match dest(to)? {
         None => Ok(()),
         Some(to) if sync => Ok(c.ssend(&data, to, tag)?),
@@ -73,7 +78,11 @@ pub(crate) unsafe fn recv(
     out: *mut MpiStatus,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
-    let mut data = unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?;
+    let mut data = match unsafe { basic_bytes_mut(buf, count, datatype) } {
+        Some(data) => Incoming::Direct(data?),
+        // SAFETY: the caller's contract.
+        None => unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?,
+    };
     let result = on_comm(comm, |c| match source(from)? {
         None => Ok(status::empty()),
         Some(from) => Ok(status::of_runtime(c.recv(data.bytes(), from, tag)?)),
