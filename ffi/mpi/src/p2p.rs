@@ -10,7 +10,6 @@ use crate::consts::*;
 use crate::error::{fail, MpiResult};
 use crate::pack::{basic_bytes, basic_bytes_mut, Incoming, Place};
 use crate::ptr::{get, put, put_status};
-use crate::state;
 use crate::status;
 use crate::typemap::layout;
 
@@ -33,10 +32,9 @@ pub(crate) fn source(rank: c_int) -> MpiResult<Option<Source>> {
     }
 }
 
-/// Runs `f` on a clone of communicator `comm` (outside the state's lock, so that a call
-/// that blocks does not hold it).
+/// Runs `f` on communicator `comm` outside every lock (a call that blocks holds none).
 pub(crate) fn on_comm<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
-    let comm = state::with(|s| s.comm(comm).cloned())?;
+    let comm = crate::comms::get(comm)?;
     f(&comm)
 }
 

@@ -242,8 +242,8 @@ pub(crate) unsafe fn begin_send<T>(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
+    let c = crate::comms::get(comm)?;
     state::with(|s| {
-        let c = s.comm(comm)?;
         let work = match dest(to)? {
             None => Work::Done(status::empty()),
             Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
@@ -296,8 +296,8 @@ fn start_recv<T>(
     comm: c_int,
     keep: Keep<T>,
 ) -> MpiResult<T> {
+    let c = crate::comms::get(comm)?;
     state::with(|s| {
-        let c = s.comm(comm)?;
         let work = match crate::p2p::source(from)? {
             None => Work::Done(status::empty()),
             Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
