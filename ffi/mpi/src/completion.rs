@@ -8,6 +8,7 @@ use crate::error::{fail, MpiError, MpiResult};
 use crate::persist::Persist;
 use crate::ptr::{array_mut, get, put, put_status, statuses};
 use crate::request::{take_ending, Pending, Work};
+use crate::request_table::InPlace;
 use crate::state;
 use crate::status;
 
@@ -29,6 +30,14 @@ fn retire(handle: c_int, comm: c_int, persist: Option<Box<Persist>>) -> MpiResul
 
 /// Waits for request `handle`: its outcome, and what the handle becomes.
 fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
+    // Most requests of a window have finished by their wait: they end in their slot.
+    if handle != MPI_REQUEST_NULL {
+        if let InPlace::Ended(comm, outcome) = state::with(|s| Ok(s.requests.end_in_place(handle)))?
+        {
+            call::on_comm(comm);
+            return Ok((outcome, MPI_REQUEST_NULL));
+        }
+    }
     let Some(pending) = take_done(handle)? else {
         return Ok((Ok(status::inactive()), MPI_REQUEST_NULL));
     };
@@ -42,14 +51,30 @@ fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
     if handle == MPI_REQUEST_NULL {
         return Ok(Some((status::inactive(), MPI_REQUEST_NULL)));
     }
-    // Tested in place: an unfinished request stays in the table under its handle.
-    let found = state::with(|s| match s.requests.get_mut(&handle) {
-        Some(pending) => {
-            call::on_comm(pending.comm);
-            Ok(pending.test())
+    // Tested in place: an unfinished request stays in the table under its handle; a
+    // finished send or receive ends there (`Err(outcome)`); the rest are tested there
+    // (`Ok(found)`) and end below.
+    let found = state::with(|s| match s.requests.end_in_place(handle) {
+        InPlace::Ended(comm, outcome) => {
+            call::on_comm(comm);
+            Ok(Err(outcome))
         }
-        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+        InPlace::Running(comm) => {
+            call::on_comm(comm);
+            Ok(Ok(Ok(None)))
+        }
+        InPlace::NotHere => match s.requests.get_mut(&handle) {
+            Some(pending) => {
+                call::on_comm(pending.comm);
+                Ok(Ok(pending.test()))
+            }
+            None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
+        },
     })?;
+    let found = match found {
+        Err(ended) => return ended.map(|status| Some((status, MPI_REQUEST_NULL))),
+        Ok(found) => found,
+    };
     if let Ok(None) = found {
         return Ok(None);
     }

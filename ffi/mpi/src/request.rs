@@ -90,6 +90,13 @@ impl Pending {
         Pending { comm, work, packed: None, unpack: None, persist: None }
     }
 
+    /// Whether the request may end in its table slot, tested under the state's lock: a
+    /// send or receive (no program function runs under the lock) that is not persistent
+    /// (no handle to keep).
+    pub(crate) fn ends_in_place(&self) -> bool {
+        self.persist.is_none() && matches!(self.work, Work::Live { .. } | Work::Done(_))
+    }
+
     /// The status if the request has completed, without blocking.
     pub(crate) fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
         let found = match &mut self.work {
