@@ -76,11 +76,19 @@ pub(crate) unsafe fn recv(
     out: *mut MpiStatus,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
-    let mut data = match unsafe { basic_bytes_mut(buf, count, datatype) } {
-        Some(data) => Incoming::Direct(data?),
+    if let Some(data) = unsafe { basic_bytes_mut(buf, count, datatype) } {
+        // Straight into the buffer: nothing to unpack.
+        let data = data?;
+        let found = on_comm(comm, |c| match source(from)? {
+            None => Ok(status::empty()),
+            Some(from) => Ok(status::of_runtime(c.recv(data, from, tag)?)),
+        })?;
         // SAFETY: the caller's contract.
-        None => unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?,
-    };
+        unsafe { put_status(out, found) };
+        return Ok(());
+    }
+    // SAFETY: the caller's contract.
+    let mut data = unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?;
     let result = on_comm(comm, |c| match source(from)? {
         None => Ok(status::empty()),
         Some(from) => Ok(status::of_runtime(c.recv(data.bytes(), from, tag)?)),
