@@ -94,8 +94,8 @@ fn peek(handle: c_int) -> MpiResult<bool> {
     })
 }
 
-/// Completes the requests at `indices` of `handles` that have completed, writing their
-/// statuses; returns how many completed and whether any failed.
+/// Completes every request of `handles` (each becomes what its request leaves), writing
+/// their statuses; an error if any failed.
 ///
 /// # Safety
 /// `out` is NULL, `MPI_STATUSES_IGNORE` or has an entry per handle.
@@ -104,26 +104,60 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
     // SAFETY: the caller's contract.
     let mut out = unsafe { statuses(out, n) };
     let mut failed = None;
-    for (i, handle) in handles.iter_mut().enumerate() {
-        let (outcome, after) = complete(*handle)?;
-        let status = match outcome {
-            Ok(status) => status,
-            Err(error) => {
-                let mut status = status::empty();
-                status.error = error.class;
-                failed.get_or_insert(error);
-                status
-            }
-        };
-        *handle = after;
-        if let Some(out) = out.as_deref_mut() {
-            out[i] = status;
+    // First, under one taking of the lock, the sends and receives finished already (most
+    // of a window) end in their slots, and null handles get the empty status.
+    state::with(|s| {
+        for (i, handle) in handles.iter_mut().enumerate() {
+            let outcome = match *handle {
+                MPI_REQUEST_NULL => Ok(status::inactive()),
+                other => match s.requests.end_in_place(other) {
+                    InPlace::Ended(comm, outcome) => {
+                        call::on_comm(comm);
+                        outcome
+                    }
+                    InPlace::Running(_) | InPlace::NotHere => continue,
+                },
+            };
+            *handle = MPI_REQUEST_NULL;
+            record(&mut out, i, outcome, &mut failed);
         }
+        Ok(())
+    })?;
+    // Then the rest, each waited for outside the lock.
+    for (i, handle) in handles.iter_mut().enumerate() {
+        if *handle == MPI_REQUEST_NULL {
+            continue;
+        }
+        let (outcome, after) = complete(*handle)?;
+        *handle = after;
+        record(&mut out, i, outcome, &mut failed);
     }
     match failed {
         None => Ok(()),
         Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.into_message())),
         Some(error) => Err(error),
+    }
+}
+
+/// Writes the status of entry `i` of a multiple completion; an error's is kept in
+/// `failed` (the first) and in the status's error field.
+fn record(
+    out: &mut Option<&mut [MpiStatus]>,
+    i: usize,
+    outcome: MpiResult<MpiStatus>,
+    failed: &mut Option<MpiError>,
+) {
+    let status = match outcome {
+        Ok(status) => status,
+        Err(error) => {
+            let mut status = status::empty();
+            status.error = error.class;
+            failed.get_or_insert(error);
+            status
+        }
+    };
+    if let Some(out) = out.as_deref_mut() {
+        out[i] = status;
     }
 }
 
