@@ -31,7 +31,9 @@ fn call_comm() -> c_int {
     }
 }
 
-/// Runs the body of MPI function `name` and returns its error code.
+/// Runs the body of MPI function `name` and returns its error code. Inlined: one frame
+/// less per call (each is some 15 instructions of saved registers).
+#[inline(always)]
 pub(crate) fn run(name: &str, body: impl FnOnce() -> MpiResult) -> c_int {
     on_comm(MPI_COMM_WORLD);
     let error = match catch_unwind(AssertUnwindSafe(body)) {

@@ -205,6 +205,7 @@ pub(crate) fn stored(state: &mut State, pending: Pending) -> c_int {
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
+#[inline(always)]
 pub(crate) unsafe fn hand_out(
     out: *mut c_int,
     begin: impl FnOnce() -> MpiResult<c_int>,
