@@ -97,6 +97,18 @@ impl Pending {
         self.persist.is_none() && matches!(self.work, Work::Live { .. } | Work::Done(_))
     }
 
+    /// As [`Pending::test`], for a request dropped once it has finished
+    /// ([`Pending::ends_in_place`]): with nothing to unpack, its work is not settled first.
+    pub(crate) fn test_to_end(&mut self) -> MpiResult<Option<MpiStatus>> {
+        match &mut self.work {
+            Work::Live { request, .. } if self.unpack.is_none() => match request.test() {
+                Ok(found) => Ok(found.map(status::of_runtime)),
+                Err(error) => Err(error.into()),
+            },
+            _ => self.test(),
+        }
+    }
+
     /// The status if the request has completed, without blocking.
     pub(crate) fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
         let found = match &mut self.work {

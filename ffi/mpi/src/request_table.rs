@@ -77,7 +77,7 @@ impl RequestTable {
         if !pending.ends_in_place() {
             return InPlace::NotHere;
         }
-        let outcome = match pending.test() {
+        let outcome = match pending.test_to_end() {
             Ok(None) => return InPlace::Running(pending.comm),
             Ok(Some(status)) => Ok(status),
             // Ended, with an error (a truncated receive).
