@@ -60,8 +60,15 @@ pub(crate) fn get(handle: c_int) -> MpiResult<Arc<Comm>> {
             call::on_comm(handle);
             Ok(comm)
         }
-        None => fail(MPI_ERR_COMM, format!("{handle:#x} is not a communicator")),
+        None => not_a_comm(handle),
     }
+}
+
+/// The error of a handle that names no communicator (out of line: the message path only
+/// looks up).
+#[cold]
+fn not_a_comm<T>(handle: c_int) -> MpiResult<T> {
+    fail(MPI_ERR_COMM, format!("{handle:#x} is not a communicator"))
 }
 
 /// Names `comm` by `handle` (a fresh handle).

@@ -14,22 +14,30 @@ use crate::status;
 use crate::typemap::layout;
 
 /// A destination rank; `None` for `MPI_PROC_NULL`.
+#[inline]
 pub(crate) fn dest(rank: c_int) -> MpiResult<Option<usize>> {
     match rank {
         MPI_PROC_NULL => Ok(None),
         r if r >= 0 => Ok(Some(r as usize)),
-        r => fail(MPI_ERR_RANK, format!("rank {r} is not a destination")),
+        r => bad_rank(r, "destination"),
     }
 }
 
 /// A source rank; `None` for `MPI_PROC_NULL`.
+#[inline]
 pub(crate) fn source(rank: c_int) -> MpiResult<Option<Source>> {
     match rank {
         MPI_PROC_NULL => Ok(None),
         MPI_ANY_SOURCE => Ok(Some(ANY_SOURCE)),
         r if r >= 0 => Ok(Some(Source::Rank(r as usize))),
-        r => fail(MPI_ERR_RANK, format!("rank {r} is not a source")),
+        r => bad_rank(r, "source"),
     }
+}
+
+/// The error of a rank that is no `what` (out of line: the message path only tests).
+#[cold]
+fn bad_rank<T>(rank: c_int, what: &str) -> MpiResult<T> {
+    fail(MPI_ERR_RANK, format!("rank {rank} is not a {what}"))
 }
 
 /// Runs `f` on communicator `comm` outside every lock (a call that blocks holds none).

@@ -114,6 +114,7 @@ pub(crate) fn with<T>(f: impl FnOnce(&mut State) -> MpiResult<T>) -> MpiResult<T
 }
 
 /// The error of a call made while MPI is not running.
+#[cold]
 pub(crate) fn not_running<T>() -> MpiResult<T> {
     if phase() == FINALIZED {
         return fail(MPI_ERR_OTHER, "MPI has been finalized");
