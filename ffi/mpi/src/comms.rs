@@ -43,24 +43,33 @@ pub(crate) fn clear() {
 /// The communicator behind `handle`; the call's errors now go to its handler.
 #[inline]
 pub(crate) fn get(handle: c_int) -> MpiResult<Arc<Comm>> {
-    let found = {
-        let guard = COMMS.read().unwrap_or_else(PoisonError::into_inner);
-        let Some(table) = guard.as_ref() else {
-            drop(guard);
-            return crate::state::not_running();
-        };
-        match handle {
-            MPI_COMM_WORLD => Some(table.world.clone()),
-            MPI_COMM_SELF => Some(table.own.clone()),
-            other => table.made.get(&other).cloned(),
-        }
+    with(handle, |comm| Ok(comm.clone()))
+}
+
+/// Runs `f` on the communicator behind `handle` under the table's read lock (the state's
+/// lock may be held: it comes first); the call's errors now go to its handler. `f` must
+/// not block: a thread making a communicator waits for it.
+#[inline]
+pub(crate) fn with<T>(handle: c_int, f: impl FnOnce(&Arc<Comm>) -> MpiResult<T>) -> MpiResult<T> {
+    let guard = COMMS.read().unwrap_or_else(PoisonError::into_inner);
+    let Some(table) = guard.as_ref() else {
+        drop(guard);
+        return crate::state::not_running();
+    };
+    let found = match handle {
+        MPI_COMM_WORLD => Some(&table.world),
+        MPI_COMM_SELF => Some(&table.own),
+        other => table.made.get(&other),
     };
     match found {
         Some(comm) => {
             call::on_comm(handle);
-            Ok(comm)
+            f(comm)
         }
-        None => not_a_comm(handle),
+        None => {
+            drop(guard);
+            not_a_comm(handle)
+        }
     }
 }
 

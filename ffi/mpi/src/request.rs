@@ -262,13 +262,16 @@ pub(crate) unsafe fn begin_send<T>(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
-    let c = crate::comms::get(comm)?;
+    // The communicator borrowed under the table's lock inside the state's (a start does not
+    // block): no `Arc` taken.
     state::with(|s| {
-        let work = match dest(to)? {
-            None => Work::Done(status::empty()),
-            Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
-            Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
-        };
+        let work = crate::comms::with(comm, |c| {
+            Ok(match dest(to)? {
+                None => Work::Done(status::empty()),
+                Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
+                Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
+            })
+        })?;
         Ok(keep(s, Pending { packed, ..Pending::new(comm, work) }))
     })
 }
@@ -316,12 +319,14 @@ fn start_recv<T>(
     comm: c_int,
     keep: Keep<T>,
 ) -> MpiResult<T> {
-    let c = crate::comms::get(comm)?;
+    // As in `begin_send`.
     state::with(|s| {
-        let work = match crate::p2p::source(from)? {
-            None => Work::Done(status::empty()),
-            Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
-        };
+        let work = crate::comms::with(comm, |c| {
+            Ok(match crate::p2p::source(from)? {
+                None => Work::Done(status::empty()),
+                Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
+            })
+        })?;
         Ok(keep(s, Pending { packed, unpack, ..Pending::new(comm, work) }))
     })
 }
