@@ -19,7 +19,7 @@ pub(crate) fn add(parent: c_int, comm: Option<Comm>) -> MpiResult<c_int> {
     let Some(comm) = comm else { return Ok(MPI_COMM_NULL) };
     state::with(|s| {
         let handle = s.new_handle(COMM_KIND);
-        s.comms.insert(handle, comm);
+        crate::comms::insert(handle, comm);
         if let Some(&handler) = s.errhandlers.get(&parent) {
             s.errhandlers.insert(handle, handler);
         }
@@ -34,7 +34,7 @@ fn add_dup(comm: c_int, dup: Comm) -> MpiResult<c_int> {
     if let Err(error) = crate::keyval::copy_all(comm, handle) {
         let _ = crate::keyval::delete_all(handle);
         state::with(|s| {
-            s.comms.remove(&handle);
+            crate::comms::remove(handle);
             s.errhandlers.remove(&handle);
             Ok(())
         })?;
@@ -77,7 +77,7 @@ fn group_ranks(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
 /// [`group_ranks`] without waiting for `comm`'s nonblocking collectives.
 fn group_ranks_now(comm: c_int, group: c_int) -> MpiResult<(Comm, Vec<usize>)> {
     state::with(|s| {
-        let c = s.comm(comm)?.clone();
+        let c = Comm::clone(&*s.comm(comm)?);
         let world = members(&c)?;
         let ranks = s
             .group(group)?
@@ -228,7 +228,7 @@ mpi_fn! {
         crate::keyval::delete_all(handle)?;
         crate::topo::forget(handle);
         state::with(|s| {
-            s.comms.remove(&handle);
+            crate::comms::remove(handle);
             s.errhandlers.remove(&handle);
             s.names.remove(&handle);
             Ok(())
@@ -245,7 +245,7 @@ mpi_fn! {
             if a.is_inter() != b.is_inter() {
                 return Ok(MPI_UNEQUAL);
             }
-            let (mut a, mut b) = (members(a)?, members(b)?);
+            let (mut a, mut b) = (members(&a)?, members(&b)?);
             if a == b {
                 return Ok(MPI_CONGRUENT);
             }

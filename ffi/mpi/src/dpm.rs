@@ -2,6 +2,7 @@
 //! disconnect.
 
 use std::ffi::{c_char, c_int};
+use std::sync::Arc;
 use std::time::Duration;
 
 use commcore_linux::runtime::{DpmError, SpawnCommand, SpawnOptions};
@@ -188,8 +189,8 @@ mpi_fn! {
         }
         crate::progress::drain(handle);
         let (c, parent) = state::with(|s| {
-            let c = s.comm(handle)?.clone();
-            s.comms.remove(&handle);
+            s.comm(handle)?;
+            let c = crate::comms::remove(handle);
             s.errhandlers.remove(&handle);
             s.names.remove(&handle);
             let parent = s.parent == handle;
@@ -203,7 +204,9 @@ mpi_fn! {
             drop(c);
             state::with(|s| Ok(s.world.disconnect_parent()?))?;
         } else {
-            c.disconnect()?;
+            if let Some(c) = c {
+                Arc::unwrap_or_clone(c).disconnect()?;
+            }
         }
         put(comm, MPI_COMM_NULL)
     }

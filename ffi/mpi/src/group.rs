@@ -67,7 +67,7 @@ unsafe fn new_group(members: Vec<usize>, newgroup: *mut c_int) -> MpiResult {
 
 mpi_fn! {
     fn MPI_Comm_group / PMPI_Comm_group(comm: c_int, group: *mut c_int) {
-        let list = state::with(|s| members(s.comm(comm)?))?;
+        let list = state::with(|s| members(&*s.comm(comm)?))?;
         new_group(list, group)
     }
 

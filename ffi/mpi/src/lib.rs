@@ -13,6 +13,8 @@ mod cancel;
 mod coll;
 mod coll_blocks;
 mod comm;
+mod comms;
+mod completion;
 mod consts;
 mod contents;
 mod darray;

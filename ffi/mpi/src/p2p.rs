@@ -1,5 +1,6 @@
 //! Blocking point-to-point calls on contiguous buffers of predefined datatypes.
 
+use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
 use commcore_linux::runtime::{Comm, Source, ANY_SOURCE};
@@ -7,35 +8,41 @@ use commcore_linux::runtime::{Comm, Source, ANY_SOURCE};
 use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
-use crate::pack::{Incoming, Place};
+use crate::pack::{basic_bytes, basic_bytes_mut, Incoming, Place};
 use crate::ptr::{get, put, put_status};
-use crate::state;
 use crate::status;
 use crate::typemap::layout;
 
 /// A destination rank; `None` for `MPI_PROC_NULL`.
+#[inline]
 pub(crate) fn dest(rank: c_int) -> MpiResult<Option<usize>> {
     match rank {
         MPI_PROC_NULL => Ok(None),
         r if r >= 0 => Ok(Some(r as usize)),
-        r => fail(MPI_ERR_RANK, format!("rank {r} is not a destination")),
+        r => bad_rank(r, "destination"),
     }
 }
 
 /// A source rank; `None` for `MPI_PROC_NULL`.
+#[inline]
 pub(crate) fn source(rank: c_int) -> MpiResult<Option<Source>> {
     match rank {
         MPI_PROC_NULL => Ok(None),
         MPI_ANY_SOURCE => Ok(Some(ANY_SOURCE)),
         r if r >= 0 => Ok(Some(Source::Rank(r as usize))),
-        r => fail(MPI_ERR_RANK, format!("rank {r} is not a source")),
+        r => bad_rank(r, "source"),
     }
 }
 
-/// Runs `f` on a clone of communicator `comm` (outside the state's lock, so that a call
-/// that blocks does not hold it).
+/// The error of a rank that is no `what` (out of line: the message path only tests).
+#[cold]
+fn bad_rank<T>(rank: c_int, what: &str) -> MpiResult<T> {
+    fail(MPI_ERR_RANK, format!("rank {rank} is not a {what}"))
+}
+
+/// Runs `f` on communicator `comm` outside every lock (a call that blocks holds none).
 pub(crate) fn on_comm<T>(comm: c_int, f: impl FnOnce(&Comm) -> MpiResult<T>) -> MpiResult<T> {
-    let comm = state::with(|s| s.comm(comm).cloned())?;
+    let comm = crate::comms::get(comm)?;
     f(&comm)
 }
 
@@ -53,7 +60,11 @@ unsafe fn send(
     sync: bool,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
-    let data = unsafe { Place::new(buf, count, datatype)?.outgoing() }?;
+    let data = match unsafe { basic_bytes(buf, count, datatype) } {
+        Some(data) => Cow::Borrowed(data?),
+        // SAFETY: the caller's contract.
+        None => unsafe { Place::new(buf, count, datatype)?.outgoing() }?,
+    };
     on_comm(comm, |c| match dest(to)? {
         None => Ok(()),
         Some(to) if sync => Ok(c.ssend(&data, to, tag)?),
@@ -72,6 +83,18 @@ pub(crate) unsafe fn recv(
     comm: c_int,
     out: *mut MpiStatus,
 ) -> MpiResult {
+    // SAFETY: the caller's contract.
+    if let Some(data) = unsafe { basic_bytes_mut(buf, count, datatype) } {
+        // Straight into the buffer: nothing to unpack.
+        let data = data?;
+        let found = on_comm(comm, |c| match source(from)? {
+            None => Ok(status::empty()),
+            Some(from) => Ok(status::of_runtime(c.recv(data, from, tag)?)),
+        })?;
+        // SAFETY: the caller's contract.
+        unsafe { put_status(out, found) };
+        return Ok(());
+    }
     // SAFETY: the caller's contract.
     let mut data = unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?;
     let result = on_comm(comm, |c| match source(from)? {

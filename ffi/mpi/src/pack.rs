@@ -31,10 +31,45 @@ pub(crate) struct Place {
 
 /// The size of a basic predefined datatype as MPICH encodes it in the handle (kind 0x4c,
 /// bits 8..16), as [`type_info`] reads it; `None` for any other handle.
+#[inline]
 fn basic_size(datatype: c_int) -> Option<usize> {
     let bits = datatype as u32;
     let size = ((bits >> 8) & 0xff) as usize;
     (bits & 0xff00_0000 == 0x4c00_0000 && size > 0).then_some(size)
+}
+
+/// The bytes of `count` elements of a basic predefined datatype at `buf`, as they are
+/// sent: the message path's common case, with no `Place` built or moved. `None` for any
+/// other datatype, or a negative count (the general path reports it).
+///
+/// # Safety
+/// `buf` holds the elements, readable for `'a`.
+#[inline]
+pub(crate) unsafe fn basic_bytes<'a>(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+) -> Option<MpiResult<&'a [u8]>> {
+    let size = basic_size(datatype)?;
+    let count = usize::try_from(count).ok()?;
+    // SAFETY: the caller's contract; `count * size` fits (`count` < 2^31, `size` < 256).
+    Some(unsafe { bytes(buf, count * size) })
+}
+
+/// As [`basic_bytes`], for a receive into the elements.
+///
+/// # Safety
+/// `buf` has room for the elements, writable and unaliased for `'a`.
+#[inline]
+pub(crate) unsafe fn basic_bytes_mut<'a>(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+) -> Option<MpiResult<&'a mut [u8]>> {
+    let size = basic_size(datatype)?;
+    let count = usize::try_from(count).ok()?;
+    // SAFETY: the caller's contract; `count * size` fits (`count` < 2^31, `size` < 256).
+    Some(unsafe { bytes_mut(buf, count * size) })
 }
 
 impl Place {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use commcore_linux::runtime::Request;
 
 use crate::grequest::Generalized;
-use crate::pack::Place;
+use crate::pack::{basic_bytes, basic_bytes_mut, Place};
 use crate::persist::Persist;
 use crate::progress::Completion;
 use std::borrow::Cow;
@@ -16,20 +16,20 @@ use crate::call::{self, mpi_fn};
 use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
 use crate::p2p::dest;
-use crate::ptr::{array_mut, bytes_mut, get, put, put_status, statuses};
+use crate::ptr::{bytes_mut, put};
 use crate::state::{self, State};
 use crate::status;
 
 /// A request the program holds.
 pub(crate) struct Pending {
     /// The communicator its errors go to.
-    comm: c_int,
+    pub(crate) comm: c_int,
     pub(crate) work: Work,
     /// The packed copy a non-contiguous datatype travels in (declared after `work`, whose
     /// request reads or writes it, so dropped after it).
     pub(crate) packed: Option<Box<[u8]>>,
     /// Where a packed receive is unpacked to once complete.
-    unpack: Option<Box<Place>>,
+    pub(crate) unpack: Option<Box<Place>>,
     /// What a persistent request starts each time (`MPI_Start`).
     pub(crate) persist: Option<Box<Persist>>,
 }
@@ -86,8 +86,27 @@ impl Pending {
         Pending::new(MPI_COMM_WORLD, Work::Generalized(g))
     }
 
-    fn new(comm: c_int, work: Work) -> Self {
+    pub(crate) fn new(comm: c_int, work: Work) -> Self {
         Pending { comm, work, packed: None, unpack: None, persist: None }
+    }
+
+    /// Whether the request may end in its table slot, tested under the state's lock: a
+    /// send or receive (no program function runs under the lock) that is not persistent
+    /// (no handle to keep).
+    pub(crate) fn ends_in_place(&self) -> bool {
+        self.persist.is_none() && matches!(self.work, Work::Live { .. } | Work::Done(_))
+    }
+
+    /// As [`Pending::test`], for a request dropped once it has finished
+    /// ([`Pending::ends_in_place`]): with nothing to unpack, its work is not settled first.
+    pub(crate) fn test_to_end(&mut self) -> MpiResult<Option<MpiStatus>> {
+        match &mut self.work {
+            Work::Live { request, .. } if self.unpack.is_none() => match request.test() {
+                Ok(found) => Ok(found.map(status::of_runtime)),
+                Err(error) => Err(error.into()),
+            },
+            _ => self.test(),
+        }
     }
 
     /// The status if the request has completed, without blocking.
@@ -111,7 +130,7 @@ impl Pending {
     }
 
     /// Blocks until the request completes.
-    fn wait(mut self) -> MpiResult<MpiStatus> {
+    pub(crate) fn wait(mut self) -> MpiResult<MpiStatus> {
         let work = std::mem::replace(&mut self.work, Work::Done(status::empty()));
         let found = match work {
             Work::Done(status) => Ok(Some(status)),
@@ -198,6 +217,7 @@ pub(crate) fn stored(state: &mut State, pending: Pending) -> c_int {
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
+#[inline(always)]
 pub(crate) unsafe fn hand_out(
     out: *mut c_int,
     begin: impl FnOnce() -> MpiResult<c_int>,
@@ -227,9 +247,13 @@ pub(crate) unsafe fn begin_send<T>(
     sync: bool,
     keep: Keep<T>,
 ) -> MpiResult<T> {
-    let place = Place::new(buf, count, datatype)?;
     // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
-    let (data, packed) = match unsafe { place.outgoing() }? {
+    let outgoing = match unsafe { basic_bytes(buf, count, datatype) } {
+        Some(data) => Cow::Borrowed(data?),
+        // SAFETY: as above.
+        None => unsafe { Place::new(buf, count, datatype)?.outgoing() }?,
+    };
+    let (data, packed) = match outgoing {
         Cow::Borrowed(data) => (data, None),
         Cow::Owned(copy) => {
             let copy = copy.into_boxed_slice();
@@ -238,13 +262,16 @@ pub(crate) unsafe fn begin_send<T>(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
+    // The communicator borrowed under the table's lock inside the state's (a start does not
+    // block): no `Arc` taken.
     state::with(|s| {
-        let c = s.comm(comm)?;
-        let work = match dest(to)? {
-            None => Work::Done(status::empty()),
-            Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
-            Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
-        };
+        let work = crate::comms::with(comm, |c| {
+            Ok(match dest(to)? {
+                None => Work::Done(status::empty()),
+                Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
+                Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
+            })
+        })?;
         Ok(keep(s, Pending { packed, ..Pending::new(comm, work) }))
     })
 }
@@ -263,6 +290,10 @@ pub(crate) unsafe fn begin_recv<T>(
     comm: c_int,
     keep: Keep<T>,
 ) -> MpiResult<T> {
+    // SAFETY: the caller's contract: MPI keeps the buffer the request's until it completes.
+    if let Some(data) = unsafe { basic_bytes_mut(buf, count, datatype) } {
+        return start_recv(data?, None, None, from, tag, comm, keep);
+    }
     let place = Place::new(buf, count, datatype)?;
     let (data, packed, unpack): (&'static mut [u8], _, Option<Box<Place>>) = if place.contiguous() {
         // SAFETY: the caller's contract: MPI keeps the buffer the request's until it
@@ -275,12 +306,27 @@ pub(crate) unsafe fn begin_recv<T>(
         let data = unsafe { std::slice::from_raw_parts_mut(copy.as_mut_ptr(), copy.len()) };
         (data, Some(copy), Some(Box::new(place)))
     };
+    start_recv(data, packed, unpack, from, tag, comm, keep)
+}
+
+/// Starts a receive into `data`, and keeps its request as `keep` does.
+fn start_recv<T>(
+    data: &'static mut [u8],
+    packed: Option<Box<[u8]>>,
+    unpack: Option<Box<Place>>,
+    from: c_int,
+    tag: c_int,
+    comm: c_int,
+    keep: Keep<T>,
+) -> MpiResult<T> {
+    // As in `begin_send`.
     state::with(|s| {
-        let c = s.comm(comm)?;
-        let work = match crate::p2p::source(from)? {
-            None => Work::Done(status::empty()),
-            Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
-        };
+        let work = crate::comms::with(comm, |c| {
+            Ok(match crate::p2p::source(from)? {
+                None => Work::Done(status::empty()),
+                Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
+            })
+        })?;
         Ok(keep(s, Pending { packed, unpack, ..Pending::new(comm, work) }))
     })
 }
@@ -311,125 +357,6 @@ pub(crate) fn take_ending(
     })
 }
 
-/// Takes request `handle` out as it completes: a persistent one keeps its handle.
-fn take_done(handle: c_int) -> MpiResult<Option<Pending>> {
-    take_ending(handle, |pending| pending.persist.is_none())
-}
-
-/// What handle `handle` becomes once its request completed: `MPI_REQUEST_NULL`, or itself
-/// for a persistent request, inactive again.
-fn retire(handle: c_int, comm: c_int, persist: Option<Box<Persist>>) -> MpiResult<c_int> {
-    let Some(persist) = persist else { return Ok(MPI_REQUEST_NULL) };
-    state::with(|s| {
-        let inactive = Pending::new(comm, Work::Done(status::inactive()));
-        s.requests.insert(handle, Pending { persist: Some(persist), ..inactive });
-        Ok(handle)
-    })
-}
-
-/// Waits for request `handle`: its outcome, and what the handle becomes.
-fn complete(handle: c_int) -> MpiResult<(MpiResult<MpiStatus>, c_int)> {
-    let Some(pending) = take_done(handle)? else {
-        return Ok((Ok(status::inactive()), MPI_REQUEST_NULL));
-    };
-    let (comm, persist) = (pending.comm, pending.persist.clone());
-    let outcome = pending.wait();
-    Ok((outcome, retire(handle, comm, persist)?))
-}
-
-/// Tests request `handle`: once complete, its status and what the handle becomes.
-fn test_one(handle: c_int) -> MpiResult<Option<(MpiStatus, c_int)>> {
-    if handle == MPI_REQUEST_NULL {
-        return Ok(Some((status::inactive(), MPI_REQUEST_NULL)));
-    }
-    // Tested in place: an unfinished request stays in the table under its handle.
-    let found = state::with(|s| match s.requests.get_mut(&handle) {
-        Some(pending) => {
-            call::on_comm(pending.comm);
-            Ok(pending.test())
-        }
-        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
-    })?;
-    if let Ok(None) = found {
-        return Ok(None);
-    }
-    let Some(pending) = take_done(handle)? else { return Ok(None) };
-    let after = retire(handle, pending.comm, pending.persist)?;
-    found.map(|status| status.map(|status| (status, after)))
-}
-
-/// Whether request `handle` has completed (kept in the table either way).
-fn peek(handle: c_int) -> MpiResult<bool> {
-    if handle == MPI_REQUEST_NULL {
-        return Ok(true);
-    }
-    state::with(|s| match s.requests.get_mut(&handle) {
-        Some(pending) => Ok(pending.test()?.is_some()),
-        None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
-    })
-}
-
-/// Completes the requests at `indices` of `handles` that have completed, writing their
-/// statuses; returns how many completed and whether any failed.
-///
-/// # Safety
-/// `out` is NULL, `MPI_STATUSES_IGNORE` or has an entry per handle.
-unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
-    let n = handles.len();
-    // SAFETY: the caller's contract.
-    let mut out = unsafe { statuses(out, n) };
-    let mut failed = None;
-    for (i, handle) in handles.iter_mut().enumerate() {
-        let (outcome, after) = complete(*handle)?;
-        let status = match outcome {
-            Ok(status) => status,
-            Err(error) => {
-                let mut status = status::empty();
-                status.error = error.class;
-                failed.get_or_insert(error);
-                status
-            }
-        };
-        *handle = after;
-        if let Some(out) = out.as_deref_mut() {
-            out[i] = status;
-        }
-    }
-    match failed {
-        None => Ok(()),
-        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.into_message())),
-        Some(error) => Err(error),
-    }
-}
-
-/// Completes whichever of `handles` have completed (at least one if `block`): their
-/// indices; `None` when every handle is `MPI_REQUEST_NULL`.
-fn some_done(handles: &[c_int], block: bool, first_only: bool) -> MpiResult<Option<Vec<usize>>> {
-    loop {
-        let mut active = false;
-        let mut done = Vec::new();
-        for (i, &handle) in handles.iter().enumerate() {
-            if handle == MPI_REQUEST_NULL {
-                continue;
-            }
-            active = true;
-            if peek(handle)? {
-                done.push(i);
-                if first_only {
-                    break;
-                }
-            }
-        }
-        if !active {
-            return Ok(None);
-        }
-        if !done.is_empty() || !block {
-            return Ok(Some(done));
-        }
-        std::thread::yield_now();
-    }
-}
-
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
         hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
@@ -447,147 +374,4 @@ mpi_fn! {
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
         hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, stored))
     }
-
-    /// Whether the request has completed, and its status, leaving it as it is.
-    fn MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut MpiStatus) {
-        let found = if request == MPI_REQUEST_NULL {
-            Some(status::inactive())
-        } else {
-            state::with(|s| match s.requests.get_mut(&request) {
-                Some(pending) => pending.test(),
-                None => fail(MPI_ERR_REQUEST, format!("{request:#x} is not a request")),
-            })?
-        };
-        put(flag, found.is_some() as c_int)?;
-        if let Some(found) = found {
-            put_status(status, found);
-        }
-        Ok(())
-    }
-
-    fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {
-        let (outcome, after) = complete(get(request)?)?;
-        put(request, after)?;
-        put_status(status, outcome?);
-        Ok(())
-    }
-
-    fn MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
-        let handle = get(request)?;
-        match test_one(handle)? {
-            Some((result, after)) => {
-                put(request, after)?;
-                put_status(status, result);
-                put(flag, 1)
-            }
-            None => put(flag, 0),
-        }
-    }
-
-    fn MPI_Waitall / PMPI_Waitall(count: c_int, requests: *mut c_int, statuses: *mut MpiStatus) {
-        let handles = array_mut(requests, crate::ptr::count(count)?)?;
-        finish_all(handles, statuses)
-    }
-
-    fn MPI_Testall / PMPI_Testall(count: c_int, requests: *mut c_int, flag: *mut c_int, statuses: *mut MpiStatus) {
-        let handles = array_mut(requests, crate::ptr::count(count)?)?;
-        for &handle in handles.iter() {
-            if !peek(handle)? {
-                return put(flag, 0);
-            }
-        }
-        put(flag, 1)?;
-        finish_all(handles, statuses)
-    }
-
-    fn MPI_Waitany / PMPI_Waitany(count: c_int, requests: *mut c_int, index: *mut c_int, status: *mut MpiStatus) {
-        any(count, requests, index, None, status)
-    }
-
-    fn MPI_Testany / PMPI_Testany(count: c_int, requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
-        if flag.is_null() {
-            return fail(MPI_ERR_ARG, "flag is NULL");
-        }
-        any(count, requests, index, Some(flag), status)
-    }
-
-    fn MPI_Waitsome / PMPI_Waitsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
-        some(incount, requests, outcount, indices, statuses, true)
-    }
-
-    fn MPI_Testsome / PMPI_Testsome(incount: c_int, requests: *mut c_int, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MpiStatus) {
-        some(incount, requests, outcount, indices, statuses, false)
-    }
-}
-
-/// `MPI_Waitany` (`flag` None) and `MPI_Testany`.
-///
-/// # Safety
-/// The arguments are valid as those calls require.
-unsafe fn any(
-    count: c_int,
-    requests: *mut c_int,
-    index: *mut c_int,
-    flag: Option<*mut c_int>,
-    status: *mut MpiStatus,
-) -> MpiResult {
-    // SAFETY: the caller's contract.
-    let handles = unsafe { array_mut(requests, crate::ptr::count(count)?) }?;
-    let block = flag.is_none();
-    let (done, result) = match some_done(handles, block, true)? {
-        None => (true, (MPI_UNDEFINED, status::inactive())),
-        Some(found) => match found.first() {
-            None => (false, (MPI_UNDEFINED, status::inactive())),
-            Some(&i) => {
-                let (outcome, after) = complete(handles[i])?;
-                handles[i] = after;
-                (true, (i as c_int, outcome?))
-            }
-        },
-    };
-    // SAFETY: the caller's contract.
-    unsafe {
-        if let Some(flag) = flag {
-            put(flag, done as c_int)?;
-        }
-        put(index, result.0)?;
-        if done {
-            put_status(status, result.1);
-        }
-    }
-    Ok(())
-}
-
-/// `MPI_Waitsome` (`block`) and `MPI_Testsome`.
-///
-/// # Safety
-/// The arguments are valid as those calls require.
-unsafe fn some(
-    incount: c_int,
-    requests: *mut c_int,
-    outcount: *mut c_int,
-    indices: *mut c_int,
-    out: *mut MpiStatus,
-    block: bool,
-) -> MpiResult {
-    let n = crate::ptr::count(incount)?;
-    // SAFETY: the caller's contract.
-    let handles = unsafe { array_mut(requests, n) }?;
-    let Some(done) = some_done(handles, block, false)? else {
-        // SAFETY: the caller's contract.
-        return unsafe { put(outcount, MPI_UNDEFINED) };
-    };
-    // SAFETY: the caller's contract.
-    let (slots, mut out) = unsafe { (array_mut(indices, done.len())?, statuses(out, n)) };
-    for (k, &i) in done.iter().enumerate() {
-        let (outcome, after) = complete(handles[i])?;
-        handles[i] = after;
-        let status = outcome?;
-        slots[k] = i as c_int;
-        if let Some(out) = out.as_deref_mut() {
-            out[k] = status;
-        }
-    }
-    // SAFETY: the caller's contract.
-    unsafe { put(outcount, done.len() as c_int) }
 }

@@ -3,6 +3,8 @@
 
 use std::ffi::c_int;
 
+use crate::consts::MpiStatus;
+use crate::error::MpiResult;
 use crate::request::Pending;
 use crate::state::REQUEST_KIND;
 
@@ -24,6 +26,16 @@ enum Slot {
     /// Taken out, its handle still the program's.
     Reserved,
     Vacant,
+}
+
+/// What [`RequestTable::end_in_place`] found.
+pub(crate) enum InPlace {
+    /// The request ended: its communicator and outcome; its handle is no more.
+    Ended(c_int, MpiResult<MpiStatus>),
+    /// It runs still (tested), on this communicator.
+    Running(c_int),
+    /// Not a request that ends in place (or no request): the general path decides.
+    NotHere,
 }
 
 /// The slot of `handle`, if it has the kind bits of a request.
@@ -54,6 +66,27 @@ impl RequestTable {
             Slot::Held(pending) => Some(pending),
             _ => None,
         }
+    }
+
+    /// Tests request `handle` where it lies, if it may end there
+    /// ([`Pending::ends_in_place`]): once finished it is dropped in its slot, which serves
+    /// another (no move out and back).
+    pub fn end_in_place(&mut self, handle: c_int) -> InPlace {
+        let Some(index) = slot(handle) else { return InPlace::NotHere };
+        let Some(Slot::Held(pending)) = self.slots.get_mut(index) else { return InPlace::NotHere };
+        if !pending.ends_in_place() {
+            return InPlace::NotHere;
+        }
+        let outcome = match pending.test_to_end() {
+            Ok(None) => return InPlace::Running(pending.comm),
+            Ok(Some(status)) => Ok(status),
+            // Ended, with an error (a truncated receive).
+            Err(error) => Err(error),
+        };
+        let comm = pending.comm;
+        self.slots[index] = Slot::Vacant;
+        self.vacant.push(index as u32);
+        InPlace::Ended(comm, outcome)
     }
 
     /// Takes the request out; its slot stays reserved (see [`RequestTable::release`]).

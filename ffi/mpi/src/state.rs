@@ -4,15 +4,13 @@
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 
 use commcore_linux::runtime::{Comm, Request, World};
 
-use crate::call;
 use crate::consts::*;
 use crate::error::{fail, MpiResult};
-use crate::handles::HandleMap;
 use crate::request_table::RequestTable;
 
 /// Kind bits of the handles this library makes (as MPICH's indirect handles).
@@ -32,8 +30,6 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 
 pub(crate) struct State {
     pub world: World,
-    /// Communicators made by the program (the world and self are the world's).
-    pub comms: HandleMap<Comm>,
     /// Error handlers set on communicators; the rest have `MPI_ERRORS_ARE_FATAL`.
     pub errhandlers: HashMap<c_int, c_int>,
     /// Groups: the members' world ranks, in group order.
@@ -53,10 +49,9 @@ pub(crate) struct State {
 
 impl State {
     pub fn new(world: World, thread_level: c_int) -> Self {
-        let parent = world.parent().cloned();
+        let parent = world.parent().is_some();
         let mut state = State {
             world,
-            comms: HandleMap::default(),
             errhandlers: HashMap::new(),
             groups: HashMap::new(),
             names: HashMap::new(),
@@ -67,27 +62,15 @@ impl State {
             next_index: 0,
             parent: MPI_COMM_NULL,
         };
-        if let Some(parent) = parent {
+        if parent {
             state.parent = state.new_handle(COMM_KIND);
-            state.comms.insert(state.parent, parent);
         }
         state
     }
 
-    /// The communicator behind `handle`; the call's errors now go to its handler.
-    pub fn comm(&self, handle: c_int) -> MpiResult<&Comm> {
-        let comm = match handle {
-            MPI_COMM_WORLD => Some(self.world.comm()),
-            MPI_COMM_SELF => Some(self.world.self_comm()),
-            other => self.comms.get(&other),
-        };
-        match comm {
-            Some(comm) => {
-                call::on_comm(handle);
-                Ok(comm)
-            }
-            None => fail(MPI_ERR_COMM, format!("{handle:#x} is not a communicator")),
-        }
+    /// The communicator behind `handle` (see [`crate::comms::get`]).
+    pub fn comm(&self, handle: c_int) -> MpiResult<Arc<Comm>> {
+        crate::comms::get(handle)
     }
 
     /// A fresh handle of `kind`.
@@ -127,9 +110,17 @@ pub(crate) fn with<T>(f: impl FnOnce(&mut State) -> MpiResult<T>) -> MpiResult<T
     let mut guard = lock();
     match guard.as_mut() {
         Some(state) => f(state),
-        None if phase() == FINALIZED => fail(MPI_ERR_OTHER, "MPI has been finalized"),
-        None => fail(MPI_ERR_OTHER, "MPI has not been initialized"),
+        None => not_running(),
     }
+}
+
+/// The error of a call made while MPI is not running.
+#[cold]
+pub(crate) fn not_running<T>() -> MpiResult<T> {
+    if phase() == FINALIZED {
+        return fail(MPI_ERR_OTHER, "MPI has been finalized");
+    }
+    fail(MPI_ERR_OTHER, "MPI has not been initialized")
 }
 
 pub(crate) fn phase() -> u8 {
@@ -138,7 +129,13 @@ pub(crate) fn phase() -> u8 {
 
 /// Installs the state at `MPI_Init`.
 pub(crate) fn start(state: State) {
-    *lock() = Some(state);
+    let mut guard = lock();
+    crate::comms::install(&state.world);
+    if let Some(parent) = state.world.parent() {
+        crate::comms::insert(state.parent, parent.clone());
+    }
+    *guard = Some(state);
+    drop(guard);
     PHASE.store(RUNNING, Ordering::Release);
 }
 
@@ -150,6 +147,7 @@ pub(crate) fn finish() -> MpiResult {
     match state {
         Some(mut state) => {
             PHASE.store(FINALIZED, Ordering::Release);
+            crate::comms::clear();
             // Freed sends finish; freed receives still unmatched are withdrawn.
             for (mut request, _packed) in state.detached.drain(..) {
                 let _ = request.test();

@@ -1,5 +1,6 @@
 /* MPI_THREAD_MULTIPLE: threads of every rank communicate at once, each on its own
- * duplicate of the world (a ring and allreduces), and create communicators at once. */
+ * duplicate of the world (a ring, allreduces, windows of nonblocking messages, errors
+ * returned), and create communicators at once. */
 #include <mpi.h>
 #include <pthread.h>
 #include "check.h"
@@ -18,6 +19,34 @@ static void *work(void *arg) {
         CHECK(in == left * 1000 + t * 100 + i);
         MPI_Allreduce(&t, &sum, 1, MPI_INT, MPI_SUM, comm);
         CHECK(sum == t * size);
+    }
+    /* Windows of nonblocking messages, completed by MPI_Test and MPI_Waitall (a null
+     * handle among them), while the other threads make and free communicators. */
+    enum { WINDOW = 16 };
+    int outs[WINDOW], ins[WINDOW], flag = 0;
+    MPI_Request reqs[2 * WINDOW];
+    for (int round = 0; round < 20; round++) {
+        for (int k = 0; k < WINDOW; k++) {
+            outs[k] = rank * 100000 + t * 1000 + round * WINDOW + k;
+            ins[k] = -1;
+            MPI_Irecv(&ins[k], 1, MPI_INT, left, k, comm, &reqs[k]);
+            MPI_Isend(&outs[k], 1, MPI_INT, right, k, comm, &reqs[WINDOW + k]);
+        }
+        do MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE); while (!flag);
+        CHECK(reqs[0] == MPI_REQUEST_NULL);
+        MPI_Waitall(2 * WINDOW, reqs, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < WINDOW; k++) CHECK(ins[k] == left * 100000 + t * 1000 + round * WINDOW + k);
+        MPI_Comm made;
+        MPI_Comm_dup(comm, &made);
+        MPI_Comm_free(&made);
+    }
+    /* A call's error goes to the handler of its own communicator, whatever other threads
+     * call meanwhile on communicators whose errors are fatal. */
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    for (int i = 0; i < 50; i++) {
+        int code = MPI_Send(&t, 1, MPI_INT, size + 5, 0, comm), class = -1;
+        MPI_Error_class(code, &class);
+        CHECK(class == MPI_ERR_RANK);
     }
     MPI_Comm dup;
     MPI_Comm_dup(comm, &dup);
