@@ -53,6 +53,7 @@ pub(crate) fn run_handled(name: &str, handler: c_int, body: impl FnOnce() -> Mpi
 }
 
 /// `body`'s result, a panic caught as an internal error.
+#[inline(always)]
 fn outcome(body: impl FnOnce() -> MpiResult) -> MpiResult {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| {
         Err(MpiError::new(MPI_ERR_INTERN, "internal error (a panic was caught)"))
