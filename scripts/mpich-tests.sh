@@ -28,6 +28,8 @@ tree_sum=214f8a9d77558c6c027ad2da04dacdffd9ce831f04a4abbecc803cfa2d1ae31b
 work=$root/target/mpich-tests
 json=0
 dirs=attr,coll,comm,datatype,errhan,group,info,init,pt2pt,spawn,topo,threads/pt2pt,threads/comm,threads/init,threads/spawn
+# MPICH's tests of erroneous programs, which must get errors
+dirs=$dirs,errors/attr,errors/coll,errors/comm,errors/datatype,errors/group,errors/pt2pt,errors/spawn,errors/topo,errors/faults
 expect=
 timeout_default=90
 

@@ -7,6 +7,7 @@ use std::ffi::{c_int, c_void};
 use commcore::coll::{reduce, Blocks, CollArgs, CollOp, Datatype, Op, Root};
 use commcore_linux::runtime::Comm;
 
+use crate::arguments::{distinct, distinct_at_root};
 use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::datatype::reduction;
@@ -131,6 +132,7 @@ unsafe fn scan(
     rop: c_int,
     comm: c_int,
 ) -> MpiResult {
+    distinct(sendbuf, recvbuf, count > 0)?;
     let rop = crate::wide_ops::op_for(datatype, rop)?;
     if crate::user_reduce::needed(datatype, rop) {
         // SAFETY: the caller's contract.
@@ -178,6 +180,7 @@ mpi_fn! {
     }
 
     fn MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) {
+        distinct_at_root(comm, root, sendbuf, recvbuf, count > 0)?;
         let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             return on_coll(comm, |c| {
@@ -211,6 +214,7 @@ mpi_fn! {
     }
 
     fn MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        distinct(sendbuf, recvbuf, count > 0)?;
         let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             let send = operand(sendbuf, recvbuf, count, datatype)?;
@@ -233,6 +237,10 @@ mpi_fn! {
 
     /// `inoutbuf = inbuf op inoutbuf`, element-wise, locally.
     fn MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) {
+        if in_place(inbuf) || in_place(inoutbuf) {
+            return fail(MPI_ERR_BUFFER, "MPI_IN_PLACE is not a buffer of MPI_Reduce_local");
+        }
+        distinct(inbuf, inoutbuf, count > 0)?;
         let op = crate::wide_ops::op_for(datatype, op)?;
         let (dtype, rop) = reduction(datatype, op)?;
         let pair = padded(dtype, &rop);
@@ -251,6 +259,7 @@ mpi_fn! {
     }
 
     fn MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) {
+        distinct(sendbuf, recvbuf, recvcount > 0)?;
         let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             return on_coll(comm, |c| {
@@ -272,6 +281,7 @@ mpi_fn! {
     }
 
     fn MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) {
+        distinct(sendbuf, recvbuf, true)?;
         let op = crate::wide_ops::op_for(datatype, op)?;
         if crate::user_reduce::needed(datatype, op) {
             return on_coll(comm, |c| {

@@ -8,6 +8,7 @@ use std::ffi::{c_int, c_void};
 use commcore::coll::{Blocks, CollArgs, CollOp, Datatype, Root};
 use commcore_linux::runtime::Comm;
 
+use crate::arguments::{apart, distinct_at_root, distinct_intra, span};
 use crate::call::mpi_fn;
 use crate::coll::on_coll;
 use crate::coll::{blocks, is_root, root_of, takes_part};
@@ -308,6 +309,7 @@ unsafe fn inter_scatterv(
 
 mpi_fn! {
     fn MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0)?;
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if !is_root(c, root) {
@@ -327,6 +329,7 @@ mpi_fn! {
     }
 
     fn MPI_Scatter / PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0)?;
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if !is_root(c, root) {
@@ -351,6 +354,9 @@ mpi_fn! {
 
     fn MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
+            if !c.is_inter() && !in_place(sendbuf) {
+                apart(sendbuf, span(sendcount, sendtype)?, recvbuf, span(recvcount, recvtype)? * blocks(c))?;
+            }
             let send = if in_place(sendbuf) && !c.is_inter() {
                 copy(element(recvbuf, c.rank() * count(recvcount)?, recvtype)?, recvcount, recvtype)?
             } else {
@@ -369,6 +375,10 @@ mpi_fn! {
 
     fn MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
+            if !c.is_inter() && !in_place(sendbuf) {
+                let n = blocks(c);
+                apart(sendbuf, span(sendcount, sendtype)? * n, recvbuf, span(recvcount, recvtype)? * n)?;
+            }
             let n = blocks(c);
             let send = if in_place(sendbuf) && !c.is_inter() {
                 copy(recvbuf, times(recvcount, n)?, recvtype)?
@@ -387,6 +397,7 @@ mpi_fn! {
     }
 
     fn MPI_Gatherv / PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0)?;
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if c.is_inter() {
@@ -409,6 +420,7 @@ mpi_fn! {
     }
 
     fn MPI_Scatterv / PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
+        distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0)?;
         on_coll(comm, |c| {
             let root = root_of(c, root)?;
             if c.is_inter() {
@@ -437,6 +449,10 @@ mpi_fn! {
     fn MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
             let (counts, displs) = (array(recvcounts, blocks(c))?, array(displs, blocks(c))?);
+            if !c.is_inter() && !in_place(sendbuf) {
+                let reach = counts.iter().zip(displs).map(|(&n, &d)| d.max(0) + n.max(0)).max().unwrap_or(0);
+                apart(sendbuf, span(sendcount, sendtype)?, recvbuf, span(reach, recvtype)?)?;
+            }
             let send = if in_place(sendbuf) && !c.is_inter() { own_block(recvbuf, counts, displs, c.rank(), recvtype)? } else { copy(sendbuf, sendcount, sendtype)? };
             let mut recv = blocks_in(recvbuf, counts, displs, recvtype)?;
             let args = CollArgs::new(send.len(), Datatype::U8).with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });
@@ -446,6 +462,7 @@ mpi_fn! {
     }
 
     fn MPI_Alltoallv / PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) {
+        distinct_intra(comm, sendbuf, recvbuf, true)?;
         on_coll(comm, |c| {
             let n = blocks(c);
             let (rcounts, rdispls) = (array(recvcounts, n)?, array(rdispls, n)?);
@@ -468,6 +485,7 @@ mpi_fn! {
     /// `MPI_Alltoallv` with a datatype per block and displacements in bytes: each side's
     /// blocks travel packed end to end.
     fn MPI_Alltoallw / PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) {
+        distinct_intra(comm, sendbuf, recvbuf, true)?;
         on_coll(comm, |c| {
             let n = blocks(c);
             let recv_side = (array(recvcounts, n)?, array(rdispls, n)?, array(recvtypes, n)?);

@@ -6,6 +6,7 @@
 #![allow(non_snake_case)]
 
 mod added_errors;
+mod arguments;
 mod attrs;
 mod bsend;
 mod call;

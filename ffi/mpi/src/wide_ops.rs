@@ -144,6 +144,7 @@ static MADE: Mutex<[Option<c_int>; 12]> = Mutex::new([None; 12]);
 /// the datatype is one of these (then the library's own, or an error if MPI does not
 /// define it there).
 pub(crate) fn op_for(datatype: c_int, op: c_int) -> MpiResult<c_int> {
+    crate::arguments::op_defined(op, datatype)?;
     let Some(kind) = wide(datatype) else { return Ok(op) };
     if crate::ops::is_user(op) {
         return Ok(op);
