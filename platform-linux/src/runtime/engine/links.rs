@@ -24,6 +24,9 @@ pub(crate) struct GuestPeer {
     /// The control blocks of the rings to and from it.
     outbox: usize,
     inbox: usize,
+    /// Its sleeping count and doorbell in the bridge.
+    sleeping: usize,
+    doorbell: usize,
 }
 
 impl GuestPeer {
@@ -74,6 +77,26 @@ impl Guests {
             }),
             _ => Err(P2pError::PeerGone { peer: p }),
         }
+    }
+
+    /// Pushes one cell to guest `p` and wakes it: [`Engine::try_send_home`]'s path to a
+    /// guest, with no [`Link`] made. `false` when the ring is full or `p` is gone.
+    #[inline]
+    pub(super) fn try_push(
+        &self,
+        fabric: &ShmTransport,
+        p: usize,
+        cell: &crate::shm::CellHeader,
+        payload: &[u8],
+    ) -> bool {
+        let Some(Some(g)) = self.table.get(p.wrapping_sub(fabric.size)) else { return false };
+        let region = &g.bridge.region;
+        if !Ring::at(region, g.outbox).try_push(cell, payload) {
+            return false;
+        }
+        fabric.waker_fence();
+        crate::transport::shm::ring_bell(region, g.sleeping, g.doorbell);
+        true
     }
 
     /// The process id of shared-memory peer `p`.
@@ -180,6 +203,8 @@ impl Engine {
                 pid,
                 outbox: bridge.layout.ring(me, slot)?,
                 inbox: bridge.layout.ring(slot, me)?,
+                sleeping: bridge.layout.sleeping(slot),
+                doorbell: bridge.layout.doorbell(slot),
             }));
         }
         let table = &mut self.guests.table;
