@@ -176,9 +176,19 @@ impl Engine {
             || self.guests.inboxes.as_ref().is_some_and(|g| g.iter().any(GuestInbox::has_cell))
     }
 
-    /// The guests' inbound rings, for a waiter that looks without the engine's lock.
-    pub(crate) fn guest_inboxes(&self) -> Option<Arc<Vec<GuestInbox>>> {
-        self.guests.inboxes.clone()
+    /// Sets `held` to the guests' inbound rings, for a waiter that looks without the
+    /// engine's lock, unless it holds them already (the list is made anew whenever guests
+    /// come or go, so the same list means the same guests).
+    #[inline]
+    pub(crate) fn refresh_guest_inboxes(&self, held: &mut Option<Arc<Vec<GuestInbox>>>) {
+        let same = match (&*held, &self.guests.inboxes) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            held.clone_from(&self.guests.inboxes);
+        }
     }
 
     /// Makes the processes in slots `slots` of `bridge` guests of this process, which sits
