@@ -27,6 +27,10 @@
 #                                      cli/src/bench/cidmask.rs) on a 2,048-CID space at
 #                                      fills empty, half and full, written on core's words
 #                                      and on bitvec; a readable table goes to stderr
+#   scripts/instructions.sh guest      {"home": {"send": n, "recv": n}, "spawned": {...}}: one 8 B
+#                                      send, and one receive of an 8 B message already there,
+#                                      to a rank of this job and to a spawned child (a guest,
+#                                      through a bridge), on rank 0 (examples/msgpath_guest.rs)
 #   scripts/instructions.sh ffi        the C ABI's hot calls against the Rust calls doing the
 #                                      same work, exports and library size (see
 #                                      ffi/bench/instructions.sh)
@@ -38,11 +42,11 @@ what=${1:-}
 calls=${CALLS:-1000000}
 
 case "$what" in
-rankmap | verbs | peers | cidmask) ;;
+rankmap | verbs | peers | cidmask | guest) ;;
 pt2pt) what=peers ;;
 ffi) exec ffi/bench/instructions.sh ;;
 *)
-    echo "usage: scripts/instructions.sh rankmap|verbs|peers|pt2pt|cidmask|ffi" >&2
+    echo "usage: scripts/instructions.sh rankmap|verbs|peers|pt2pt|cidmask|guest|ffi" >&2
     exit 2
     ;;
 esac
@@ -108,6 +112,27 @@ if [ "$what" = peers ]; then
         mpirun.openmpi --allow-run-as-root --oversubscribe -n 2)
     mpich=$(grind mpich PMI_RANK mpiexec.mpich -n 2)
     echo "{\"commcore\": $ours, \"open_mpi\": $ompi, \"mpich\": $mpich}"
+    exit 0
+fi
+
+if [ "$what" = guest ]; then
+    cargo build --release --locked -q -p commcore-linux --example msgpath_guest
+    guest_count() { # mode probe: instructions per call of the probe on rank 0
+        local file="$out/guest-$1-$2"
+        timeout 300 "$bin" run -n "$([ "$1" = home ] && echo 2 || echo 1)" --timeout 250 -- \
+            valgrind -q --tool=callgrind --toggle-collect="*probe_$2*" \
+            --callgrind-out-file="$file.%q{COMMCORE_RANK}" target/release/examples/msgpath_guest \
+            "$1" >/dev/null 2>"$out/guest.log" || {
+            cat "$out/guest.log" >&2
+            exit 1
+        }
+        awk '/^totals:/ { printf "%.0f", $2 / 2000; exit }' "$file.0"
+    }
+    json="{"
+    for mode in home spawned; do
+        json="$json\"$mode\": {\"send\": $(guest_count $mode send), \"recv\": $(guest_count $mode recv)}, "
+    done
+    echo "${json%, }}"
     exit 0
 fi
 

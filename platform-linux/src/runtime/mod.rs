@@ -286,13 +286,17 @@ impl Runtime {
         // at once.
         let mut start = None;
         let mut failure_seen = None;
+        let mut guests = None;
         loop {
-            let (blocked, guests, watching) = {
+            let (blocked, watching) = {
                 let mut engine = self.engine();
                 if let Some(value) = step(&mut engine, fabric)? {
                     return Ok(value);
                 }
-                (engine.blocked.clone(), engine.guest_inboxes(), engine.watches_groups())
+                // The guests' rings, copied only when guests came or went: no reference
+                // count touched per poll of a wait on a peer of another group.
+                engine.refresh_guest_inboxes(&mut guests);
+                (engine.blocked.clone(), engine.watches_groups())
             };
             let ready = || {
                 fabric.any_inbound()

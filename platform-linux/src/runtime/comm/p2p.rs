@@ -69,8 +69,16 @@ impl Comm {
         let envelope = self.outbound(context, tag);
         let start = {
             let mut engine = runtime.engine();
-            if let Peer::Shm(slot) = dest {
-                if engine.try_send_home(&runtime.fabric, slot, envelope, buf) {
+            if let Peer::Shm(p) = dest {
+                // One cell to a slot of this job or to a guest: no step through
+                // start_send's layers for either.
+                let fabric = &runtime.fabric;
+                let sent = if p < fabric.size {
+                    engine.try_send_home(fabric, p, envelope, buf)
+                } else {
+                    engine.try_send_guest(fabric, p, envelope, buf)
+                };
+                if sent {
                     return Ok(());
                 }
             }
@@ -196,8 +204,11 @@ impl Comm {
         let start = {
             let mut engine = runtime.engine();
             match peer {
-                // One cell to a slot of this job, as the blocking send's hot path.
-                Peer::Shm(slot) if engine.try_send_home(&runtime.fabric, slot, envelope, buf) => {
+                // One cell to a slot of this job or a guest, as the blocking send's hot path.
+                Peer::Shm(p)
+                    if engine.try_send_home(&runtime.fabric, p, envelope, buf)
+                        || engine.try_send_guest(&runtime.fabric, p, envelope, buf) =>
+                {
                     SendStart::Done
                 }
                 _ => engine.start_send(&runtime.fabric, peer, envelope, buf, false)?,

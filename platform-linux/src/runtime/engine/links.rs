@@ -24,6 +24,9 @@ pub(crate) struct GuestPeer {
     /// The control blocks of the rings to and from it.
     outbox: usize,
     inbox: usize,
+    /// Its sleeping count and doorbell in the bridge.
+    sleeping: usize,
+    doorbell: usize,
 }
 
 impl GuestPeer {
@@ -74,6 +77,26 @@ impl Guests {
             }),
             _ => Err(P2pError::PeerGone { peer: p }),
         }
+    }
+
+    /// Pushes one cell to guest `p` and wakes it: [`Engine::try_send_home`]'s path to a
+    /// guest, with no [`Link`] made. `false` when the ring is full or `p` is gone.
+    #[inline]
+    pub(super) fn try_push(
+        &self,
+        fabric: &ShmTransport,
+        p: usize,
+        cell: &crate::shm::CellHeader,
+        payload: &[u8],
+    ) -> bool {
+        let Some(Some(g)) = self.table.get(p.wrapping_sub(fabric.size)) else { return false };
+        let region = &g.bridge.region;
+        if !Ring::at(region, g.outbox).try_push(cell, payload) {
+            return false;
+        }
+        fabric.waker_fence();
+        crate::transport::shm::ring_bell(region, g.sleeping, g.doorbell);
+        true
     }
 
     /// The process id of shared-memory peer `p`.
@@ -153,9 +176,19 @@ impl Engine {
             || self.guests.inboxes.as_ref().is_some_and(|g| g.iter().any(GuestInbox::has_cell))
     }
 
-    /// The guests' inbound rings, for a waiter that looks without the engine's lock.
-    pub(crate) fn guest_inboxes(&self) -> Option<Arc<Vec<GuestInbox>>> {
-        self.guests.inboxes.clone()
+    /// Sets `held` to the guests' inbound rings, for a waiter that looks without the
+    /// engine's lock, unless it holds them already (the list is made anew whenever guests
+    /// come or go, so the same list means the same guests).
+    #[inline]
+    pub(crate) fn refresh_guest_inboxes(&self, held: &mut Option<Arc<Vec<GuestInbox>>>) {
+        let same = match (&*held, &self.guests.inboxes) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            held.clone_from(&self.guests.inboxes);
+        }
     }
 
     /// Makes the processes in slots `slots` of `bridge` guests of this process, which sits
@@ -180,6 +213,8 @@ impl Engine {
                 pid,
                 outbox: bridge.layout.ring(me, slot)?,
                 inbox: bridge.layout.ring(slot, me)?,
+                sleeping: bridge.layout.sleeping(slot),
+                doorbell: bridge.layout.doorbell(slot),
             }));
         }
         let table = &mut self.guests.table;

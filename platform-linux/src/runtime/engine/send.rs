@@ -44,7 +44,8 @@ impl Engine {
 
     /// A message of one cell to slot `dest` of this job, written into its ring at once when
     /// nothing is queued to it and the ring has room: the hot path of a small send, with no
-    /// step through [`Engine::start_send`]. `false`, and nothing done, otherwise.
+    /// step through [`Engine::start_send`]. `false`, and nothing done, otherwise (a guest's
+    /// is [`Engine::try_send_guest`]).
     #[inline]
     pub(crate) fn try_send_home(
         &mut self,
@@ -65,6 +66,28 @@ impl Engine {
             fabric.notify(dest);
         }
         pushed
+    }
+
+    /// [`Engine::try_send_home`] to a guest, peer `dest` from the job's size up: its rings
+    /// were found once, when it came, and are one table load away. Out of line, to keep the
+    /// home path's code short.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn try_send_guest(
+        &mut self,
+        fabric: &ShmTransport,
+        dest: usize,
+        envelope: Outbound,
+        buf: &[u8],
+    ) -> bool {
+        if dest < fabric.size
+            || buf.len() > Ring::PAYLOAD_BYTES
+            || self.peers.get(dest).is_some_and(|c| !c.outbound.is_empty())
+        {
+            return false;
+        }
+        let cell = envelope.cell(CellKind::Message, buf.len(), buf.len() as u32, 0, 0);
+        self.guests.try_push(fabric, dest, &cell, buf)
     }
 
     /// [`Engine::start_send`] to shared-memory peer `dest`.
