@@ -5,7 +5,9 @@
  * no job. Only calls whose preparation depends on nothing but their arguments are
  * remembered: data moved in place (no packing, no in-place copy, no block of another size)
  * and reductions commcore applies. A handle freed (MPI_Type_free, MPI_Op_free) may come
- * back naming another type or op, so every remembered call is forgotten then. */
+ * back naming another type or op, so every remembered call is forgotten then. A v-call is
+ * remembered with a copy of its count and displacement arrays, and runs remembered only
+ * while they hold the same values. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,8 @@ typedef struct {
     piece *pieces;     /* room for `room` pieces and as many transfers, kept for reuse */
     cc_xfer *xfers;
     int room;
+    int *vals;         /* the key's arrays' contents, one after another */
+    size_t nvals;
 } memo;
 
 struct cc_memos {
@@ -60,6 +64,37 @@ static memo *find(struct cc_memos *memos, const cc_key *key) {
         if (!memcmp(&memos->at[i].key, key, sizeof *key))
             return &memos->at[i];
     return NULL;
+}
+
+/* Entries of each of a v-call's arrays: a block per rank (of the remote group, inter). */
+static size_t array_len(const cc_comm *cs) {
+    return (size_t)(cs->inter ? cs->remote_size : cs->size);
+}
+
+/* Whether the key's arrays hold the values `m` kept. */
+static int same_arrays(const memo *m, const cc_key *key, size_t n) {
+    size_t at = 0;
+    for (int i = 0; i < CC_KEY_ARRAYS && key->arrays[i]; i++, at += n)
+        if (at + n > m->nvals || memcmp(key->arrays[i], m->vals + at, n * sizeof(int)))
+            return 0;
+    return at == m->nvals;
+}
+
+/* Keeps a copy of the key's arrays in `m`; -1 when there is no memory. */
+static int keep_arrays(memo *m, const cc_key *key, size_t n) {
+    size_t k = 0;
+    while (k < CC_KEY_ARRAYS && key->arrays[k])
+        k++;
+    if (k * n > m->nvals) {
+        int *vals = realloc(m->vals, k * n * sizeof *vals);
+        if (!vals)
+            return -1;
+        m->vals = vals;
+    }
+    for (size_t i = 0; i < k; i++)
+        memcpy(m->vals + i * n, key->arrays[i], n * sizeof(int));
+    m->nvals = k * n;
+    return 0;
 }
 
 /* Room in `m` for `n` pieces and transfers; -1 when there is none. */
@@ -128,7 +163,7 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
     cc_comm *cs = job->cs;
     const cc_step *steps = cc_sched_recording(job->sched);
     int reducing = reduces(job->slot); /* job->red is set only then */
-    if (!steps || job->nowned || job->unpack || job->mismatch ||
+    if (!steps || job->nowned != job->nmeta || job->unpack || job->mismatch ||
         (job->scratch_len && !job->borrowed_scratch) ||
         (reducing && job->red.rop == CC_ROP_CALLBACK))
         return;
@@ -139,7 +174,7 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
         return;
     if (!m)
         m = &cs->memos->at[cs->memos->next++ % CC_MEMOS];
-    if (compile(m, job, steps) < 0) {
+    if (compile(m, job, steps) < 0 || keep_arrays(m, key, array_len(cs)) < 0) {
         memset(&m->key, 0, sizeof m->key);
         return;
     }
@@ -154,7 +189,8 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user) {
     memo *m = find(cs->memos, key);
     if (!m || m->freed != cc_freed_so_far() || cc_jobs_in_flight() ||
-        (m->scratch && (cs->scratch != m->scratch || cs->scratch_busy)))
+        (m->scratch && (cs->scratch != m->scratch || cs->scratch_busy)) ||
+        !same_arrays(m, key, array_len(cs)))
         return CC_MEMO_MISS;
     int slot = (int)key->w[0] - 1, tag = cc_next_tag(cs), rc = MPI_SUCCESS;
     cc_count_served(slot, m->module, m->algorithm);
@@ -177,6 +213,7 @@ void cc_memo_free(cc_comm *cs) {
     for (int i = 0; cs->memos && i < CC_MEMOS; i++) {
         free(cs->memos->at[i].pieces);
         free(cs->memos->at[i].xfers);
+        free(cs->memos->at[i].vals);
     }
     free(cs->memos);
     cs->memos = NULL;

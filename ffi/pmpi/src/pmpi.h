@@ -141,6 +141,7 @@ typedef struct cc_job {
     char *recv, *scratch;
     size_t send_len, recv_len, scratch_len;
     int nowned;                 /* owned[0..nowned) */
+    int nmeta;                  /* of those, tables no step reads or writes (block counts) */
     cc_unpack *unpack;          /* a packed result to unpack at the end, or NULL */
     MPI_Request *reqs;          /* `few` until a round needs more */
     int nreq, cap;
@@ -224,19 +225,25 @@ int cc_error(MPI_Comm comm, int code);
 int cc_job_own(cc_job *job, void *ptr);
 
 /* A blocking call's arguments, as words: the operation's slot + 1, then each argument
- * (pointers, counts, handles, roots) in the call's order; unused words are 0. */
-#define CC_KEY_WORDS 8
+ * (pointers, counts, handles, roots) in the call's order; unused words are 0. A v-call's
+ * per-rank arrays are named by pointer in the words and by content in `arrays`: a program
+ * may change them in place between calls. */
+#define CC_KEY_WORDS 9
+#define CC_KEY_ARRAYS 4
 typedef struct cc_key {
     uintptr_t w[CC_KEY_WORDS];
+    const int *arrays[CC_KEY_ARRAYS]; /* each of the communicator's block count; NULL: none */
 } cc_key;
 #define CC_W(x) ((uintptr_t)(x))
-#define CC_KEY(slot, ...) (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}})
+#define CC_KEY(slot, ...) (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}, {0}})
+#define CC_KEY_V(slot, a0, a1, a2, a3, ...)                                                \
+    (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}, {a0, a1, a2, a3}})
 /* Runs the blocking call `key` on `cs` as the last call with those arguments was prepared:
  * MPI_SUCCESS or the error reported, or CC_MEMO_MISS when none is remembered (memo.c). */
 #define CC_MEMO_MISS (-1)
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user);
 /* Remembers how the blocking call `key` was prepared, when that depends on nothing but its
- * arguments; `job` ran to its end and is not released yet. */
+ * arguments (and its arrays' contents); `job` ran to its end and is not released yet. */
 void cc_memo_note(const cc_key *key, cc_job *job);
 void cc_memo_free(cc_comm *cs);
 /* Datatypes and ops freed so far (counted by types.c's wrappers, atomically): a remembered

@@ -17,6 +17,8 @@
 #   but those on MPI_Comm_idup's communicators (no priority their members agree on), and
 #   the context id agreements taking at most 1.5 rounds each (threads hold eager lanes of
 #   their own).
+# - remembered_v: allgatherv and alltoallv repeated with the same arrays run remembered
+#   (the report's `remembered`), and arrays changed in place between calls are honoured.
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -35,7 +37,7 @@ limit=${PMPI_TEST_TIMEOUT:-240}
 
 for mpi in openmpi mpich; do
     extra=(); [ "$mpi" = mpich ] && extra=(-Wno-stringop-overflow)
-    for prog in coll_matrix corners mixed threads; do
+    for prog in coll_matrix corners mixed threads remembered_v; do
         "mpicc.$mpi" -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread "${extra[@]}" \
             -o "$bin/$prog.$mpi" "$here/$prog.c"
     done
@@ -110,6 +112,19 @@ mixed() {
     [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
 }
 
+remembered_v() {
+    local mpi=$1 np=$2 out host op
+    out=$(launch "$mpi" "$np" 1 "$bin/remembered_v.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "remembered_v failed under $mpi at $np processes"; }
+    echo "$(echo "$out" | grep '^remembered_v:') ($mpi)"
+    host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+    for op in allgatherv alltoallv; do
+        echo "$out" | grep "^commcore_pmpi: $op " | grep -q ' remembered=[1-9]' ||
+            { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: no $op was remembered"; }
+    done
+}
+
 threads() {
     local mpi=$1 np=$2 iterations=$3 out want got
     out=$(launch "$mpi" "$np" 1 "$bin/threads.$mpi" "$iterations" 2>&1) ||
@@ -160,6 +175,7 @@ if [ "$(nproc)" -lt 8 ]; then
     echo "coll_matrix: 8 processes on $(nproc) cores: the fewest-rounds algorithms served"
 fi
 for np in 2 3 4 7; do mixed openmpi "$np"; done
+for np in 1 2 3 4 8; do remembered_v openmpi "$np"; done
 # The hierarchical algorithms over the host's point-to-point: the ranks labelled as nodes of
 # consecutive ranks (COMMCORE_PMPI_NODES); the report must show `hier` serving calls.
 for mpi_np_nodes in openmpi:4:2 openmpi:6:3 mpich:4:2; do
@@ -175,6 +191,7 @@ for np_stride in 1:2 2:4 3:24 4:24 8:400; do
 done
 for np in 1 2 4; do corners mpich "$np"; done
 for np in 2 3; do mixed mpich "$np"; done
+for np in 1 2 4; do remembered_v mpich "$np"; done
 # Threads: creation under threads is slow in both hosts (Open MPI's progress hands off
 # between threads, MPICH busy-polls with 8-16 threads on few cores), and slower with this
 # library (one more allreduce a communicator: its context id's agreement; before the eager
