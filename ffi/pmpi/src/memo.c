@@ -112,6 +112,40 @@ static int make_room(memo *m, int n) {
     return 0;
 }
 
+static int overlaps(const char *a, size_t alen, const char *b, size_t blen) {
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* A copy of this rank's block into the result followed by a round that sends it (the
+ * gathers' first rounds): the round sends from the copy's source and the copy runs after
+ * it, as the hosts' own do. Sending memory this process has just written cost twice the
+ * round under Open MPI 4.1 (allgather 64 KiB at 2 ranks: 15 against 8 µs), the peer's
+ * single-copy read waiting on lines still in this core's cache. Only when no receive of
+ * the round touches either side of the copy and every send from its target lies inside it:
+ * then the round reads the same bytes, and nothing of the round reads what the copy writes. */
+static int send_from_source(memo *m, piece *copy) {
+    piece *round = copy + 1;
+    if (copy->kind != COPY || round->kind != ROUND ||
+        overlaps(copy->src, copy->len, copy->dst, copy->len))
+        return 0;
+    cc_xfer *x = &m->xfers[round->first];
+    for (int i = 0; i < round->n; i++) {
+        size_t len = (size_t)x[i].len;
+        if (x[i].recv ? overlaps(x[i].mem, len, copy->src, copy->len) ||
+                            overlaps(x[i].mem, len, copy->dst, copy->len)
+                      : overlaps(x[i].mem, len, copy->dst, copy->len) &&
+                            (x[i].mem < copy->dst || x[i].mem + len > copy->dst + copy->len))
+            return 0;
+    }
+    for (int i = 0; i < round->n; i++)
+        if (!x[i].recv && overlaps(x[i].mem, (size_t)x[i].len, copy->dst, copy->len))
+            x[i].mem = (char *)copy->src + (x[i].mem - copy->dst);
+    piece moved = *copy;
+    *copy = *round;
+    *round = moved;
+    return 1;
+}
+
 /* `steps` of `job` as pieces of `m`; -1 when they do not resolve (or no memory). A round
  * ends at any other step (WAIT included), as in direct.c. */
 static int compile(memo *m, cc_job *job, const cc_step *steps) {
@@ -135,6 +169,8 @@ static int compile(memo *m, cc_job *job, const cc_step *steps) {
         open = 0;
         if (s->kind == CC_STEP_END) {
             m->pieces[np] = (piece){.kind = END};
+            for (int i = 0; i + 1 < np; i++)
+                i += send_from_source(m, &m->pieces[i]); /* the copy moves once */
             return 0;
         }
         if (s->kind == CC_STEP_WAIT)
