@@ -49,6 +49,8 @@ typedef struct cc_comm {
     int scratch_busy;
     int refs;               /* the communicator's attribute, and each nonblocking job */
     struct cc_memos *memos; /* blocking calls remembered by their arguments (memo.c) */
+    struct cc_pool *pool;   /* the parent's pool its id goes back to (pool.c), or NULL */
+    int pool_slot;
 } cc_comm;
 
 /* Tags: one per collective started on the communicator, so the traffic of nonblocking calls
@@ -79,6 +81,24 @@ void cc_comm_mark(MPI_Comm parent, MPI_Comm made, int kind, int tag);
 void cc_comm_attach(MPI_Comm parent, MPI_Comm made);
 int cc_state_init(void);
 void cc_state_finalize(void);
+
+/* A parent's pool of context ids its duplicates hand on (pool.c says why it is sound). */
+typedef struct cc_pool cc_pool;
+#define CC_POOL_SLOTS 32
+cc_pool *cc_pool_new(void);
+/* At the parent's duplicate number `index`, before it takes its slot; collective over
+ * `parent` every CC_POOL_SLOTS duplicates (index > 0), else nothing. `pool` may be NULL. */
+void cc_pool_window(cc_pool *pool, MPI_Comm parent, unsigned index);
+/* Ties duplicate `index` to its slot: the slot, with `*cid` the id it takes without an
+ * agreement (or -1: it agrees, and parks its id there when done); -1 when the slot is busy. */
+int cc_pool_take(cc_pool *pool, unsigned index, int64_t *cid);
+/* The duplicate tied to slot `s` is done: its id `cid` (out of the store; -1: none) is
+ * parked or given back to the space. */
+void cc_pool_put(cc_pool *pool, int s, int64_t cid);
+/* The parent was freed: parked ids go back to the space. */
+void cc_pool_parent_gone(cc_pool *pool);
+/* Ids this process took from pools so far. */
+unsigned long cc_pool_derived(void);
 
 /* Datatypes and ops. */
 typedef struct cc_reduction {
