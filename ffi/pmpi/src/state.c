@@ -83,6 +83,7 @@ typedef struct cc_mark {
     cc_pool *tied;     /* a duplicate: its parent's pool, until its state takes the tie */
     int slot;
     int64_t slot_cid;  /* the id it takes from its slot, or -1: it agrees */
+    cc_coll *slot_coll; /* the selection parked with that id, or NULL */
 } cc_mark;
 
 /* Keys of predefined and inter-communicators' families, apart from derived ones. */
@@ -113,13 +114,13 @@ void cc_comm_ref(cc_comm *cs) {
 void cc_comm_unref(cc_comm *cs) {
     if (__atomic_sub_fetch(&cs->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
-    if (cs->pool) { /* its last call ended: its id may serve a later sibling */
+    if (cs->pool) { /* its last call ended: its id and selection may serve a later sibling */
         cc_cid_unstore(cs->cid);
-        cc_pool_put(cs->pool, cs->pool_slot, cs->cid);
+        cc_pool_put(cs->pool, cs->pool_slot, cs->cid, cs->coll);
     } else {
         cc_cid_release(cs->cid);
+        cc_coll_free(cs->coll);
     }
-    cc_coll_free(cs->coll);
     if (!cs->shared)
         PMPI_Comm_free(&cs->shadow);
     free(cs->shadow_ranks);
@@ -136,7 +137,7 @@ static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     if (cs)
         cc_comm_unref(cs); /* nonblocking calls still running keep it to their end */
     if (mark->tied) /* no state took its slot: its id (if it took one) goes back */
-        cc_pool_put(mark->tied, mark->slot, mark->slot_cid);
+        cc_pool_put(mark->tied, mark->slot, mark->slot_cid, mark->slot_coll);
     if (mark->pool)
         cc_pool_parent_gone(mark->pool);
     free(mark);
@@ -206,8 +207,10 @@ static int in_world(const int *world, int size) {
     return world != NULL;
 }
 
-/* `given`: the id a duplicate takes from its parent's pool (no agreement), or -1. */
-static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag, int64_t given) {
+/* `given`: the id a duplicate takes from its parent's pool (no agreement), or -1;
+ * `*given_coll`: the selection parked with it, which the state takes (else left). */
+static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag, int64_t given,
+                       cc_coll **given_coll) {
     cc_comm *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL;
@@ -255,7 +258,9 @@ static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag, i
                        : level == MPI_THREAD_SERIALIZED ? 2
                        : level == MPI_THREAD_FUNNELED   ? 1
                                                         : 0;
-    if (nodes && (!cs->inter || remote_nodes))
+    if (given >= 0 && *given_coll) /* a sibling's: same group, same selection */
+        cs->coll = *given_coll, *given_coll = NULL;
+    else if (nodes && (!cs->inter || remote_nodes))
         cs->coll = cc_coll_new((uint32_t)cs->rank, (uint32_t)cs->size, cs->inter,
                                (uint32_t)cs->remote_size, nodes, remote_nodes, thread_level);
     free(nodes);
@@ -299,7 +304,7 @@ static cc_comm *attach(MPI_Comm comm, cc_mark *mark) {
     cc_comm *cs = cc_threaded && mark->loose
                       ? NULL
                       : create(comm, mark->prio_parent, mark->prio_tag,
-                               mark->tied ? mark->slot_cid : -1);
+                               mark->tied ? mark->slot_cid : -1, &mark->slot_coll);
     if (cs && mark->tied) { /* the state gives the slot back when its last call ends */
         cs->pool = mark->tied, cs->pool_slot = mark->slot;
         mark->tied = NULL;
@@ -319,7 +324,7 @@ static cc_mark *new_mark(MPI_Comm comm, int kind, uint32_t key, uint32_t prio_pa
     if (!mark)
         return NULL;
     *mark = (cc_mark){kind, MARK_PENDING, -1, key, prio_parent, prio_tag, 0, loose, 0, NULL,
-                      NULL, -1, -1};
+                      NULL, -1, -1, NULL};
     if (PMPI_Comm_set_attr(comm, keyval, mark) != MPI_SUCCESS) {
         free(mark);
         return NULL;
@@ -391,9 +396,10 @@ static cc_mark *mark_child(MPI_Comm parent, MPI_Comm made, int kind, int tag) {
     if (dup > 0 && dup % CC_POOL_SLOTS == 0)
         cc_pool_window(p->pool, parent, dup);
     int64_t cid = -1;
-    int slot = mark && p->pool ? cc_pool_take(p->pool, dup, &cid) : -1;
+    cc_coll *coll = NULL;
+    int slot = mark && p->pool ? cc_pool_take(p->pool, dup, &cid, &coll) : -1;
     if (slot >= 0)
-        mark->tied = p->pool, mark->slot = slot, mark->slot_cid = cid;
+        mark->tied = p->pool, mark->slot = slot, mark->slot_cid = cid, mark->slot_coll = coll;
     return mark;
 }
 
