@@ -75,7 +75,8 @@ enum cc_made {
 /* After a constructor of `kind` ran on `parent` (`tag`: the user's, for create_group and
  * intercomm create), on every member of the parent: marks `made` (MPI_COMM_NULL when this
  * process got none) with its kind and its place among the parent's children; its state is
- * built at its first blocking collective. Local, no communication. */
+ * built at its first blocking collective. Local, but for every 32nd duplicate of an
+ * intra-communicator, which runs its parent's pool allreduce (pool.c). */
 void cc_comm_mark(MPI_Comm parent, MPI_Comm made, int kind, int tag);
 /* The same, building the state at once (collective over the new communicator's members). */
 void cc_comm_attach(MPI_Comm parent, MPI_Comm made);
