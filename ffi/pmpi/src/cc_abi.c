@@ -568,9 +568,17 @@ void *cc_cid_lookup(int64_t cid) {
     return (void *)(uintptr_t)value;
 }
 
+void cc_cid_unstore(int64_t cid) {
+    if (cid >= 0)
+        commcore_cid_store_remove(store, (uint32_t)cid, NULL);
+}
+
+void cc_cid_free(int64_t cid) {
+    if (cid >= 0)
+        commcore_cid_space_release(space, (uint32_t)cid);
+}
+
 void cc_cid_release(int64_t cid) {
-    if (cid < 0)
-        return;
-    commcore_cid_store_remove(store, (uint32_t)cid, NULL);
-    commcore_cid_space_release(space, (uint32_t)cid);
+    cc_cid_unstore(cid);
+    cc_cid_free(cid);
 }

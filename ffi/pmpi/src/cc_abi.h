@@ -112,6 +112,10 @@ int64_t cc_cid_agree(cc_allreduce_fn allreduce, void *ctx, uint32_t parent, uint
 int cc_cid_store(int64_t cid, void *state);
 void *cc_cid_lookup(int64_t cid);
 void cc_cid_release(int64_t cid);
+/* The two halves of cc_cid_release: the store's entry removed (the id stays taken in the
+ * space, for a parent's pool), and the id given back to the space. */
+void cc_cid_unstore(int64_t cid);
+void cc_cid_free(int64_t cid);
 /* Agreements run so far in this process and their allreduce rounds (NULL: not wanted). */
 void cc_cid_counts(unsigned long *agreements, unsigned long *rounds);
 

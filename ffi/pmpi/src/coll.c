@@ -73,7 +73,9 @@ int MPI_Allgather(const void *send, int scount, MPI_Datatype stype, void *recv, 
 
 int MPI_Allgatherv(const void *send, int scount, MPI_Datatype stype, void *recv,
                    const int rcounts[], const int displs[], MPI_Datatype rtype, MPI_Comm comm) {
-    CC_SERVE(CC_ALLGATHERV, comm, NULL,
+    CC_SERVE(CC_ALLGATHERV, comm,
+             CC_KEY_V(CC_ALLGATHERV, rcounts, displs, NULL, NULL, CC_W(send), CC_W(scount),
+                      CC_W(stype), CC_W(recv), CC_W(rcounts), CC_W(displs), CC_W(rtype)),
              cc_prep_allgatherv(job_, cs_, CC_ALLGATHERV, send, scount, stype, recv, rcounts,
                                 displs, rtype),
              PMPI_Allgatherv(send, scount, stype, recv, rcounts, displs, rtype, comm));
@@ -92,7 +94,12 @@ int MPI_Alltoall(const void *send, int scount, MPI_Datatype stype, void *recv, i
 int MPI_Alltoallv(const void *send, const int scounts[], const int sdispls[],
                   MPI_Datatype stype, void *recv, const int rcounts[], const int rdispls[],
                   MPI_Datatype rtype, MPI_Comm comm) {
-    CC_SERVE(CC_ALLTOALLV, comm, NULL,
+    CC_SERVE(CC_ALLTOALLV, comm,
+             /* In place, the send arrays are not read (they may be anything). */
+             CC_KEY_V(CC_ALLTOALLV, rcounts, rdispls, send == MPI_IN_PLACE ? NULL : scounts,
+                      send == MPI_IN_PLACE ? NULL : sdispls, CC_W(send), CC_W(scounts),
+                      CC_W(sdispls), CC_W(stype), CC_W(recv), CC_W(rcounts), CC_W(rdispls),
+                      CC_W(rtype)),
              cc_prep_alltoallv(job_, cs_, CC_ALLTOALLV, send, scounts, sdispls, stype, recv,
                                rcounts, rdispls, rtype),
              PMPI_Alltoallv(send, scounts, sdispls, stype, recv, rcounts, rdispls, rtype,

@@ -1,6 +1,8 @@
 /* Communicator constructors. The six a program makes in numbers (dup, split, create,
  * create_group, intercomm create and merge) only mark the new communicator with its kind:
- * its state is built at its first blocking collective (state.c's note says why). The
+ * its state is built at its first blocking collective (state.c's note says why). A dup of
+ * an intra-communicator also ties the duplicate to a slot of its parent's pool of context
+ * ids, and every 32nd runs the pool's allreduce on the parent (pool.c). The
  * constructors of communicators with a topology or hints build it at once. Freeing goes
  * through the attribute's delete callback (state.c). Communicators from constructors not
  * wrapped (MPI_Comm_idup, dynamic processes) get theirs at their first blocking collective,

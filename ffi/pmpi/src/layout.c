@@ -199,6 +199,7 @@ size_t *cc_blocks_view(cc_job *job, const cc_layout *l, int n, const int *counts
         free(out);
         return NULL;
     }
+    job->nmeta++; /* read by the schedule's making only */
     /* Direct: offsets into the user's buffer from its lowest block (displacements may be
      * negative). Packed: the blocks one after another in rank order. */
     MPI_Aint lo = 0, hi = 0;

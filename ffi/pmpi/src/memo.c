@@ -5,7 +5,9 @@
  * no job. Only calls whose preparation depends on nothing but their arguments are
  * remembered: data moved in place (no packing, no in-place copy, no block of another size)
  * and reductions commcore applies. A handle freed (MPI_Type_free, MPI_Op_free) may come
- * back naming another type or op, so every remembered call is forgotten then. */
+ * back naming another type or op, so every remembered call is forgotten then. A v-call is
+ * remembered with a copy of its count and displacement arrays, and runs remembered only
+ * while they hold the same values. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +37,8 @@ typedef struct {
     piece *pieces;     /* room for `room` pieces and as many transfers, kept for reuse */
     cc_xfer *xfers;
     int room;
+    int *vals;         /* the key's arrays' contents, one after another */
+    size_t nvals;
 } memo;
 
 struct cc_memos {
@@ -62,6 +66,37 @@ static memo *find(struct cc_memos *memos, const cc_key *key) {
     return NULL;
 }
 
+/* Entries of each of a v-call's arrays: a block per rank (of the remote group, inter). */
+static size_t array_len(const cc_comm *cs) {
+    return (size_t)(cs->inter ? cs->remote_size : cs->size);
+}
+
+/* Whether the key's arrays hold the values `m` kept. */
+static int same_arrays(const memo *m, const cc_key *key, size_t n) {
+    size_t at = 0;
+    for (int i = 0; i < CC_KEY_ARRAYS && key->arrays[i]; i++, at += n)
+        if (at + n > m->nvals || memcmp(key->arrays[i], m->vals + at, n * sizeof(int)))
+            return 0;
+    return at == m->nvals;
+}
+
+/* Keeps a copy of the key's arrays in `m`; -1 when there is no memory. */
+static int keep_arrays(memo *m, const cc_key *key, size_t n) {
+    size_t k = 0;
+    while (k < CC_KEY_ARRAYS && key->arrays[k])
+        k++;
+    if (k * n > m->nvals) {
+        int *vals = realloc(m->vals, k * n * sizeof *vals);
+        if (!vals)
+            return -1;
+        m->vals = vals;
+    }
+    for (size_t i = 0; i < k; i++)
+        memcpy(m->vals + i * n, key->arrays[i], n * sizeof(int));
+    m->nvals = k * n;
+    return 0;
+}
+
 /* Room in `m` for `n` pieces and transfers; -1 when there is none. */
 static int make_room(memo *m, int n) {
     if (n <= m->room)
@@ -75,6 +110,40 @@ static int make_room(memo *m, int n) {
     m->xfers = xfers;
     m->room = n;
     return 0;
+}
+
+static int overlaps(const char *a, size_t alen, const char *b, size_t blen) {
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* A copy of this rank's block into the result followed by a round that sends it (the
+ * gathers' first rounds): the round sends from the copy's source and the copy runs after
+ * it, as the hosts' own do. Sending memory this process has just written cost twice the
+ * round under Open MPI 4.1 (allgather 64 KiB at 2 ranks: 15 against 8 µs), the peer's
+ * single-copy read waiting on lines still in this core's cache. Only when no receive of
+ * the round touches either side of the copy and every send from its target lies inside it:
+ * then the round reads the same bytes, and nothing of the round reads what the copy writes. */
+static int send_from_source(memo *m, piece *copy) {
+    piece *round = copy + 1;
+    if (copy->kind != COPY || round->kind != ROUND ||
+        overlaps(copy->src, copy->len, copy->dst, copy->len))
+        return 0;
+    cc_xfer *x = &m->xfers[round->first];
+    for (int i = 0; i < round->n; i++) {
+        size_t len = (size_t)x[i].len;
+        if (x[i].recv ? overlaps(x[i].mem, len, copy->src, copy->len) ||
+                            overlaps(x[i].mem, len, copy->dst, copy->len)
+                      : overlaps(x[i].mem, len, copy->dst, copy->len) &&
+                            (x[i].mem < copy->dst || x[i].mem + len > copy->dst + copy->len))
+            return 0;
+    }
+    for (int i = 0; i < round->n; i++)
+        if (!x[i].recv && overlaps(x[i].mem, (size_t)x[i].len, copy->dst, copy->len))
+            x[i].mem = (char *)copy->src + (x[i].mem - copy->dst);
+    piece moved = *copy;
+    *copy = *round;
+    *round = moved;
+    return 1;
 }
 
 /* `steps` of `job` as pieces of `m`; -1 when they do not resolve (or no memory). A round
@@ -100,6 +169,8 @@ static int compile(memo *m, cc_job *job, const cc_step *steps) {
         open = 0;
         if (s->kind == CC_STEP_END) {
             m->pieces[np] = (piece){.kind = END};
+            for (int i = 0; i + 1 < np; i++)
+                i += send_from_source(m, &m->pieces[i]); /* the copy moves once */
             return 0;
         }
         if (s->kind == CC_STEP_WAIT)
@@ -128,7 +199,7 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
     cc_comm *cs = job->cs;
     const cc_step *steps = cc_sched_recording(job->sched);
     int reducing = reduces(job->slot); /* job->red is set only then */
-    if (!steps || job->nowned || job->unpack || job->mismatch ||
+    if (!steps || job->nowned != job->nmeta || job->unpack || job->mismatch ||
         (job->scratch_len && !job->borrowed_scratch) ||
         (reducing && job->red.rop == CC_ROP_CALLBACK))
         return;
@@ -139,7 +210,7 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
         return;
     if (!m)
         m = &cs->memos->at[cs->memos->next++ % CC_MEMOS];
-    if (compile(m, job, steps) < 0) {
+    if (compile(m, job, steps) < 0 || keep_arrays(m, key, array_len(cs)) < 0) {
         memset(&m->key, 0, sizeof m->key);
         return;
     }
@@ -154,7 +225,8 @@ void cc_memo_note(const cc_key *key, cc_job *job) {
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user) {
     memo *m = find(cs->memos, key);
     if (!m || m->freed != cc_freed_so_far() || cc_jobs_in_flight() ||
-        (m->scratch && (cs->scratch != m->scratch || cs->scratch_busy)))
+        (m->scratch && (cs->scratch != m->scratch || cs->scratch_busy)) ||
+        !same_arrays(m, key, array_len(cs)))
         return CC_MEMO_MISS;
     int slot = (int)key->w[0] - 1, tag = cc_next_tag(cs), rc = MPI_SUCCESS;
     cc_count_served(slot, m->module, m->algorithm);
@@ -177,6 +249,7 @@ void cc_memo_free(cc_comm *cs) {
     for (int i = 0; cs->memos && i < CC_MEMOS; i++) {
         free(cs->memos->at[i].pieces);
         free(cs->memos->at[i].xfers);
+        free(cs->memos->at[i].vals);
     }
     free(cs->memos);
     cs->memos = NULL;

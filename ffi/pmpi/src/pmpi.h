@@ -49,6 +49,8 @@ typedef struct cc_comm {
     int scratch_busy;
     int refs;               /* the communicator's attribute, and each nonblocking job */
     struct cc_memos *memos; /* blocking calls remembered by their arguments (memo.c) */
+    struct cc_pool *pool;   /* the parent's pool its id goes back to (pool.c), or NULL */
+    int pool_slot;
 } cc_comm;
 
 /* Tags: one per collective started on the communicator, so the traffic of nonblocking calls
@@ -73,12 +75,32 @@ enum cc_made {
 /* After a constructor of `kind` ran on `parent` (`tag`: the user's, for create_group and
  * intercomm create), on every member of the parent: marks `made` (MPI_COMM_NULL when this
  * process got none) with its kind and its place among the parent's children; its state is
- * built at its first blocking collective. Local, no communication. */
+ * built at its first blocking collective. Local, but for every 32nd duplicate of an
+ * intra-communicator, which runs its parent's pool allreduce (pool.c). */
 void cc_comm_mark(MPI_Comm parent, MPI_Comm made, int kind, int tag);
 /* The same, building the state at once (collective over the new communicator's members). */
 void cc_comm_attach(MPI_Comm parent, MPI_Comm made);
 int cc_state_init(void);
 void cc_state_finalize(void);
+
+/* A parent's pool of context ids its duplicates hand on (pool.c says why it is sound). */
+typedef struct cc_pool cc_pool;
+#define CC_POOL_SLOTS 32
+cc_pool *cc_pool_new(void);
+/* At the parent's duplicate number `index`, before it takes its slot; collective over
+ * `parent` every CC_POOL_SLOTS duplicates (index > 0), else nothing. `pool` may be NULL. */
+void cc_pool_window(cc_pool *pool, MPI_Comm parent, unsigned index);
+/* Ties duplicate `index` to its slot: the slot, with `*cid` the id it takes without an
+ * agreement (or -1: it agrees, and parks its id there when done) and `*coll` the selection
+ * parked with it (or NULL); -1 when the slot is busy. */
+int cc_pool_take(cc_pool *pool, unsigned index, int64_t *cid, cc_coll **coll);
+/* The duplicate tied to slot `s` is done: its id `cid` (out of the store; -1: none) and
+ * selection `coll` (or NULL) are parked, or given back and freed. */
+void cc_pool_put(cc_pool *pool, int s, int64_t cid, cc_coll *coll);
+/* The parent was freed: parked ids go back to the space. */
+void cc_pool_parent_gone(cc_pool *pool);
+/* Ids this process took from pools so far. */
+unsigned long cc_pool_derived(void);
 
 /* Datatypes and ops. */
 typedef struct cc_reduction {
@@ -141,6 +163,7 @@ typedef struct cc_job {
     char *recv, *scratch;
     size_t send_len, recv_len, scratch_len;
     int nowned;                 /* owned[0..nowned) */
+    int nmeta;                  /* of those, tables no step reads or writes (block counts) */
     cc_unpack *unpack;          /* a packed result to unpack at the end, or NULL */
     MPI_Request *reqs;          /* `few` until a round needs more */
     int nreq, cap;
@@ -224,19 +247,25 @@ int cc_error(MPI_Comm comm, int code);
 int cc_job_own(cc_job *job, void *ptr);
 
 /* A blocking call's arguments, as words: the operation's slot + 1, then each argument
- * (pointers, counts, handles, roots) in the call's order; unused words are 0. */
-#define CC_KEY_WORDS 8
+ * (pointers, counts, handles, roots) in the call's order; unused words are 0. A v-call's
+ * per-rank arrays are named by pointer in the words and by content in `arrays`: a program
+ * may change them in place between calls. */
+#define CC_KEY_WORDS 9
+#define CC_KEY_ARRAYS 4
 typedef struct cc_key {
     uintptr_t w[CC_KEY_WORDS];
+    const int *arrays[CC_KEY_ARRAYS]; /* each of the communicator's block count; NULL: none */
 } cc_key;
 #define CC_W(x) ((uintptr_t)(x))
-#define CC_KEY(slot, ...) (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}})
+#define CC_KEY(slot, ...) (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}, {0}})
+#define CC_KEY_V(slot, a0, a1, a2, a3, ...)                                                \
+    (&(cc_key){{CC_W(slot) + 1, __VA_ARGS__}, {a0, a1, a2, a3}})
 /* Runs the blocking call `key` on `cs` as the last call with those arguments was prepared:
  * MPI_SUCCESS or the error reported, or CC_MEMO_MISS when none is remembered (memo.c). */
 #define CC_MEMO_MISS (-1)
 int cc_memo_run(cc_comm *cs, const cc_key *key, MPI_Comm user);
 /* Remembers how the blocking call `key` was prepared, when that depends on nothing but its
- * arguments; `job` ran to its end and is not released yet. */
+ * arguments (and its arrays' contents); `job` ran to its end and is not released yet. */
 void cc_memo_note(const cc_key *key, cc_job *job);
 void cc_memo_free(cc_comm *cs);
 /* Datatypes and ops freed so far (counted by types.c's wrappers, atomically): a remembered

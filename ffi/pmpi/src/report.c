@@ -119,10 +119,12 @@ void cc_report(void) {
     PMPI_Reduce(mine, all, 2 * CC_SLOTS, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     PMPI_Reduce(made, all_made, 3 * CC_MADE_KINDS, MPI_UNSIGNED_LONG, MPI_SUM, 0,
                 MPI_COMM_WORLD);
-    /* Context id agreements and their rounds: rounds per agreement show contention. */
-    unsigned long cid_mine[2], cid_all[2];
+    /* Context id agreements and their rounds: rounds per agreement show contention; ids
+     * duplicates took from their parents' pools agreed nothing. */
+    unsigned long cid_mine[3], cid_all[3];
     cc_cid_counts(&cid_mine[0], &cid_mine[1]);
-    PMPI_Reduce(cid_mine, cid_all, 2, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    cid_mine[2] = cc_pool_derived();
+    PMPI_Reduce(cid_mine, cid_all, 3, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank != 0)
         return;
     for (int s = 0; s < CC_SLOTS; s++) {
@@ -145,7 +147,7 @@ void cc_report(void) {
     }
     report_made(all_made);
     printf("commcore_pmpi_cid: agreements=%lu rounds=%lu all_ranks_agreements=%lu "
-           "all_ranks_rounds=%lu\n",
-           cid_mine[0], cid_mine[1], cid_all[0], cid_all[1]);
+           "all_ranks_rounds=%lu derived=%lu all_ranks_derived=%lu\n",
+           cid_mine[0], cid_mine[1], cid_all[0], cid_all[1], cid_mine[2], cid_all[2]);
     fflush(stdout);
 }

@@ -17,6 +17,11 @@
  * - One agreement when the state is made: the context id's allreduce carries one more
  *   word, whether this member can serve the communicator, so that all members serve it or
  *   none does (before: a second allreduce).
+ * - None for most duplicates of an intra-communicator: a duplicate takes the id an earlier
+ *   duplicate of the same parent left in its pool when every member left the same one
+ *   there (pool.c: one allreduce on the parent per 32 duplicates decides it, inside the
+ *   parent's MPI_Comm_dup). Threads creating and freeing duplicates of their own parents
+ *   (the threaded row) then agree nothing but the first 32 per parent.
  * - No host creation for an intra-communicator within the world: its traffic goes over
  *   MPI_COMM_WORLD's shadow, peers named by world rank, in the lane of tags its context id
  *   names (id x CC_TAG_SPAN + call; the host's MPI_TAG_UB must hold every lane, else each
@@ -73,6 +78,12 @@ typedef struct cc_mark {
     uint32_t prio_parent, prio_tag; /* its agreement's priority, alike on every member */
     unsigned children; /* constructors run on it so far (collective: alike on every member) */
     int loose;         /* it or an ancestor was never seen made: no priority of its own */
+    unsigned dups;     /* its duplicates so far (alike on every member) */
+    cc_pool *pool;     /* ids its duplicates hand on (pool.c), made at its first duplicate */
+    cc_pool *tied;     /* a duplicate: its parent's pool, until its state takes the tie */
+    int slot;
+    int64_t slot_cid;  /* the id it takes from its slot, or -1: it agrees */
+    cc_coll *slot_coll; /* the selection parked with that id, or NULL */
 } cc_mark;
 
 /* Keys of predefined and inter-communicators' families, apart from derived ones. */
@@ -103,8 +114,13 @@ void cc_comm_ref(cc_comm *cs) {
 void cc_comm_unref(cc_comm *cs) {
     if (__atomic_sub_fetch(&cs->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
-    cc_cid_release(cs->cid);
-    cc_coll_free(cs->coll);
+    if (cs->pool) { /* its last call ended: its id and selection may serve a later sibling */
+        cc_cid_unstore(cs->cid);
+        cc_pool_put(cs->pool, cs->pool_slot, cs->cid, cs->coll);
+    } else {
+        cc_cid_release(cs->cid);
+        cc_coll_free(cs->coll);
+    }
     if (!cs->shared)
         PMPI_Comm_free(&cs->shadow);
     free(cs->shadow_ranks);
@@ -120,6 +136,10 @@ static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     cc_comm *cs = mark->state == MARK_SERVED ? cc_cid_lookup(mark->cid) : NULL;
     if (cs)
         cc_comm_unref(cs); /* nonblocking calls still running keep it to their end */
+    if (mark->tied) /* no state took its slot: its id (if it took one) goes back */
+        cc_pool_put(mark->tied, mark->slot, mark->slot_cid, mark->slot_coll);
+    if (mark->pool)
+        cc_pool_parent_gone(mark->pool);
     free(mark);
     return MPI_SUCCESS;
 }
@@ -187,7 +207,10 @@ static int in_world(const int *world, int size) {
     return world != NULL;
 }
 
-static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag) {
+/* `given`: the id a duplicate takes from its parent's pool (no agreement), or -1;
+ * `*given_coll`: the selection parked with it, which the state takes (else left). */
+static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag, int64_t given,
+                       cc_coll **given_coll) {
     cc_comm *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL;
@@ -235,7 +258,9 @@ static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag) {
                        : level == MPI_THREAD_SERIALIZED ? 2
                        : level == MPI_THREAD_FUNNELED   ? 1
                                                         : 0;
-    if (nodes && (!cs->inter || remote_nodes))
+    if (given >= 0 && *given_coll) /* a sibling's: same group, same selection */
+        cs->coll = *given_coll, *given_coll = NULL;
+    else if (nodes && (!cs->inter || remote_nodes))
         cs->coll = cc_coll_new((uint32_t)cs->rank, (uint32_t)cs->size, cs->inter,
                                (uint32_t)cs->remote_size, nodes, remote_nodes, thread_level);
     free(nodes);
@@ -249,9 +274,15 @@ static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag) {
      * shared shadow is not ours alone: the agreement runs on the user's communicator, which
      * runs nothing else now (we are inside its collective). */
     agreement a = {.shadow = cs->shared ? comm : cs->shadow, .ok = cs->coll != NULL};
-    cs->cid = cc_cid_agree(shadow_allreduce, &a, prio_parent, prio_tag);
-    if (cs->cid < 0 || !a.ok || cc_cid_store(cs->cid, cs) != 0)
+    if (given >= 0) /* the pool's: every member takes it, and a sibling was served */
+        cs->cid = a.ok ? given : -1;
+    else
+        cs->cid = cc_cid_agree(shadow_allreduce, &a, prio_parent, prio_tag);
+    if (cs->cid < 0 || !a.ok || cc_cid_store(cs->cid, cs) != 0) {
+        if (given >= 0)
+            cs->cid = -1; /* still the pool's: the mark gives it back */
         goto fail;
+    }
     cs->tag_base = tag_lanes ? (int)cs->cid * CC_TAG_SPAN : 0;
     return cs;
 fail:
@@ -270,8 +301,14 @@ fail:
 
 /* Makes the state of `comm` (collective over its members) and records it in its mark. */
 static cc_comm *attach(MPI_Comm comm, cc_mark *mark) {
-    cc_comm *cs = cc_threaded && mark->loose ? NULL
-                                              : create(comm, mark->prio_parent, mark->prio_tag);
+    cc_comm *cs = cc_threaded && mark->loose
+                      ? NULL
+                      : create(comm, mark->prio_parent, mark->prio_tag,
+                               mark->tied ? mark->slot_cid : -1, &mark->slot_coll);
+    if (cs && mark->tied) { /* the state gives the slot back when its last call ends */
+        cs->pool = mark->tied, cs->pool_slot = mark->slot;
+        mark->tied = NULL;
+    }
     mark->state = cs ? MARK_SERVED : MARK_UNSERVED;
     mark->cid = cs ? cs->cid : -1;
     if (mark->kind >= 0)
@@ -286,7 +323,8 @@ static cc_mark *new_mark(MPI_Comm comm, int kind, uint32_t key, uint32_t prio_pa
     cc_mark *mark = malloc(sizeof *mark);
     if (!mark)
         return NULL;
-    *mark = (cc_mark){kind, MARK_PENDING, -1, key, prio_parent, prio_tag, 0, loose};
+    *mark = (cc_mark){kind, MARK_PENDING, -1, key, prio_parent, prio_tag, 0, loose, 0, NULL,
+                      NULL, -1, -1, NULL};
     if (PMPI_Comm_set_attr(comm, keyval, mark) != MPI_SUCCESS) {
         free(mark);
         return NULL;
@@ -344,7 +382,25 @@ static cc_mark *mark_child(MPI_Comm parent, MPI_Comm made, int kind, int tag) {
         uint32_t t = inter_tag(made, tag);
         return new_mark(made, kind, mix(CC_KEY_INTER, t), CC_KEY_INTER, t, 0);
     }
-    return new_mark(made, kind, mix(parent_key, index), parent_key, index, !p || p->loose);
+    cc_mark *mark = new_mark(made, kind, mix(parent_key, index), parent_key, index,
+                             !p || p->loose);
+    int inter = 1;
+    if (kind != CC_MADE_DUP || !p || p->loose || PMPI_Comm_test_inter(parent, &inter) ||
+        inter)
+        return mark;
+    /* A duplicate of an intra-communicator: its id may come from the parent's pool. The
+     * window's allreduce runs on every member whatever this one's memory allows. */
+    unsigned dup = p->dups++;
+    if (!p->pool && dup == 0)
+        p->pool = cc_pool_new();
+    if (dup > 0 && dup % CC_POOL_SLOTS == 0)
+        cc_pool_window(p->pool, parent, dup);
+    int64_t cid = -1;
+    cc_coll *coll = NULL;
+    int slot = mark && p->pool ? cc_pool_take(p->pool, dup, &cid, &coll) : -1;
+    if (slot >= 0)
+        mark->tied = p->pool, mark->slot = slot, mark->slot_cid = cid, mark->slot_coll = coll;
+    return mark;
 }
 
 void cc_comm_mark(MPI_Comm parent, MPI_Comm made, int kind, int tag) {

@@ -17,6 +17,11 @@
 #   but those on MPI_Comm_idup's communicators (no priority their members agree on), and
 #   the context id agreements taking at most 1.5 rounds each (threads hold eager lanes of
 #   their own).
+# - remembered_v: allgatherv and alltoallv repeated with the same arrays run remembered
+#   (the report's `remembered`), and arrays changed in place between calls are honoured.
+# - dup_pool: duplicates take context ids from their parent's pool while ranks free them at
+#   different times, outlive their parent, or end with a nonblocking call running; the
+#   report must show ids taken from the pool (`derived`) and no call on the host.
 # - COMMCORE_PMPI=off: corners pass with no report at all (every wrapper passes through).
 # Sampling: the matrix's STRIDE argument thins the (type, op) pairs per communicator;
 # Open MPI runs 1–8 processes, MPICH (which busy-polls when oversubscribed) 1–4 and a short
@@ -35,7 +40,7 @@ limit=${PMPI_TEST_TIMEOUT:-240}
 
 for mpi in openmpi mpich; do
     extra=(); [ "$mpi" = mpich ] && extra=(-Wno-stringop-overflow)
-    for prog in coll_matrix corners mixed threads; do
+    for prog in coll_matrix corners mixed threads remembered_v dup_pool; do
         "mpicc.$mpi" -std=gnu11 -O1 -g -Wall -Wextra -Werror -pthread "${extra[@]}" \
             -o "$bin/$prog.$mpi" "$here/$prog.c"
     done
@@ -110,6 +115,30 @@ mixed() {
     [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
 }
 
+remembered_v() {
+    local mpi=$1 np=$2 out host op
+    out=$(launch "$mpi" "$np" 1 "$bin/remembered_v.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "remembered_v failed under $mpi at $np processes"; }
+    echo "$(echo "$out" | grep '^remembered_v:') ($mpi)"
+    host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+    for op in allgatherv alltoallv; do
+        echo "$out" | grep "^commcore_pmpi: $op " | grep -q ' remembered=[1-9]' ||
+            { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: no $op was remembered"; }
+    done
+}
+
+dup_pool() {
+    local mpi=$1 np=$2 out host derived
+    out=$(launch "$mpi" "$np" 1 "$bin/dup_pool.$mpi" 2>&1) ||
+        { echo "$out" | tail -30; fail "dup_pool failed under $mpi at $np processes"; }
+    host=$(echo "$out" | grep '^commcore_pmpi: ' | grep -vc 'all_ranks_host=0$' || true)
+    [ "$host" -eq 0 ] || { echo "$out" | grep '^commcore_pmpi'; fail "$mpi np $np: calls went to the host"; }
+    derived=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_derived=\([0-9]*\).*/\1/p')
+    [ "${derived:-0}" -gt 0 ] || { echo "$out" | grep '^commcore_pmpi_cid'; fail "$mpi np $np: no id came from a pool"; }
+    echo "$(echo "$out" | grep '^dup_pool:') ($mpi, $derived ids from pools)"
+}
+
 threads() {
     local mpi=$1 np=$2 iterations=$3 out want got
     out=$(launch "$mpi" "$np" 1 "$bin/threads.$mpi" "$iterations" 2>&1) ||
@@ -138,7 +167,10 @@ threads() {
     rounds=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_rounds=\([0-9]*\).*/\1/p')
     [ -n "$agreements" ] && [ -n "$rounds" ] && [ $((2 * rounds)) -le $((3 * agreements)) ] ||
         { echo "$out" | grep '^commcore_pmpi_cid'; fail "$mpi np $np: $rounds rounds for $agreements agreements"; }
-    echo "  context ids: $agreements agreements in $rounds rounds"
+    local derived
+    derived=$(echo "$out" | sed -n 's/^commcore_pmpi_cid: .*all_ranks_derived=\([0-9]*\).*/\1/p')
+    [ "${derived:-0}" -gt 0 ] || { echo "$out" | grep '^commcore_pmpi_cid'; fail "$mpi np $np: no duplicate took its id from its parent's pool"; }
+    echo "  context ids: $agreements agreements in $rounds rounds, $derived taken from pools"
 }
 
 # Open MPI: 1-8 processes.
@@ -160,6 +192,8 @@ if [ "$(nproc)" -lt 8 ]; then
     echo "coll_matrix: 8 processes on $(nproc) cores: the fewest-rounds algorithms served"
 fi
 for np in 2 3 4 7; do mixed openmpi "$np"; done
+for np in 1 2 3 4 8; do remembered_v openmpi "$np"; done
+for np in 1 2 3 4; do dup_pool openmpi "$np"; done
 # The hierarchical algorithms over the host's point-to-point: the ranks labelled as nodes of
 # consecutive ranks (COMMCORE_PMPI_NODES); the report must show `hier` serving calls.
 for mpi_np_nodes in openmpi:4:2 openmpi:6:3 mpich:4:2; do
@@ -175,6 +209,8 @@ for np_stride in 1:2 2:4 3:24 4:24 8:400; do
 done
 for np in 1 2 4; do corners mpich "$np"; done
 for np in 2 3; do mixed mpich "$np"; done
+for np in 1 2 4; do remembered_v mpich "$np"; done
+for np in 2 3; do dup_pool mpich "$np"; done
 # Threads: creation under threads is slow in both hosts (Open MPI's progress hands off
 # between threads, MPICH busy-polls with 8-16 threads on few cores), and slower with this
 # library (one more allreduce a communicator: its context id's agreement; before the eager
