@@ -29,7 +29,7 @@ impl Pending {
                 return fail(MPI_ERR_UNSUPPORTED_OPERATION, why);
             }
             Work::Generalized(ref g) => return g.cancel(),
-            Work::Done(_) | Work::Collective(_) => return Ok(()),
+            Work::Done(_) | Work::Failed(_) | Work::Collective(_) => return Ok(()),
         };
         if recv {
             if self.test()?.is_none() {

@@ -89,7 +89,8 @@ fn peek(handle: c_int) -> MpiResult<bool> {
         return Ok(true);
     }
     state::with(|s| match s.requests.get_mut(&handle) {
-        Some(pending) => Ok(pending.test()?.is_some()),
+        // A request that failed has completed: its error comes with its end.
+        Some(pending) => Ok(pending.test().map_or(true, |found| found.is_some())),
         None => fail(MPI_ERR_REQUEST, format!("{handle:#x} is not an active request")),
     })
 }
@@ -132,9 +133,15 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
         *handle = after;
         record(&mut out, i, outcome, &mut failed);
     }
+    in_status(failed, out.is_some())
+}
+
+/// The end of a multiple completion: `MPI_ERR_IN_STATUS` when a request failed and the
+/// statuses say which (else that request's own error).
+fn in_status(failed: Option<MpiError>, statuses: bool) -> MpiResult {
     match failed {
         None => Ok(()),
-        Some(error) if out.is_some() => Err(MpiError::new(MPI_ERR_IN_STATUS, error.into_message())),
+        Some(error) if statuses => Err(MpiError::new(MPI_ERR_IN_STATUS, error.into_message())),
         Some(error) => Err(error),
     }
 }
@@ -150,7 +157,7 @@ fn record(
     let status = match outcome {
         Ok(status) => status,
         Err(error) => {
-            let mut status = status::empty();
+            let mut status = error.status.unwrap_or_else(status::empty);
             status.error = error.class;
             failed.get_or_insert(error);
             status
@@ -210,8 +217,8 @@ mpi_fn! {
     fn MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) {
         let (outcome, after) = complete(get(request)?)?;
         put(request, after)?;
-        put_status(status, outcome?);
-        Ok(())
+        put_status(status, status::of_outcome(&outcome));
+        outcome.map(drop)
     }
 
     fn MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut MpiStatus) {
@@ -321,15 +328,14 @@ unsafe fn some(
     };
     // SAFETY: the caller's contract.
     let (slots, mut out) = unsafe { (array_mut(indices, done.len())?, statuses(out, n)) };
+    let mut failed = None;
     for (k, &i) in done.iter().enumerate() {
         let (outcome, after) = complete(handles[i])?;
         handles[i] = after;
-        let status = outcome?;
         slots[k] = i as c_int;
-        if let Some(out) = out.as_deref_mut() {
-            out[k] = status;
-        }
+        record(&mut out, k, outcome, &mut failed);
     }
     // SAFETY: the caller's contract.
-    unsafe { put(outcount, done.len() as c_int) }
+    unsafe { put(outcount, done.len() as c_int) }?;
+    in_status(failed, out.is_some())
 }

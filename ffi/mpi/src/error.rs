@@ -9,20 +9,23 @@ use crate::consts::*;
 
 /// A failed call: its MPI error class and what went wrong. Boxed, so that every result
 /// on the message path is small to move.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct MpiError(Box<ErrorDetails>);
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct ErrorDetails {
     pub class: c_int,
     pub message: String,
+    /// The status of the message a failed receive took (a truncated one: its source, tag
+    /// and the bytes that fit), which MPI still reports.
+    pub status: Option<MpiStatus>,
 }
 
 pub(crate) type MpiResult<T = ()> = Result<T, MpiError>;
 
 impl MpiError {
     pub fn new(class: c_int, message: impl Into<String>) -> Self {
-        MpiError(Box::new(ErrorDetails { class, message: message.into() }))
+        MpiError(Box::new(ErrorDetails { class, message: message.into(), status: None }))
     }
 
     /// What went wrong.
@@ -50,7 +53,13 @@ impl From<P2pError> for MpiError {
             P2pError::RankOutOfRange { .. } => MPI_ERR_RANK,
             P2pError::InvalidTag(_) => MPI_ERR_TAG,
             P2pError::CountOutOfRange { .. } => MPI_ERR_COUNT,
-            P2pError::Truncated { .. } => MPI_ERR_TRUNCATE,
+            P2pError::Truncated { buffer_len, source, tag, .. } => {
+                let mut status = crate::status::of_message(source as c_int, tag, buffer_len);
+                status.error = MPI_ERR_TRUNCATE;
+                let mut error = MpiError::new(MPI_ERR_TRUNCATE, error.to_string());
+                error.0.status = Some(status);
+                return error;
+            }
             P2pError::PeerGone { .. } | P2pError::GroupFailed { .. } => MPI_ERR_PROC_ABORTED,
             _ => MPI_ERR_OTHER,
         };

@@ -90,10 +90,10 @@ pub(crate) unsafe fn recv(
         let found = on_comm(comm, |c| match source(from)? {
             None => Ok(status::empty()),
             Some(from) => Ok(status::of_runtime(c.recv(data, from, tag)?)),
-        })?;
+        });
         // SAFETY: the caller's contract.
-        unsafe { put_status(out, found) };
-        return Ok(());
+        unsafe { put_status(out, status::of_outcome(&found)) };
+        return found.map(drop);
     }
     // SAFETY: the caller's contract.
     let mut data = unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?;
@@ -105,9 +105,7 @@ pub(crate) unsafe fn recv(
     unsafe {
         // A truncated message still fills the buffer.
         data.finish(result.as_ref().map_or(usize::MAX, |s| status::bytes(s) as usize))?;
-        if let Ok(result) = result {
-            put_status(out, result);
-        }
+        put_status(out, status::of_outcome(&result));
     }
     result.map(drop)
 }

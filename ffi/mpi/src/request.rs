@@ -40,6 +40,9 @@ pub(crate) enum Work {
     Live { request: Request<'static>, recv: bool },
     /// Finished when started (`MPI_PROC_NULL`) or cancelled.
     Done(MpiStatus),
+    /// Finished with an error, kept until the request ends (a test that saw it leaves it
+    /// for the wait or test that ends the request).
+    Failed(MpiError),
     /// A nonblocking collective running on its communicator's worker.
     Collective(Arc<Completion>),
     /// `MPI_Isendrecv`: a receive and a send, complete when both are, with the receive's
@@ -113,6 +116,7 @@ impl Pending {
     pub(crate) fn test(&mut self) -> Result<Option<MpiStatus>, MpiError> {
         let found = match &mut self.work {
             Work::Done(status) => Ok(Some(*status)),
+            Work::Failed(error) => Err(error.clone()),
             Work::Live { request, .. } => {
                 request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
             }
@@ -134,6 +138,7 @@ impl Pending {
         let work = std::mem::replace(&mut self.work, Work::Done(status::empty()));
         let found = match work {
             Work::Done(status) => Ok(Some(status)),
+            Work::Failed(error) => Err(error),
             Work::Live { request, .. } => {
                 request.wait().map(|s| Some(status::of_runtime(s))).map_err(MpiError::from)
             }
@@ -157,8 +162,10 @@ impl Pending {
             // A truncated message still fills the buffer.
             Err(_) => usize::MAX,
         };
-        self.work =
-            Work::Done(*found.as_ref().ok().and_then(|s| s.as_ref()).unwrap_or(&status::empty()));
+        self.work = match &found {
+            Ok(status) => Work::Done(status.unwrap_or_else(status::empty)),
+            Err(error) => Work::Failed(error.clone()),
+        };
         if let (Some(place), Some(packed)) = (self.unpack.take(), &self.packed) {
             // SAFETY: the receive's buffer, which MPI keeps the request's until now.
             unsafe { place.unpack(&packed[..received.min(packed.len())]) }?;

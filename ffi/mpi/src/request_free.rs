@@ -24,7 +24,7 @@ impl Pending {
                 send.detach(detached);
             }
             Work::Generalized(g) => g.detach(),
-            Work::Done(_) | Work::Collective(_) => {}
+            Work::Done(_) | Work::Failed(_) | Work::Collective(_) => {}
         }
     }
 }

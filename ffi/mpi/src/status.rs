@@ -23,6 +23,14 @@ pub(crate) fn of_runtime(status: Status) -> MpiStatus {
     of_message(status.source as c_int, status.tag, status.len)
 }
 
+/// The status an operation's outcome reports: a failed receive's own where it has one.
+pub(crate) fn of_outcome(outcome: &crate::error::MpiResult<MpiStatus>) -> MpiStatus {
+    match outcome {
+        Ok(status) => *status,
+        Err(error) => error.status.unwrap_or_else(empty),
+    }
+}
+
 /// The status of an operation with `MPI_PROC_NULL`: nothing from nowhere.
 pub(crate) fn empty() -> MpiStatus {
     of_message(MPI_PROC_NULL, MPI_ANY_TAG, 0)

@@ -241,6 +241,10 @@ pub enum P2pError {
         message_len: usize,
         /// The buffer's length.
         buffer_len: usize,
+        /// The sender's rank in the communicator, from the message.
+        source: u32,
+        /// The message's tag.
+        tag: i32,
     },
     /// A peer wrote a malformed cell into our queue.
     CorruptQueue {
@@ -300,7 +304,7 @@ impl fmt::Display for P2pError {
             P2pError::CountOutOfRange { len, max } => {
                 write!(f, "message of {len} bytes exceeds the limit of {max}")
             }
-            P2pError::Truncated { message_len, buffer_len } => write!(
+            P2pError::Truncated { message_len, buffer_len, .. } => write!(
                 f,
                 "message of {message_len} bytes truncated to the {buffer_len}-byte buffer"
             ),

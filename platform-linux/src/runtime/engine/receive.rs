@@ -85,6 +85,8 @@ impl Engine {
             return Direct::Done(Err(P2pError::Truncated {
                 message_len: len,
                 buffer_len: buf.len(),
+                source: rank,
+                tag,
             }));
         }
         Direct::Done(Ok(Envelope { source: rank as usize, tag, len }))
@@ -155,6 +157,8 @@ impl Engine {
                 return Direct::Done(Err(P2pError::Truncated {
                     message_len: len,
                     buffer_len: buf.len(),
+                    source: header.source,
+                    tag: header.tag,
                 }));
             }
             return Direct::Done(Ok(Envelope {
@@ -212,6 +216,9 @@ impl Engine {
             return Err(P2pError::Truncated {
                 message_len: envelope.len,
                 buffer_len: sink.buf.len(),
+                // Fits: ranks count in u32 (rank maps do).
+                source: envelope.source as u32,
+                tag: envelope.tag,
             });
         }
         Ok(Some(envelope))

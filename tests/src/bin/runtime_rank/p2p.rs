@@ -114,7 +114,7 @@ pub(crate) fn unexpected(comm: &Comm) {
         assert_eq!(b.wait().unwrap().tag, 60);
         let truncated = c.wait();
         assert!(
-            matches!(truncated, Err(P2pError::Truncated { message_len: 16, buffer_len: 4 })),
+            matches!(truncated, Err(P2pError::Truncated { message_len: 16, buffer_len: 4, .. })),
             "{truncated:?}"
         );
         check_message(&first, 0, 61);
@@ -136,7 +136,10 @@ pub(crate) fn truncation(comm: &Comm) {
         for (seq, &len) in sizes.iter().enumerate() {
             let mut small = vec![0u8; 10];
             let error = comm.recv(&mut small, 0, 1).unwrap_err();
-            assert_eq!(error, P2pError::Truncated { message_len: len, buffer_len: 10 });
+            assert_eq!(
+                error,
+                P2pError::Truncated { message_len: len, buffer_len: 10, source: 0, tag: 1 }
+            );
             assert_eq!(small[..], message(0, seq as u32, len)[..10], "the buffer holds the head");
             // The truncated message was consumed: the next one is the marker.
             let mut marker = [0u8; 8];
@@ -154,7 +157,11 @@ pub(crate) fn truncation(comm: &Comm) {
         } else if comm.rank() == 1 - sender {
             let mut head = vec![0u8; buffer];
             let error = comm.recv(&mut head, sender, 3).unwrap_err();
-            assert_eq!(error, P2pError::Truncated { message_len: long, buffer_len: buffer });
+            let from = sender as u32;
+            assert_eq!(
+                error,
+                P2pError::Truncated { message_len: long, buffer_len: buffer, source: from, tag: 3 }
+            );
             check_message(&head, sender, 7);
         }
     }
@@ -258,7 +265,10 @@ fn wait_all_of_a_window(comm: &Comm, peer: usize) {
         comm.send(&message(me, 700 + seq, 8), peer, 7).unwrap();
     }
     let error = Request::wait_all(receives).unwrap_err();
-    assert_eq!(error, P2pError::Truncated { message_len: 8, buffer_len: 4 });
+    assert_eq!(
+        error,
+        P2pError::Truncated { message_len: 8, buffer_len: 4, source: peer as u32, tag: 7 }
+    );
     for (i, bytes) in incoming.iter().enumerate() {
         let full = message(peer, 700 + i as u32, 8);
         assert_eq!(bytes[..], full[..bytes.len()], "window message {i}");
@@ -304,7 +314,10 @@ fn wait_all_of_long_messages(comm: &Comm, peer: usize) {
         comm.isend(&outgoing[0], peer, 600).unwrap(),
     ];
     let error = Request::wait_all(receives).unwrap_err();
-    assert_eq!(error, P2pError::Truncated { message_len: long, buffer_len: short });
+    assert_eq!(
+        error,
+        P2pError::Truncated { message_len: long, buffer_len: short, source: peer as u32, tag: 600 }
+    );
     check_message(&head, peer, 600);
     check_message(&whole, peer, 601);
     Request::wait_all(sends).unwrap();
