@@ -130,13 +130,14 @@ if [ ! -f "$build/libmtest.a" ] || [ ! -f "$build/libmtest_thread.a" ]; then
     ar rcs "$build/libmtest_thread.a" $common "$build/obj/mtest_thread.o"
 fi
 
-# Prints a directory's test lines, one "NAME NP ARGS<TAB>RESULTTEST<TAB>TIMELIMIT<TAB>SKIP".
+# Prints a directory's test lines, one "NAME NP ARGS<TAB>RESULTTEST<TAB>TIMELIMIT<TAB>SKIP<TAB>ENV"
+# (ENV: the line's env= settings as launcher options, or -).
 testlist() {
     local list=$src/$1/testlist
     [ -f "$list" ] || list=$list.in
     sed -e 's/@namepub_tests@//' -e '/^@/d' -e 's/#.*//' "$list" | awk '
         NF >= 2 {
-            args = ""; result = "-"; limit = "-"; skip = "-"
+            args = ""; result = "-"; limit = "-"; skip = "-"; env = ""
             for (i = 3; i <= NF; i++) {
                 split($i, kv, "=")
                 value = substr($i, length(kv[1]) + 2)
@@ -144,8 +145,9 @@ testlist() {
                 else if (kv[1] == "resultTest") result = value
                 else if (kv[1] == "timeLimit") limit = value
                 else if (kv[1] == "strict" && tolower(value) == "false") skip = "strict=false"
+                else if (kv[1] == "env") env = env " -x " value
             }
-            printf "%s %s%s\t%s\t%s\t%s\n", $1, $2, args, result, limit, skip
+            printf "%s %s%s\t%s\t%s\t%s\t%s\n", $1, $2, args, result, limit, skip, env == "" ? "-" : env
         }'
 }
 
@@ -205,7 +207,7 @@ for dir in ${dirs//,/ }; do
     names_failed[$dir]= names_unsupported[$dir]=
     mkdir -p "$work/logs/$dir"
     declare -A seen=()
-    while IFS=$'\t' read -r line result limit skip; do
+    while IFS=$'\t' read -r line result limit skip env; do
         id="$dir/$line"
         [ -z "${seen[$id]:-}" ] || continue
         seen[$id]=1
@@ -226,9 +228,10 @@ for dir in ${dirs//,/ }; do
             limit=$([ "$limit" = - ] && echo "$timeout_default" || echo "$limit")
             [ "$limit" -le "$timeout_default" ] || limit=$timeout_default
             status=0
+            [ "$env" != - ] || env=
             # shellcheck disable=SC2086
             (cd "$build/$dir" && nice -n 10 timeout -k 5 $((limit + 15)) "$launcher" run \
-                --oversubscribe --timeout "$limit" -x LD_PRELOAD="$build/unprovided.so" \
+                --oversubscribe --timeout "$limit" -x LD_PRELOAD="$build/unprovided.so" $env \
                 -n "$np" ./"$prog" $args) >"$log" 2>&1 ||
                 status=$?
             if judge "$log" "$status" "$result"; then

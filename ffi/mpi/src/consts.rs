@@ -74,6 +74,7 @@ pub const MPI_INFO_NULL: c_int = 0x1c00_0000;
 pub const MPI_INFO_ENV: c_int = 0x5c00_0001;
 pub const MPI_MAX_INFO_KEY: usize = 255;
 pub const MPI_ERR_INFO_KEY: c_int = 29;
+pub const MPI_ERR_INFO_VALUE: c_int = 30;
 pub const MPI_ERR_INFO_NOKEY: c_int = 31;
 pub const MPI_ERR_INFO: c_int = 28;
 pub const MPI_TAG_UB: c_int = 0x6440_0001;
@@ -105,6 +106,7 @@ pub const MPI_ERR_DIMS: c_int = 11;
 pub const MPI_MESSAGE_NO_PROC: c_int = 0x6c00_0000;
 pub const MPI_ERR_KEYVAL: c_int = 48;
 pub const MPI_ERR_NAME: c_int = 33;
+pub const MPI_ERR_SERVICE: c_int = 41;
 pub const MPI_ERR_PORT: c_int = 38;
 pub const MPI_ERR_SPAWN: c_int = 42;
 

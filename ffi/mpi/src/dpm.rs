@@ -15,8 +15,33 @@ use crate::p2p::on_comm;
 use crate::ptr::{array, array_mut, c_str, count, get, put, put_text};
 use crate::state;
 
-/// How long accept, connect and join wait for the other side (MPI has no limit).
+/// How long accept and join wait for the other side (MPI has no limit).
 const MEET_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// How long a connect waits for an accept unless told (MPICH's default): MPI makes a port
+/// that no process accepts on an error of the connect, `MPI_ERR_PORT`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A connect's time limit: the info's `timeout` (seconds), else MPICH's setting of it in
+/// the environment, else [`CONNECT_TIMEOUT`].
+fn connect_timeout(info: c_int) -> MpiResult<Duration> {
+    let pairs = crate::info::pairs(info)?;
+    let given = pairs.iter().find(|(k, _)| k == "timeout").map(|(_, v)| v.clone()).or_else(|| {
+        ["MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT", "MPIR_CVAR_CH3_COMM_CONNECT_TIMEOUT"]
+            .iter()
+            .find_map(|name| std::env::var(name).ok())
+    });
+    match given {
+        None => Ok(CONNECT_TIMEOUT),
+        Some(text) => match text.trim().parse::<u64>() {
+            Ok(seconds) => Ok(Duration::from_secs(seconds)),
+            Err(_) => fail(
+                MPI_ERR_INFO_VALUE,
+                format!("connect timeout \"{text}\" is not a number of seconds"),
+            ),
+        },
+    }
+}
 
 impl From<DpmError> for MpiError {
     fn from(error: DpmError) -> Self {
@@ -157,11 +182,12 @@ mpi_fn! {
     }
 
     fn MPI_Comm_accept / PMPI_Comm_accept(port_name: *const c_char, _info: c_int, root: c_int, comm: c_int, newcomm: *mut c_int) {
-        meet(port_name, root, comm, newcomm, true)
+        meet(port_name, root, comm, newcomm, None)
     }
 
-    fn MPI_Comm_connect / PMPI_Comm_connect(port_name: *const c_char, _info: c_int, root: c_int, comm: c_int, newcomm: *mut c_int) {
-        meet(port_name, root, comm, newcomm, false)
+    /// Fails with `MPI_ERR_PORT` when no accept comes within the connect's time limit.
+    fn MPI_Comm_connect / PMPI_Comm_connect(port_name: *const c_char, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_int) {
+        meet(port_name, root, comm, newcomm, Some(connect_timeout(info)?))
     }
 
     fn MPI_Publish_name / PMPI_Publish_name(service_name: *const c_char, _info: c_int, port_name: *const c_char) {
@@ -177,7 +203,13 @@ mpi_fn! {
 
     fn MPI_Unpublish_name / PMPI_Unpublish_name(service_name: *const c_char, _info: c_int, _port_name: *const c_char) {
         let service = c_str(service_name)?;
-        state::with(|s| Ok(s.world.unpublish_name(service)?))
+        // The name service refuses a name that is not published: MPI's MPI_ERR_SERVICE.
+        state::with(|s| {
+            s.world.unpublish_name(service).map_err(|error| match error {
+                DpmError::Name(why) => MpiError::new(MPI_ERR_SERVICE, why),
+                other => other.into(),
+            })
+        })
     }
 
     /// Waits for the traffic on `comm` to end, then frees it; a group no communicator
@@ -222,7 +254,7 @@ mpi_fn! {
     }
 }
 
-/// `MPI_Comm_accept` (`accept`) and `MPI_Comm_connect`.
+/// `MPI_Comm_accept` and `MPI_Comm_connect` (`connect`: its time limit).
 ///
 /// # Safety
 /// `port_name` is a C string at `root`; `newcomm` valid for a write.
@@ -231,7 +263,7 @@ unsafe fn meet(
     root: c_int,
     comm: c_int,
     newcomm: *mut c_int,
-    accept: bool,
+    connect: Option<Duration>,
 ) -> MpiResult {
     if newcomm.is_null() {
         return fail(MPI_ERR_ARG, "newcomm is NULL");
@@ -247,12 +279,16 @@ unsafe fn meet(
         } else {
             String::new()
         };
-        let made = if accept {
-            c.accept(&port, root, MEET_TIMEOUT)
-        } else {
-            c.connect(&port, root, MEET_TIMEOUT)
-        };
-        Ok(made?)
+        match connect {
+            None => Ok(c.accept(&port, root, MEET_TIMEOUT)?),
+            Some(limit) => c.connect(&port, root, limit).map_err(|error| match error {
+                DpmError::TimedOut(_) => MpiError::new(
+                    MPI_ERR_PORT,
+                    format!("no process accepted on the port within {} s", limit.as_secs()),
+                ),
+                other => other.into(),
+            }),
+        }
     })?;
     // SAFETY: the caller's contract.
     unsafe { put(newcomm, add(comm, Some(made))?) }

@@ -204,6 +204,8 @@ mpi_fn! {
         let cells: usize = dims.iter().product();
         let (rank, size) = on_comm(comm_old, |c| Ok((c.rank(), c.size())))?;
         if cells > size {
+            // The program's handle is MPI_COMM_NULL after the failure, as MPICH leaves it.
+            put(comm_cart, MPI_COMM_NULL)?;
             return fail(MPI_ERR_ARG, format!("a grid of {cells} does not fit {size} ranks"));
         }
         let color = if rank < cells { 0 } else { UNDEFINED };
