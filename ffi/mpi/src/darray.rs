@@ -104,13 +104,8 @@ mpi_fn! {
         }
         let old = layout(oldtype)?;
         let extent = old.0.extent;
-        let mut strides = vec![1usize; n];
-        for i in (0..n - 1).rev() {
-            strides[i] = strides[i + 1] * dims[i + 1].0;
-        }
-        let Some(whole) = strides[0].checked_mul(dims[0].0).and_then(|e| e.checked_mul(extent)) else {
-            return fail(MPI_ERR_ARG, "the array spans more than the address space");
-        };
+        let lengths: Vec<usize> = dims.iter().map(|d| d.0).collect();
+        let (strides, whole) = crate::subarray::strides_and_extent(&lengths, extent)?;
         // Every index this process holds along each slower dimension, in increasing order.
         let slow: Vec<Vec<usize>> = dims[..n - 1].iter().map(|(_, runs)| runs.iter().cloned().flatten().collect()).collect();
         let mut builder = Builder::new();

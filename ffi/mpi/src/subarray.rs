@@ -35,6 +35,23 @@ fn dimensions(
     }
 }
 
+/// The element strides of each dimension of an array of `sizes` (slowest first) and the
+/// whole array's extent for elements `extent` bytes apart: an error if it spans more than
+/// the address space.
+pub(crate) fn strides_and_extent(sizes: &[usize], extent: usize) -> MpiResult<(Vec<usize>, usize)> {
+    let too_big = || fail(MPI_ERR_ARG, "the array spans more than the address space");
+    let mut strides = vec![1usize; sizes.len()];
+    for i in (0..sizes.len().saturating_sub(1)).rev() {
+        let Some(stride) = strides[i + 1].checked_mul(sizes[i + 1]) else { return too_big() };
+        strides[i] = stride;
+    }
+    let whole = match (strides.first(), sizes.first()) {
+        (Some(&stride), Some(&n)) => stride.checked_mul(n).and_then(|e| e.checked_mul(extent)),
+        _ => Some(0),
+    };
+    whole.map_or_else(too_big, |bytes| Ok((strides, bytes)))
+}
+
 mpi_fn! {
     fn MPI_Type_create_subarray / PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) {
         let n = count(ndims)?;
@@ -45,14 +62,8 @@ mpi_fn! {
         let dims = dimensions(sizes, subsizes, starts, order)?;
         let old = layout(oldtype)?;
         let extent = old.0.extent;
-        // Element strides of each dimension (slowest first) in the whole array.
-        let mut strides = vec![1usize; n];
-        for i in (0..n - 1).rev() {
-            strides[i] = strides[i + 1] * dims[i + 1].0;
-        }
-        let Some(whole) = strides[0].checked_mul(dims[0].0).and_then(|e| e.checked_mul(extent)) else {
-            return fail(MPI_ERR_ARG, "the array spans more than the address space");
-        };
+        let lengths: Vec<usize> = dims.iter().map(|d| d.0).collect();
+        let (strides, whole) = strides_and_extent(&lengths, extent)?;
         // One run along the fastest dimension per index of the others, in array order.
         let (fast_sub, fast_start) = (dims[n - 1].1, dims[n - 1].2);
         let mut builder = Builder::new();
