@@ -15,13 +15,19 @@ use crate::state;
 /// Fails when `sendbuf` is `recvbuf` (but for `MPI_IN_PLACE`) and `counted` (some data
 /// moves): MPI gives `MPI_IN_PLACE` for sharing one buffer.
 pub(crate) fn distinct(sendbuf: *const c_void, recvbuf: *const c_void, counted: bool) -> MpiResult {
-    if counted && !sendbuf.is_null() && sendbuf == recvbuf && !in_place(sendbuf) {
+    if counted && same(sendbuf, recvbuf) {
         return fail(
             MPI_ERR_BUFFER,
             "the send and receive buffers are the same (MPI_IN_PLACE shares one)",
         );
     }
     Ok(())
+}
+
+/// Whether `sendbuf` is `recvbuf` and not `MPI_IN_PLACE`: a pointer comparison, so that a
+/// call looks its communicator up only when the buffers are one.
+fn same(sendbuf: *const c_void, recvbuf: *const c_void) -> bool {
+    !sendbuf.is_null() && sendbuf == recvbuf && !in_place(sendbuf)
 }
 
 /// Whether this process is the root of a rooted collective on intra-communicator `comm`
@@ -41,7 +47,7 @@ pub(crate) fn distinct_at_root(
     recvbuf: *const c_void,
     counted: bool,
 ) -> MpiResult {
-    if counted && root_here(comm, root)? {
+    if counted && same(sendbuf, recvbuf) && root_here(comm, root)? {
         return distinct(sendbuf, recvbuf, true);
     }
     Ok(())
@@ -139,7 +145,7 @@ pub(crate) fn distinct_intra(
     recvbuf: *const c_void,
     counted: bool,
 ) -> MpiResult {
-    if counted && !state::with(|s| Ok(s.comm(comm)?.is_inter()))? {
+    if counted && same(sendbuf, recvbuf) && !state::with(|s| Ok(s.comm(comm)?.is_inter()))? {
         return distinct(sendbuf, recvbuf, true);
     }
     Ok(())
