@@ -94,22 +94,6 @@ unsafe fn store(made: Comm, errhandler: c_int, newcomm: *mut c_int) -> MpiResult
 }
 
 mpi_fn! {
-    /// Starts a session (and the runtime, if neither `MPI_Init` nor another session has).
-    fn MPI_Session_init / PMPI_Session_init(info: c_int, errhandler: c_int, session: *mut c_int) {
-        if session.is_null() {
-            return fail(MPI_ERR_ARG, "session is NULL");
-        }
-        if !crate::errhandler::exists(errhandler) {
-            return fail(MPI_ERR_ARG, format!("{errhandler:#x} is not an error handler"));
-        }
-        let (handle, _) = lifecycle::begin_session(asked_level(info)?)?;
-        state::with(|s| {
-            s.errhandlers.insert(handle, errhandler);
-            Ok(())
-        })?;
-        put(session, handle)
-    }
-
     /// Ends a session (and the runtime, if nothing else uses it).
     fn MPI_Session_finalize / PMPI_Session_finalize(session: *mut c_int) {
         let handle = get(session)?;
@@ -178,7 +162,7 @@ mpi_fn! {
 }
 
 /// Declares calls whose errors go to the error handler they are given (`via`), which MPI
-/// says of the calls that make a communicator from groups alone.
+/// says of `MPI_Session_init` and of the calls that make a communicator from groups alone.
 macro_rules! handled {
     ($( $(#[$doc:meta])* fn $name:ident / $pname:ident ( $($arg:ident : $ty:ty),* ) via $handler:ident $body:block )*) => { $(
         $(#[$doc])*
@@ -211,6 +195,20 @@ macro_rules! handled {
 }
 
 handled! {
+    /// Starts a session (and the runtime, if neither `MPI_Init` nor another session has);
+    /// its errors go to the handler it is given, which the session gets.
+    fn MPI_Session_init / PMPI_Session_init(info: c_int, errhandler: c_int, session: *mut c_int) via errhandler {
+        if session.is_null() {
+            return fail(MPI_ERR_ARG, "session is NULL");
+        }
+        let (handle, _) = lifecycle::begin_session(asked_level(info)?)?;
+        state::with(|s| {
+            s.errhandlers.insert(handle, errhandler);
+            Ok(())
+        })?;
+        put(session, handle)
+    }
+
     /// The communicator of `group`'s members, made by them alone: each passes the same
     /// group and `stringtag`.
     fn MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, stringtag: *const c_char, _info: c_int, errhandler: c_int, newcomm: *mut c_int) via errhandler {
