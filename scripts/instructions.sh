@@ -21,7 +21,10 @@
 #                                      a send, a receive of a message already there, and
 #                                      per message of a 64-message isend or irecv window;
 #                                      posted_recv: per message of a window of irecv posted
-#                                      before the sends, and its wait (the rate benchmark's)
+#                                      before the sends, and its wait, the barriers between
+#                                      having moved the messages; posted_in_ring: the same with
+#                                      the window still in the transport when the wait starts
+#                                      (the message-rate benchmark's receive side)
 #   scripts/instructions.sh cidmask    {"ours": {op: {fill: n}}, "bitvec": {...}}: the CID space's
 #                                      mask operations (scan, claim, lookup, release; see
 #                                      cli/src/bench/cidmask.rs) on a 2,048-CID space at
@@ -82,7 +85,7 @@ count() { # model probe-symbol-pattern [via [calls [ranks-per-call]]]
 grind() { # name rank-variable launcher...: runs both modes, prints the JSON object
     local name=$1 rank_var=$2
     shift 2
-    for mode in single window posted; do
+    for mode in single window posted posted-ring; do
         timeout 300 "$@" valgrind -q --tool=callgrind --toggle-collect='*probe_*' \
             --callgrind-out-file="$out/$name-$mode.%q{$rank_var}" \
             "$(msgpath_of "$name")" "$mode" >/dev/null 2>"$out/$name.log" || {
@@ -91,9 +94,9 @@ grind() { # name rank-variable launcher...: runs both modes, prints the JSON obj
         }
     done
     per() { awk -v n="$2" '/^totals:/ { printf "%.0f", $2 / n; exit }' "$out/$name-$1"; }
-    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s, "posted_recv": %s}' \
-        "$(per single.0 2000)" "$(per single.1 2000)" \
-        "$(per window.0 12800)" "$(per window.1 12800)" "$(per posted.1 12800)"
+    printf '{"send": %s, "recv": %s, "window_send": %s, "window_recv": %s, "posted_recv": %s, "posted_in_ring": %s}' \
+        "$(per single.0 2000)" "$(per single.1 2000)" "$(per window.0 12800)" \
+        "$(per window.1 12800)" "$(per posted.1 12800)" "$(per posted-ring.1 12800)"
 }
 msgpath_of() {
     case $1 in

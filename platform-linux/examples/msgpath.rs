@@ -4,7 +4,10 @@
 //! `--toggle-collect` (`scripts/instructions.sh peers` runs both). `msgpath single`: in rounds
 //! of 25, rank 0 sends, then after a barrier rank 1 receives them (2,000 in all); `msgpath window`: rank 0's window,
 //! a barrier, then rank 1's; `msgpath posted`: rank 1 posts its window of receives, rank 0
-//! sends its window, then rank 1 waits (the message-rate benchmark's receive side).
+//! sends its window, then rank 1 waits (the message-rate benchmark's receive side);
+//! `msgpath posted-ring`: the same, but rank 1 sleeps instead of entering a barrier before
+//! its wait, so the window waits in the ring (as it does in the benchmark, where no barrier
+//! drains it first).
 
 use commcore_linux::runtime::{Comm, P2pError, Request, World};
 
@@ -65,7 +68,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mode = std::env::args().nth(1).unwrap_or_default();
     let window = mode == "window";
     comm.barrier()?;
-    if mode == "posted" {
+    if mode == "posted-ring" {
+        for _ in 0..WINDOWS {
+            if comm.rank() == 1 {
+                let requests = probe_post(comm, &mut buf)?;
+                comm.barrier()?;
+                // Long enough for rank 0's window, even under callgrind.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                probe_wait_posted(requests)?;
+            } else {
+                comm.barrier()?;
+                probe_window(comm, &mut buf)?;
+            }
+            comm.barrier()?;
+        }
+    } else if mode == "posted" {
         for _ in 0..WINDOWS {
             if comm.rank() == 1 {
                 let requests = probe_post(comm, &mut buf)?;
