@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use super::engine::{Direct, Feed, Lend, Lent, LentRun, Sink, LENT_FROM};
+use super::engine::{
+    Direct, Envelope, Feed, Lend, Lent, LentRun, Sink, Window, WindowSlot, LENT_FROM,
+};
 
 use super::error::P2pError;
 use super::Runtime;
@@ -187,7 +189,9 @@ fn take_ready(requests: &mut [Request<'_>]) {
         _ => return,
     };
     let mut engine = runtime.engine();
-    for request in requests {
+    // First the run of receives whose messages sit in order in their sources' rings.
+    let start = engine.take_window(&runtime.fabric, &mut Ready { runtime: &runtime, requests });
+    for request in &mut requests[start..] {
         let State::Recv { runtime: own, id, buf } = &mut request.state else {
             if matches!(request.state, State::Done(_)) {
                 continue;
@@ -211,8 +215,40 @@ fn take_ready(requests: &mut [Request<'_>]) {
                 }
             }
         };
-        let status = result.map(|e| Status { source: e.source, tag: e.tag, len: e.len });
-        request.state = State::Done(status);
+        request.state = State::Done(result.map(status_of));
+    }
+}
+
+fn status_of(e: Envelope) -> Status {
+    Status { source: e.source, tag: e.tag, len: e.len }
+}
+
+/// The requests of [`take_ready`], as the engine's window run sees them: receives of this
+/// runtime with short buffers (a long message keeps the waiting path, as above).
+struct Ready<'r, 'q, 'a> {
+    runtime: &'r Arc<Runtime>,
+    requests: &'q mut [Request<'a>],
+}
+
+impl Window for Ready<'_, '_, '_> {
+    #[inline]
+    fn slot(&mut self, i: usize) -> WindowSlot<'_> {
+        match self.requests.get_mut(i).map(|r| &mut r.state) {
+            Some(State::Done(_)) => WindowSlot::Done,
+            Some(State::Recv { runtime, id, buf })
+                if Arc::ptr_eq(runtime, self.runtime) && buf.len() < LENT_FROM =>
+            {
+                WindowSlot::Posted { recv: *id, buf: &mut buf[..] }
+            }
+            _ => WindowSlot::Other,
+        }
+    }
+
+    #[inline]
+    fn complete(&mut self, i: usize, result: Result<Envelope, P2pError>) {
+        if let Some(request) = self.requests.get_mut(i) {
+            request.state = State::Done(result.map(status_of));
+        }
     }
 }
 

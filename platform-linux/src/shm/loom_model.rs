@@ -68,6 +68,27 @@ impl Ring {
         self.head.store(head.wrapping_add(1), Release);
         Some(value)
     }
+
+    /// `TakeRun`: up to `max` cells read one after another, released by one store of
+    /// `head` at the end.
+    fn pop_run(&self, max: usize) -> Vec<u64> {
+        let released = self.head.load(Relaxed);
+        let mut head = released;
+        let mut values = Vec::new();
+        while values.len() < max {
+            let cell = (head % DEPTH) as usize;
+            if self.sequence[cell].load(Acquire) != head.wrapping_add(1) {
+                break;
+            }
+            // SAFETY: as in try_pop: published, and ours until head is released past it.
+            values.push(self.payload[cell].with(|p| unsafe { *p }));
+            head = head.wrapping_add(1);
+        }
+        if head != released {
+            self.head.store(head, Release);
+        }
+        values
+    }
 }
 
 #[test]
@@ -90,6 +111,34 @@ fn loom_ring_delivers_every_cell_once_in_order_without_races() {
                 Some(value) => got.push(value),
                 None => thread::yield_now(),
             }
+        }
+        writer.join().unwrap();
+        assert_eq!(got, [1, 2, 3]);
+        assert_eq!(ring.try_pop(), None);
+    });
+}
+
+#[test]
+fn loom_ring_read_in_runs_delivers_every_cell_once_in_order_without_races() {
+    loom::model(|| {
+        let ring = Arc::new(Ring::new());
+        let writer = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                for value in 1..=3 {
+                    while !ring.try_push(value) {
+                        thread::yield_now();
+                    }
+                }
+            })
+        };
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            let run = ring.pop_run(2);
+            if run.is_empty() {
+                thread::yield_now();
+            }
+            got.extend(run);
         }
         writer.join().unwrap();
         assert_eq!(got, [1, 2, 3]);

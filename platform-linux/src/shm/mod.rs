@@ -25,4 +25,4 @@ pub use bridge::{Bridge, BridgeLayout};
 pub use coll_area::CollArea;
 pub use layout::Layout;
 pub use region::Region;
-pub use ring::{CellHeader, CellKind, Ring, Take};
+pub use ring::{CellHeader, CellKind, Ring, Take, TakeRun};

@@ -169,6 +169,7 @@ pub enum Take {
 }
 
 /// One ring, as seen by its writer or its reader (each uses only its own half).
+#[derive(Clone, Copy)]
 pub struct Ring<'r> {
     region: &'r Region,
     control: usize,
@@ -327,37 +328,21 @@ impl<'r> Ring<'r> {
     /// fast path: the oldest cell's header goes to `accept`; if accepted, as much of its
     /// payload as fits goes into `dst` and the cell is released. `head` is read once and the
     /// cell's first line copied once (header and a short payload both).
+    #[inline]
     pub fn take_if(
         &self,
         dst: &mut [u8],
         accept: impl FnOnce(&CellHeader) -> bool,
     ) -> Result<Take, CorruptCell> {
-        let head_word = self.head();
-        let head = head_word.load(Relaxed);
-        let cell = self.cell(head);
-        if self.region.atomic_u64(cell).load(Acquire) != head.wrapping_add(1) {
-            return Ok(Take::Empty);
-        }
-        let mut line = [0u8; CACHE_LINE - SEQUENCE_BYTES];
-        // SAFETY: as in peek: the cell is published and ours until head moves on.
-        unsafe { self.region.copy_out(cell + SEQUENCE_BYTES, &mut line) };
-        let (encoded, inline) =
-            line.split_first_chunk::<{ CellHeader::ENCODED }>().ok_or(CorruptCell)?;
-        let header = CellHeader::decode(encoded).ok_or(CorruptCell)?;
-        if !accept(&header) {
-            return Ok(Take::Left);
-        }
-        let len = header.fragment_len as usize;
-        let n = len.min(dst.len());
-        if len <= INLINE_BYTES {
-            dst[..n].copy_from_slice(&inline[..n]);
-        } else {
-            // SAFETY: as above, until the release store below gives the cell back.
-            unsafe { self.region.copy_out(cell + BULK_OFFSET, &mut dst[..n]) };
-        }
-        head_word.store(head.wrapping_add(1), Release);
-        self.prefetch_next(head);
-        Ok(Take::Taken(header))
+        self.take_run().take_if(dst, accept)
+    }
+
+    /// Reader: a run of [`TakeRun::take_if`]s that gives its cells back to the writer once,
+    /// when it ends: a window of messages moves `head`'s line once, not once per cell.
+    #[inline]
+    pub fn take_run(&self) -> TakeRun<'r> {
+        let head = self.head().load(Relaxed);
+        TakeRun { ring: *self, head, released: head }
     }
 
     /// Reader: releases the oldest cell to the writer.
@@ -378,6 +363,71 @@ impl<'r> Ring<'r> {
     pub fn is_empty(&self) -> bool {
         let head = self.head().load(Relaxed);
         self.sequence(head).load(Acquire) != head.wrapping_add(1)
+    }
+}
+
+/// Cells taken one after another by the reader, released to the writer together when the
+/// run is dropped. Until then the writer sees them as unread, which only delays its room:
+/// the cells are ours either way, and the one release store publishes that we are done with
+/// all of them, as one store per cell would.
+pub struct TakeRun<'r> {
+    ring: Ring<'r>,
+    /// The next cell to look at.
+    head: u64,
+    /// `head` as the writer last saw it.
+    released: u64,
+}
+
+impl TakeRun<'_> {
+    /// The run's next cell, as [`Ring::take_if`] takes the oldest.
+    #[inline]
+    pub fn take_if(
+        &mut self,
+        dst: &mut [u8],
+        accept: impl FnOnce(&CellHeader) -> bool,
+    ) -> Result<Take, CorruptCell> {
+        let (ring, head) = (&self.ring, self.head);
+        let cell = ring.cell(head);
+        if ring.region.atomic_u64(cell).load(Acquire) != head.wrapping_add(1) {
+            return Ok(Take::Empty);
+        }
+        let mut line = [0u8; CACHE_LINE - SEQUENCE_BYTES];
+        // SAFETY: as in peek: the cell is published, and ours until the run's release store
+        // of a head past it.
+        unsafe { ring.region.copy_out(cell + SEQUENCE_BYTES, &mut line) };
+        let (encoded, inline) =
+            line.split_first_chunk::<{ CellHeader::ENCODED }>().ok_or(CorruptCell)?;
+        let header = CellHeader::decode(encoded).ok_or(CorruptCell)?;
+        if !accept(&header) {
+            return Ok(Take::Left);
+        }
+        let len = header.fragment_len as usize;
+        let n = len.min(dst.len());
+        if len <= INLINE_BYTES {
+            dst[..n].copy_from_slice(&inline[..n]);
+        } else {
+            // SAFETY: as above, until the release store gives the cell back.
+            unsafe { ring.region.copy_out(cell + BULK_OFFSET, &mut dst[..n]) };
+        }
+        self.head = head.wrapping_add(1);
+        ring.prefetch_next(head);
+        Ok(Take::Taken(header))
+    }
+
+    /// Whether the run took any cell (which the writer may be waiting for).
+    #[inline]
+    pub fn took_any(&self) -> bool {
+        self.head != self.released
+    }
+}
+
+impl Drop for TakeRun<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.took_any() {
+            self.ring.head().store(self.head, Release);
+            self.released = self.head;
+        }
     }
 }
 

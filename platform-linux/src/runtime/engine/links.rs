@@ -124,9 +124,9 @@ pub(super) enum Link<'f> {
     Guest { bridge: &'f Bridge, slot: usize, outbox: usize, inbox: usize },
 }
 
-impl Link<'_> {
+impl<'f> Link<'f> {
     /// The ring we write to reach the peer.
-    pub(super) fn outbox(&self) -> Ring<'_> {
+    pub(super) fn outbox(&self) -> Ring<'f> {
         match self {
             Link::Home { fabric, slot } => fabric.outbox(*slot),
             Link::Guest { bridge, outbox, .. } => Ring::at(&bridge.region, *outbox),
@@ -134,7 +134,7 @@ impl Link<'_> {
     }
 
     /// The ring we read for the peer's cells.
-    pub(super) fn inbox(&self) -> Ring<'_> {
+    pub(super) fn inbox(&self) -> Ring<'f> {
         match self {
             Link::Home { fabric, slot } => fabric.inbox(*slot),
             Link::Guest { bridge, inbox, .. } => Ring::at(&bridge.region, *inbox),

@@ -41,6 +41,7 @@ mod rendezvous;
 mod send;
 #[cfg(test)]
 mod tests;
+mod window;
 
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -53,6 +54,7 @@ use matching::{Arrival, Body, Matched};
 pub(crate) use message::{message_peer, MessageLink};
 use pool::BufferPool;
 pub(crate) use receive::RecvStart;
+pub(crate) use window::{Window, WindowSlot};
 
 use super::error::P2pError;
 use crate::shm::{CellHeader, CellKind};

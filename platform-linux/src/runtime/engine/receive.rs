@@ -48,7 +48,9 @@ impl Engine {
         pattern: Pattern,
         buf: &mut [u8],
     ) -> RecvStart {
-        let found = self.oldest_unexpected(&pattern);
+        // A window's receives are posted with nothing unexpected: no scan then.
+        let found =
+            if self.unexpected.is_empty() { None } else { self.oldest_unexpected(&pattern) };
         if let Some((i, id)) = found {
             if let Direct::Done(result) = self.take_unexpected_whole(i, id, buf) {
                 return RecvStart::Done(result);

@@ -243,6 +243,42 @@ pub(crate) fn nonblocking(comm: &Comm) {
     comm.barrier().unwrap();
     wait_all_of_long_messages(comm, peer);
     wait_all_of_a_window(comm, peer);
+    window_from_every_rank(comm);
+}
+
+/// Rank 0's window of receives from every other rank in turn, one by any source in the
+/// middle, waited for while the messages still sit in the rings (no barrier drains them
+/// first): the run of receives switches rings at every message, and hands the rest of the
+/// window to the general path at the one by any source. Each gets its own message.
+fn window_from_every_rank(comm: &Comm) {
+    const COUNT: usize = 64;
+    const ANY_AT: usize = 33;
+    let (me, size) = (comm.rank(), comm.size());
+    let source_of = |i: usize| 1 + i % (size - 1);
+    if me == 0 {
+        let mut incoming = vec![[0u8; 8]; COUNT];
+        let receives: Vec<_> = incoming
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| {
+                let source = if i == ANY_AT { ANY_SOURCE } else { source_of(i).into() };
+                comm.irecv(b, source, i as i32).unwrap()
+            })
+            .collect();
+        comm.barrier().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let statuses = Request::wait_all(receives).unwrap();
+        for (i, (status, bytes)) in statuses.iter().zip(&incoming).enumerate() {
+            assert_eq!((status.source, status.tag, status.len), (source_of(i), i as i32, 8));
+            assert_eq!(bytes[..], message(source_of(i), 900 + i as u32, 8)[..], "message {i}");
+        }
+    } else {
+        comm.barrier().unwrap();
+        for i in (0..COUNT).filter(|&i| source_of(i) == me) {
+            comm.send(&message(me, 900 + i as u32, 8), 0, i as i32).unwrap();
+        }
+    }
+    comm.barrier().unwrap();
 }
 
 /// A window of one-cell messages into receives posted before they come (the message-rate
