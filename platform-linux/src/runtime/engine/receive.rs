@@ -30,8 +30,10 @@ impl Engine {
         pattern: &Pattern,
         buf: &mut [u8],
     ) -> Direct {
-        if let Some((i, id)) = self.oldest_unexpected(pattern) {
-            return self.take_unexpected_whole(i, id, buf);
+        if !self.unexpected.is_empty() {
+            if let Some((i, id)) = self.oldest_unexpected(pattern) {
+                return self.take_unexpected_whole(i, id, buf);
+            }
         }
         if !self.posted.is_empty() {
             return Direct::Slow;
