@@ -57,6 +57,8 @@ pub enum Coll {
     IsendAcrossCollectives,
     /// Synchronous and long sends into receives posted before a collective or a send.
     PostedReceiveAcrossCalls,
+    /// A scatter whose ranks pass different counts (an erroneous program).
+    MismatchedScatter,
 }
 
 /// Scenarios about the job itself.
@@ -85,7 +87,7 @@ pub enum Job {
 }
 
 /// Every scenario with its command-line name.
-const NAMES: [(Scenario, &str); 25] = [
+const NAMES: [(Scenario, &str); 26] = [
     (Scenario::P2p(P2p::Ordering), "ordering"),
     (Scenario::P2p(P2p::AnySource), "any-source"),
     (Scenario::P2p(P2p::Unexpected), "unexpected"),
@@ -101,6 +103,7 @@ const NAMES: [(Scenario, &str); 25] = [
     (Scenario::Coll(Coll::Noncommutative), "noncommutative"),
     (Scenario::Coll(Coll::IsendAcrossCollectives), "isend-across-collectives"),
     (Scenario::Coll(Coll::PostedReceiveAcrossCalls), "posted-receive-across-calls"),
+    (Scenario::Coll(Coll::MismatchedScatter), "mismatched-scatter"),
     (Scenario::Job(Job::Identity), "identity"),
     (Scenario::Job(Job::Hang), "hang"),
     (Scenario::Job(Job::Idle), "idle"),

@@ -79,6 +79,16 @@ fn ranks_whose_protocol_settings_differ_are_refused_at_init() {
 }
 
 #[test]
+fn a_scatter_whose_ranks_pass_different_counts_ends_on_every_rank() {
+    // Linear and tree schedules: a rank that got a message of another length still serves
+    // the ranks after it, so none waits for ever (the job's timeout would end the test).
+    for procs in [2, 4, 7] {
+        let out = run(procs, 1, Coll::MismatchedScatter, &[]);
+        assert!(out.contains("none waited"), "{out}");
+    }
+}
+
+#[test]
 fn non_commutative_reductions_combine_in_rank_order() {
     for procs in [2, 3, 5, 8] {
         let out = run(procs, 1, Coll::Noncommutative, &[]);

@@ -291,6 +291,11 @@ impl Comm {
         let ExecBuffers { scratch, temp, pending } = buffers;
         // Held across a run of sends and receives, dropped before anything waits.
         let mut engine = None;
+        // A message whose length differs from what this rank's arguments give: the
+        // program is erroneous (the ranks' counts differ), but the rest of the schedule
+        // still runs, so that the ranks served after this one get their messages rather
+        // than wait for ever; the error comes at the end.
+        let mut mismatch = None;
         let mut queued_large = false;
         for step in schedule {
             match step {
@@ -325,11 +330,11 @@ impl Comm {
                 }
                 Step::Wait => {
                     engine = None;
-                    self.complete(pending, recv, scratch)?;
+                    self.complete(pending, recv, scratch, &mut mismatch)?;
                 }
                 Step::Copy { src, dst } => {
                     engine = None;
-                    self.complete(pending, recv, scratch)?;
+                    self.complete(pending, recv, scratch, &mut mismatch)?;
                     temp.clear();
                     temp.extend_from_slice(bytes(send, recv, scratch, src)?);
                     let out = bytes_mut(recv, scratch, dst)?;
@@ -340,7 +345,7 @@ impl Comm {
                 }
                 Step::Reduce { op, dtype, src, dst, src_left } => {
                     engine = None;
-                    self.complete(pending, recv, scratch)?;
+                    self.complete(pending, recv, scratch, &mut mismatch)?;
                     temp.clear();
                     temp.extend_from_slice(bytes(send, recv, scratch, src)?);
                     let out = bytes_mut(recv, scratch, dst)?;
@@ -349,7 +354,7 @@ impl Comm {
             }
         }
         drop(engine);
-        self.complete(pending, recv, scratch)?;
+        self.complete(pending, recv, scratch, &mut mismatch)?;
         if queued_large {
             // Return once the rings hold everything: a rank that returned with its long
             // sends still queued would run ahead by any number of calls, its queue (and
@@ -365,15 +370,18 @@ impl Comm {
                 engine.progress(&runtime.fabric, None, None)?;
             }
         }
-        Ok(())
+        mismatch.map_or(Ok(()), Err)
     }
 
     /// Waits for every posted receive, in order, straight into its region.
+    /// A message of another length than its region is noted in `mismatch` (the first
+    /// one), not returned: see [`Comm::run_steps`].
     fn complete(
         &self,
         pending: &mut VecDeque<(u64, Region)>,
         recv: &mut [u8],
         scratch: &mut [u8],
+        mismatch: &mut Option<CollectiveError>,
     ) -> Result<(), CollectiveError> {
         while let Some(&(id, region)) = pending.front() {
             let buf = bytes_mut(recv, scratch, region)?;
@@ -386,12 +394,18 @@ impl Comm {
                 engine.finish_recv(fabric, &mut sink)
             });
             pending.pop_front();
-            let envelope = envelope.map_err(CollectiveError::P2p)?;
+            let envelope = match envelope {
+                Ok(envelope) => envelope,
+                Err(error @ P2pError::Truncated { .. }) => {
+                    mismatch.get_or_insert(CollectiveError::P2p(error));
+                    continue;
+                }
+                Err(error) => return Err(CollectiveError::P2p(error)),
+            };
             if envelope.len != region.len {
-                return Err(CollectiveError::LengthMismatch {
-                    expected: region.len,
-                    got: envelope.len,
-                });
+                let found =
+                    CollectiveError::LengthMismatch { expected: region.len, got: envelope.len };
+                mismatch.get_or_insert(found);
             }
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! Collective scenarios: every collective against hand-composed results, area reuse, a
 //! non-commutative operation and queued sends across collectives.
 
-use commcore_linux::runtime::{Comm, World};
+use commcore_linux::runtime::{CollectiveError, Comm, World};
 
 /// Rank `rank`'s contribution of `len` bytes to collective call `call`.
 pub(crate) fn contribution(call: u32, rank: usize, len: usize) -> Vec<u8> {
@@ -209,6 +209,34 @@ pub(crate) fn area_reuse(world: &Comm) {
     if me == 0 {
         let providers: Vec<&str> = providers.into_iter().collect();
         println!("area reuse: 300 rounds; allreduce by {}", providers.join(","));
+    }
+}
+
+/// A scatter whose root sends 8 bytes a rank while the others expect 80: every rank's call
+/// returns (the ranks a tree serves through one that saw the mismatch still get their
+/// messages), and at least one rank reports the mismatch. The allreduce after it shows
+/// that no rank was left waiting.
+pub(crate) fn mismatched_scatter(comm: &Comm) {
+    use commcore::coll::{Datatype, ReduceOp};
+    let (me, n) = (comm.rank(), comm.size());
+    let expects = if me == 0 { 8 } else { 80 };
+    let send = vec![7u8; 8 * n];
+    let mut recv = vec![0u8; expects];
+    let result = comm.scatter(if me == 0 { &send } else { &[] }, &mut recv, 0);
+    if let Err(error) = &result {
+        assert!(
+            // A tree's inner rank receives its subtree's blocks at once.
+            matches!(error, &CollectiveError::LengthMismatch { expected, got } if expected == 10 * got),
+            "rank {me}: {error:?}"
+        );
+    }
+    let mut errors = [0u8; 8];
+    let mine = u64::from(result.is_err()).to_le_bytes();
+    comm.allreduce(&mine, &mut errors, Datatype::U64, ReduceOp::Sum).unwrap();
+    let errors = u64::from_le_bytes(errors);
+    assert!(errors >= 1, "no rank of {n} saw the mismatch");
+    if me == 0 {
+        println!("mismatched scatter: {errors} of {n} ranks reported it; none waited");
     }
 }
 

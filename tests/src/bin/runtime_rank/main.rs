@@ -49,6 +49,7 @@ fn main() {
             Coll::Noncommutative => coll::noncommutative(comm),
             Coll::IsendAcrossCollectives => coll::isend_across_collectives(comm),
             Coll::PostedReceiveAcrossCalls => coll::posted_receive_across_calls(comm),
+            Coll::MismatchedScatter => coll::mismatched_scatter(comm),
         },
         Scenario::Job(scenario) => match scenario {
             Job::Identity => job::identity(&world),
