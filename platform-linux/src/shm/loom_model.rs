@@ -91,20 +91,23 @@ impl Ring {
     }
 }
 
+/// The writer of the ring models: pushes 1, 2 and 3, waiting for room (the ring holds two).
+fn push_one_to_three(ring: &Arc<Ring>) -> thread::JoinHandle<()> {
+    let ring = ring.clone();
+    thread::spawn(move || {
+        for value in 1..=3 {
+            while !ring.try_push(value) {
+                thread::yield_now();
+            }
+        }
+    })
+}
+
 #[test]
 fn loom_ring_delivers_every_cell_once_in_order_without_races() {
     loom::model(|| {
         let ring = Arc::new(Ring::new());
-        let writer = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                for value in 1..=3 {
-                    while !ring.try_push(value) {
-                        thread::yield_now();
-                    }
-                }
-            })
-        };
+        let writer = push_one_to_three(&ring);
         let mut got = Vec::new();
         while got.len() < 3 {
             match ring.try_pop() {
@@ -122,16 +125,7 @@ fn loom_ring_delivers_every_cell_once_in_order_without_races() {
 fn loom_ring_read_in_runs_delivers_every_cell_once_in_order_without_races() {
     loom::model(|| {
         let ring = Arc::new(Ring::new());
-        let writer = {
-            let ring = ring.clone();
-            thread::spawn(move || {
-                for value in 1..=3 {
-                    while !ring.try_push(value) {
-                        thread::yield_now();
-                    }
-                }
-            })
-        };
+        let writer = push_one_to_three(&ring);
         let mut got = Vec::new();
         while got.len() < 3 {
             let run = ring.pop_run(2);
