@@ -307,6 +307,71 @@ unsafe fn inter_scatterv(
     }
 }
 
+/// An intra-communicator `MPI_Allgather`'s send buffer lies apart from the blocks it
+/// receives (the nonblocking form checks this when it is called, not on the worker).
+pub(crate) fn allgather_apart(
+    c: &Comm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *const c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+) -> MpiResult {
+    if !c.is_inter() && !in_place(sendbuf) {
+        apart(
+            sendbuf,
+            span(sendcount, sendtype)?,
+            recvbuf,
+            span(recvcount, recvtype)? * blocks(c),
+        )?;
+    }
+    Ok(())
+}
+
+/// As [`allgather_apart`], for `MPI_Alltoall`'s send blocks.
+pub(crate) fn alltoall_apart(
+    c: &Comm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *const c_void,
+    recvcount: c_int,
+    recvtype: c_int,
+) -> MpiResult {
+    if !c.is_inter() && !in_place(sendbuf) {
+        let n = blocks(c);
+        apart(sendbuf, span(sendcount, sendtype)? * n, recvbuf, span(recvcount, recvtype)? * n)?;
+    }
+    Ok(())
+}
+
+/// As [`allgather_apart`], for `MPI_Allgatherv`: up to the farthest block received.
+///
+/// # Safety
+/// `recvcounts` and `displs` hold an element per rank of `c`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn allgatherv_apart(
+    c: &Comm,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: c_int,
+    recvbuf: *const c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: c_int,
+) -> MpiResult {
+    if !c.is_inter() && !in_place(sendbuf) {
+        // SAFETY: the caller's contract.
+        let (counts, displs) =
+            unsafe { (array(recvcounts, blocks(c))?, array(displs, blocks(c))?) };
+        let reach =
+            counts.iter().zip(displs).map(|(&n, &d)| d.max(0) + n.max(0)).max().unwrap_or(0);
+        apart(sendbuf, span(sendcount, sendtype)?, recvbuf, span(reach, recvtype)?)?;
+    }
+    Ok(())
+}
+
 mpi_fn! {
     fn MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) {
         distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0)?;
@@ -354,9 +419,7 @@ mpi_fn! {
 
     fn MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            if !c.is_inter() && !in_place(sendbuf) {
-                apart(sendbuf, span(sendcount, sendtype)?, recvbuf, span(recvcount, recvtype)? * blocks(c))?;
-            }
+            allgather_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?;
             let send = if in_place(sendbuf) && !c.is_inter() {
                 copy(element(recvbuf, c.rank() * count(recvcount)?, recvtype)?, recvcount, recvtype)?
             } else {
@@ -375,10 +438,7 @@ mpi_fn! {
 
     fn MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            if !c.is_inter() && !in_place(sendbuf) {
-                let n = blocks(c);
-                apart(sendbuf, span(sendcount, sendtype)? * n, recvbuf, span(recvcount, recvtype)? * n)?;
-            }
+            alltoall_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?;
             let n = blocks(c);
             let send = if in_place(sendbuf) && !c.is_inter() {
                 copy(recvbuf, times(recvcount, n)?, recvtype)?
@@ -448,11 +508,8 @@ mpi_fn! {
 
     fn MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
+            allgatherv_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype)?;
             let (counts, displs) = (array(recvcounts, blocks(c))?, array(displs, blocks(c))?);
-            if !c.is_inter() && !in_place(sendbuf) {
-                let reach = counts.iter().zip(displs).map(|(&n, &d)| d.max(0) + n.max(0)).max().unwrap_or(0);
-                apart(sendbuf, span(sendcount, sendtype)?, recvbuf, span(reach, recvtype)?)?;
-            }
             let send = if in_place(sendbuf) && !c.is_inter() { own_block(recvbuf, counts, displs, c.rank(), recvtype)? } else { copy(sendbuf, sendcount, sendtype)? };
             let mut recv = blocks_in(recvbuf, counts, displs, recvtype)?;
             let args = CollArgs::new(send.len(), Datatype::U8).with_recv(Blocks { counts: &recv.counts, displs: &recv.displs });

@@ -3,6 +3,7 @@
 
 use std::ffi::{c_int, c_long, c_void};
 
+use crate::arguments::{distinct, distinct_at_root, distinct_intra};
 use crate::call::mpi_fn;
 use crate::coll::*;
 use crate::coll_blocks::*;
@@ -10,6 +11,7 @@ use crate::error::MpiResult;
 use crate::large_count::*;
 use crate::large_count_arrays::*;
 use crate::neighbor::*;
+use crate::p2p::on_comm;
 use crate::progress;
 use crate::state;
 
@@ -111,12 +113,14 @@ unsafe fn start(
 }
 
 /// Declares `MPI_I<name>` as `PMPI_<blocking>` run on the worker, with the same arguments
-/// and a request.
+/// and a request. A `check` runs first, in the call: an erroneous argument the blocking
+/// form would refuse (buffers that alias) fails the call itself, not its request.
 macro_rules! nonblocking {
-    ($( fn $name:ident / $pname:ident => $blocking:ident ( $($arg:ident : $ty:ty),* ) on $comm:ident )*) => {
+    ($( fn $name:ident / $pname:ident => $blocking:ident ( $($arg:ident : $ty:ty),* ) on $comm:ident $(check $check:expr;)? )*) => {
         mpi_fn! { $(
             fn $name / $pname ( $($arg: $ty,)* request: *mut c_int ) {
                 let comm_handle = $comm;
+                $( $check?; )?
                 $( let $arg = Carry::carry($arg); )*
                 start(comm_handle, request, Box::new(move || {
                     // SAFETY: the arguments of the nonblocking call, which MPI keeps valid
@@ -132,20 +136,35 @@ nonblocking! {
     fn MPI_Ibarrier / PMPI_Ibarrier => PMPI_Barrier(comm: c_int) on comm
     fn MPI_Ibcast / PMPI_Ibcast => PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) on comm
     fn MPI_Ireduce / PMPI_Ireduce => PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, count > 0);
     fn MPI_Iallreduce / PMPI_Iallreduce => PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, count > 0);
     fn MPI_Iscan / PMPI_Iscan => PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, count > 0);
     fn MPI_Iexscan / PMPI_Iexscan => PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, count > 0);
     fn MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block => PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, recvcount > 0);
     fn MPI_Ireduce_scatter / PMPI_Ireduce_scatter => PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, true);
     fn MPI_Igather / PMPI_Igather => PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Iscatter / PMPI_Iscatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0);
     fn MPI_Iallgather / PMPI_Iallgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
+        check on_comm(comm, |c| allgather_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
     fn MPI_Ialltoall / PMPI_Ialltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
+        check on_comm(comm, |c| alltoall_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
     fn MPI_Igatherv / PMPI_Igatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Iscatterv / PMPI_Iscatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0);
     fn MPI_Iallgatherv / PMPI_Iallgatherv => PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm
+        check on_comm(comm, |c| allgatherv_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype));
     fn MPI_Ialltoallw / PMPI_Ialltoallw => PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, true);
     fn MPI_Ialltoallv / PMPI_Ialltoallv => PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, true);
     fn MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather => PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
     fn MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv => PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) on comm
     fn MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall => PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
