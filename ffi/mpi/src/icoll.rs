@@ -172,24 +172,40 @@ nonblocking! {
     fn MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw => PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_long, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_long, recvtypes: *const c_int, comm: c_int) on comm
 }
 
-// The large-count forms: their blocking forms narrow the counts on the worker.
+// The large-count forms: their blocking forms narrow the counts on the worker. The
+// all-to-all ones check the buffers by address only (the same start with data to move).
 nonblocking! {
     fn MPI_Ibcast_c / PMPI_Ibcast_c => PMPI_Bcast_c(buffer: *mut c_void, count: MpiCount, datatype: c_int, root: c_int, comm: c_int) on comm
     fn MPI_Ireduce_c / PMPI_Ireduce_c => PMPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, count > 0);
     fn MPI_Iallreduce_c / PMPI_Iallreduce_c => PMPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, count > 0);
     fn MPI_Iscan_c / PMPI_Iscan_c => PMPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, count > 0);
     fn MPI_Iexscan_c / PMPI_Iexscan_c => PMPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, count > 0);
     fn MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c => PMPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, recvcount > 0);
     fn MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c => PMPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MpiCount, datatype: c_int, op: c_int, comm: c_int) on comm
+        check distinct(sendbuf, recvbuf, true);
     fn MPI_Igather_c / PMPI_Igather_c => PMPI_Gather_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Iscatter_c / PMPI_Iscatter_c => PMPI_Scatter_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0);
     fn MPI_Iallgather_c / PMPI_Iallgather_c => PMPI_Allgather_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Ialltoall_c / PMPI_Ialltoall_c => PMPI_Alltoall_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Igatherv_c / PMPI_Igatherv_c => PMPI_Gatherv_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, displs: *const c_long, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Iscatterv_c / PMPI_Iscatterv_c => PMPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const MpiCount, displs: *const c_long, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, root: c_int, comm: c_int) on comm
+        check distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0);
     fn MPI_Iallgatherv_c / PMPI_Iallgatherv_c => PMPI_Allgatherv_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, displs: *const c_long, recvtype: c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Ialltoallv_c / PMPI_Ialltoallv_c => PMPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const MpiCount, sdispls: *const c_long, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, rdispls: *const c_long, recvtype: c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, true);
     fn MPI_Ialltoallw_c / PMPI_Ialltoallw_c => PMPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const MpiCount, sdispls: *const c_long, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const MpiCount, rdispls: *const c_long, recvtypes: *const c_int, comm: c_int) on comm
+        check distinct_intra(comm, sendbuf, recvbuf, true);
     fn MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c => PMPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
     fn MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c => PMPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: MpiCount, sendtype: c_int, recvbuf: *mut c_void, recvcount: MpiCount, recvtype: c_int, comm: c_int) on comm
 }

@@ -1,6 +1,7 @@
 /* MPI-4's large-count calls (the _c forms) at counts that fit: point-to-point, counts
  * out, datatypes with arrays, v collectives blocking and nonblocking, packing; and a
- * count from 2^31 on fails with MPI_ERR_UNSUPPORTED_OPERATION. */
+ * count from 2^31 on fails with MPI_ERR_UNSUPPORTED_OPERATION; aliased buffers fail a
+ * nonblocking call at once. */
 #include <mpi.h>
 #include "check.h"
 
@@ -71,5 +72,10 @@ int main(int argc, char **argv) {
     long long sum = 0, one = 1;
     CHECK_RC(MPI_Allreduce_c(&one, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
     CHECK(sum == size);
+    /* Aliased buffers fail the nonblocking call itself, as the blocking one does. */
+    MPI_Request never = MPI_REQUEST_NULL;
+    CHECK_RC(MPI_Iallreduce_c(&sum, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD, &never), MPI_ERR_BUFFER);
+    CHECK_RC(MPI_Iallgather_c(recv, 1, MPI_INT, recv, 1, MPI_INT, MPI_COMM_WORLD, &never), MPI_ERR_BUFFER);
+    CHECK(never == MPI_REQUEST_NULL);
     FINISH("large_count");
 }
