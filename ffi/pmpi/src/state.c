@@ -65,6 +65,12 @@ static unsigned states_gone;
 static _Thread_local MPI_Comm last_comm = MPI_COMM_NULL;
 static _Thread_local cc_comm *last_state;
 static _Thread_local unsigned last_gone;
+/* The mark this thread made last: a communicator's first collective usually follows its
+ * constructor on the same thread, and then needs no attribute lookup (under MPICH's
+ * threads each lookup takes the global lock). Stale, as above, after any free. */
+static _Thread_local MPI_Comm made_comm = MPI_COMM_NULL;
+static _Thread_local struct cc_mark *made_mark;
+static _Thread_local unsigned made_gone;
 
 /* The attribute every communicator this library saw made carries, from its constructor to
  * its free: its kind, its place among its parent's children (the priority of its context
@@ -360,6 +366,8 @@ static cc_mark *new_mark(MPI_Comm comm, int kind, uint32_t key, uint32_t prio_pa
         free(mark);
         return NULL;
     }
+    made_comm = comm, made_mark = mark;
+    made_gone = __atomic_load_n(&states_gone, __ATOMIC_ACQUIRE);
     return mark;
 }
 
@@ -453,7 +461,7 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
     unsigned gone = __atomic_load_n(&states_gone, __ATOMIC_ACQUIRE);
     if (comm == last_comm && gone == last_gone)
         return last_state;
-    cc_mark *mark = mark_of(comm);
+    cc_mark *mark = comm == made_comm && gone == made_gone ? made_mark : mark_of(comm);
     cc_comm *cs;
     if (!mark || mark->state == MARK_PENDING) {
         /* No state yet: a communicator from a constructor we do not wrap (no mark) or one
