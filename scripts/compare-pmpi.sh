@@ -8,7 +8,8 @@
 # allreduce, alltoall at 8 B and 64 KiB; allgather at 8 B; v-collectives: alltoallv and
 # allgatherv at 8 B and 64 KiB per peer; creation: dup + free, split + free, intercomm
 # create + merge + free) and, at 2 processes, pmpi_bench_threads.c (MPI_THREAD_MULTIPLE:
-# 4 threads dup, allreduce 8 B and free at once). Runs alternate native / commcore /
+# 4 threads dup, allreduce 8 B and free at once; then dup and free alone, the host's own
+# creation under threads, which bounds the first from below). Runs alternate native / commcore /
 # COMMCORE_PMPI=off, N times each (default 5); each row is the median over the runs. Prints
 # one row per figure {figure, group, procs, mpi, native_us, commcore_us, ratio}, then per
 # MPI and group (collective, v, creation, threads) the geometric mean of the ratios, the

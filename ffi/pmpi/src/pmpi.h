@@ -91,12 +91,13 @@ cc_pool *cc_pool_new(void);
  * `parent` every CC_POOL_SLOTS duplicates (index > 0), else nothing. `pool` may be NULL. */
 void cc_pool_window(cc_pool *pool, MPI_Comm parent, unsigned index);
 /* Ties duplicate `index` to its slot: the slot, with `*cid` the id it takes without an
- * agreement (or -1: it agrees, and parks its id there when done) and `*coll` the selection
- * parked with it (or NULL); -1 when the slot is busy. */
-int cc_pool_take(cc_pool *pool, unsigned index, int64_t *cid, cc_coll **coll);
-/* The duplicate tied to slot `s` is done: its id `cid` (out of the store; -1: none) and
- * selection `coll` (or NULL) are parked, or given back and freed. */
-void cc_pool_put(cc_pool *pool, int s, int64_t cid, cc_coll *coll);
+ * agreement (or -1: it agrees, and parks its id there when done), `*coll` the selection and
+ * `*ranks` the world ranks of the group (malloc'd) parked with it (or NULL); -1 when the
+ * slot is busy. */
+int cc_pool_take(cc_pool *pool, unsigned index, int64_t *cid, cc_coll **coll, int **ranks);
+/* The duplicate tied to slot `s` is done: its id `cid` (out of the store; -1: none),
+ * selection `coll` and world ranks `ranks` (or NULL) are parked, or given back and freed. */
+void cc_pool_put(cc_pool *pool, int s, int64_t cid, cc_coll *coll, int *ranks);
 /* The parent was freed: parked ids go back to the space. */
 void cc_pool_parent_gone(cc_pool *pool);
 /* Ids this process took from pools so far. */

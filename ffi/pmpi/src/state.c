@@ -65,6 +65,12 @@ static unsigned states_gone;
 static _Thread_local MPI_Comm last_comm = MPI_COMM_NULL;
 static _Thread_local cc_comm *last_state;
 static _Thread_local unsigned last_gone;
+/* The mark this thread made last: a communicator's first collective usually follows its
+ * constructor on the same thread, and then needs no attribute lookup (under MPICH's
+ * threads each lookup takes the global lock). Stale, as above, after any free. */
+static _Thread_local MPI_Comm made_comm = MPI_COMM_NULL;
+static _Thread_local struct cc_mark *made_mark;
+static _Thread_local unsigned made_gone;
 
 /* The attribute every communicator this library saw made carries, from its constructor to
  * its free: its kind, its place among its parent's children (the priority of its context
@@ -84,6 +90,7 @@ typedef struct cc_mark {
     int slot;
     int64_t slot_cid;  /* the id it takes from its slot, or -1: it agrees */
     cc_coll *slot_coll; /* the selection parked with that id, or NULL */
+    int *slot_ranks;    /* and the group's world ranks, or NULL */
 } cc_mark;
 
 /* Keys of predefined and inter-communicators' families, apart from derived ones. */
@@ -116,7 +123,8 @@ void cc_comm_unref(cc_comm *cs) {
         return;
     if (cs->pool) { /* its last call ended: its id and selection may serve a later sibling */
         cc_cid_unstore(cs->cid);
-        cc_pool_put(cs->pool, cs->pool_slot, cs->cid, cs->coll);
+        cc_pool_put(cs->pool, cs->pool_slot, cs->cid, cs->coll, cs->shadow_ranks);
+        cs->shadow_ranks = NULL;
     } else {
         cc_cid_release(cs->cid);
         cc_coll_free(cs->coll);
@@ -137,7 +145,8 @@ static int delete_state(MPI_Comm comm, int key, void *value, void *extra) {
     if (cs)
         cc_comm_unref(cs); /* nonblocking calls still running keep it to their end */
     if (mark->tied) /* no state took its slot: its id (if it took one) goes back */
-        cc_pool_put(mark->tied, mark->slot, mark->slot_cid, mark->slot_coll);
+        cc_pool_put(mark->tied, mark->slot, mark->slot_cid, mark->slot_coll,
+                    mark->slot_ranks);
     if (mark->pool)
         cc_pool_parent_gone(mark->pool);
     free(mark);
@@ -207,16 +216,41 @@ static int in_world(const int *world, int size) {
     return world != NULL;
 }
 
+/* A duplicate's state from its parent's pool: the id, the selection and the group's world
+ * ranks parked by an earlier duplicate of the same group; only its rank and size are asked
+ * of the host. NULL when the store refuses the id. */
+static cc_comm *derived(MPI_Comm comm, cc_comm *cs, int64_t given, cc_coll **given_coll,
+                        int **given_ranks) {
+    PMPI_Comm_rank(comm, &cs->rank);
+    PMPI_Comm_size(comm, &cs->size);
+    cs->shadow = shared_shadow;
+    cs->shared = 1;
+    cs->shadow_ranks = *given_ranks, *given_ranks = NULL;
+    cs->coll = *given_coll, *given_coll = NULL;
+    cs->cid = given;
+    if (cc_cid_store(cs->cid, cs) != 0) { /* the id stays the pool's: the mark gives it back */
+        cc_coll_free(cs->coll);
+        free(cs->shadow_ranks);
+        free(cs);
+        return NULL;
+    }
+    cs->tag_base = tag_lanes ? (int)cs->cid * CC_TAG_SPAN : 0;
+    return cs;
+}
+
 /* `given`: the id a duplicate takes from its parent's pool (no agreement), or -1;
- * `*given_coll`: the selection parked with it, which the state takes (else left). */
+ * `*given_coll`, `*given_ranks`: the selection and world ranks parked with it, which the
+ * state takes (else left). */
 static cc_comm *create(MPI_Comm comm, uint32_t prio_parent, uint32_t prio_tag, int64_t given,
-                       cc_coll **given_coll) {
+                       cc_coll **given_coll, int **given_ranks) {
     cc_comm *cs = calloc(1, sizeof *cs);
     if (!cs)
         return NULL;
     cs->shadow = MPI_COMM_NULL;
     cs->cid = -1;
     cs->refs = 1;
+    if (given >= 0 && *given_coll && *given_ranks && shared_shadow != MPI_COMM_NULL)
+        return derived(comm, cs, given, given_coll, given_ranks);
     PMPI_Comm_test_inter(comm, &cs->inter);
     PMPI_Comm_rank(comm, &cs->rank);
     PMPI_Comm_size(comm, &cs->size);
@@ -304,10 +338,13 @@ static cc_comm *attach(MPI_Comm comm, cc_mark *mark) {
     cc_comm *cs = cc_threaded && mark->loose
                       ? NULL
                       : create(comm, mark->prio_parent, mark->prio_tag,
-                               mark->tied ? mark->slot_cid : -1, &mark->slot_coll);
+                               mark->tied ? mark->slot_cid : -1, &mark->slot_coll,
+                               &mark->slot_ranks);
     if (cs && mark->tied) { /* the state gives the slot back when its last call ends */
         cs->pool = mark->tied, cs->pool_slot = mark->slot;
         mark->tied = NULL;
+        free(mark->slot_ranks); /* parked without a selection: not taken */
+        mark->slot_ranks = NULL;
     }
     mark->state = cs ? MARK_SERVED : MARK_UNSERVED;
     mark->cid = cs ? cs->cid : -1;
@@ -324,11 +361,13 @@ static cc_mark *new_mark(MPI_Comm comm, int kind, uint32_t key, uint32_t prio_pa
     if (!mark)
         return NULL;
     *mark = (cc_mark){kind, MARK_PENDING, -1, key, prio_parent, prio_tag, 0, loose, 0, NULL,
-                      NULL, -1, -1, NULL};
+                      NULL, -1, -1, NULL, NULL};
     if (PMPI_Comm_set_attr(comm, keyval, mark) != MPI_SUCCESS) {
         free(mark);
         return NULL;
     }
+    made_comm = comm, made_mark = mark;
+    made_gone = __atomic_load_n(&states_gone, __ATOMIC_ACQUIRE);
     return mark;
 }
 
@@ -397,9 +436,11 @@ static cc_mark *mark_child(MPI_Comm parent, MPI_Comm made, int kind, int tag) {
         cc_pool_window(p->pool, parent, dup);
     int64_t cid = -1;
     cc_coll *coll = NULL;
-    int slot = mark && p->pool ? cc_pool_take(p->pool, dup, &cid, &coll) : -1;
+    int *ranks = NULL;
+    int slot = mark && p->pool ? cc_pool_take(p->pool, dup, &cid, &coll, &ranks) : -1;
     if (slot >= 0)
-        mark->tied = p->pool, mark->slot = slot, mark->slot_cid = cid, mark->slot_coll = coll;
+        mark->tied = p->pool, mark->slot = slot, mark->slot_cid = cid, mark->slot_coll = coll,
+        mark->slot_ranks = ranks;
     return mark;
 }
 
@@ -420,7 +461,7 @@ cc_comm *cc_comm_get(MPI_Comm comm, int may_create) {
     unsigned gone = __atomic_load_n(&states_gone, __ATOMIC_ACQUIRE);
     if (comm == last_comm && gone == last_gone)
         return last_state;
-    cc_mark *mark = mark_of(comm);
+    cc_mark *mark = comm == made_comm && gone == made_gone ? made_mark : mark_of(comm);
     cc_comm *cs;
     if (!mark || mark->state == MARK_PENDING) {
         /* No state yet: a communicator from a constructor we do not wrap (no mark) or one
