@@ -20,6 +20,10 @@ use crate::ptr::{bytes_mut, put};
 use crate::state::{self, State};
 use crate::status;
 
+/// Receives of this many bytes and more are [`Work::LongRecv`] (the line the runtime's own
+/// `Request::wait_all` draws between the receives it tests and those it waits for).
+const LONG_RECV: usize = 32 * 1024;
+
 /// A request the program holds.
 pub(crate) struct Pending {
     /// The communicator its errors go to.
@@ -38,6 +42,11 @@ pub(crate) enum Work {
     /// In flight. Its buffer is the program's, which MPI forbids it to touch until the
     /// request completes: hence `'static`.
     Live { request: Request<'static>, recv: bool },
+    /// A receive of [`LONG_RECV`] bytes or more in flight, as `Live`. It never ends in its
+    /// table slot ([`Pending::ends_in_place`]): a wait blocks on it at once, never testing
+    /// it first, since only a blocking wait lets the runtime split a long single copy with
+    /// the sender (a test reads the whole message itself).
+    LongRecv(Request<'static>),
     /// Finished when started (`MPI_PROC_NULL`) or cancelled.
     Done(MpiStatus),
     /// Finished with an error, kept until the request ends (a test that saw it leaves it
@@ -117,7 +126,7 @@ impl Pending {
         let found = match &mut self.work {
             Work::Done(status) => Ok(Some(*status)),
             Work::Failed(error) => Err(error.clone()),
-            Work::Live { request, .. } => {
+            Work::Live { request, .. } | Work::LongRecv(request) => {
                 request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
             }
             Work::Collective(completion) => completion.test().map(collective_status).transpose(),
@@ -139,7 +148,7 @@ impl Pending {
         let found = match work {
             Work::Done(status) => Ok(Some(status)),
             Work::Failed(error) => Err(error),
-            Work::Live { request, .. } => {
+            Work::Live { request, .. } | Work::LongRecv(request) => {
                 request.wait().map(|s| Some(status::of_runtime(s))).map_err(MpiError::from)
             }
             Work::Collective(completion) => collective_status(completion.wait()).map(Some),
@@ -326,11 +335,13 @@ fn start_recv<T>(
     comm: c_int,
     keep: Keep<T>,
 ) -> MpiResult<T> {
+    let long = data.len() >= LONG_RECV;
     // As in `begin_send`.
     state::with(|s| {
         let work = crate::comms::with(comm, |c| {
             Ok(match crate::p2p::source(from)? {
                 None => Work::Done(status::empty()),
+                Some(from) if long => Work::LongRecv(c.irecv(data, from, tag)?),
                 Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
             })
         })?;
