@@ -17,6 +17,7 @@ use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
 use crate::p2p::dest;
 use crate::ptr::{bytes_mut, put};
+use crate::request_table;
 use crate::state::{self, State};
 use crate::status;
 
@@ -217,16 +218,61 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     unsafe { put(out, handle) }
 }
 
-/// What a start does with its new request under the state's lock: returns it
-/// ([`returned`]) or stores it, for its handle ([`stored`]).
-pub(crate) type Keep<T> = fn(&mut State, Pending) -> T;
+/// What a start does with its new request: returns it ([`returned`]), stores it for its
+/// handle ([`store`]), or, for a send, hands out a handle of no slot if it completed when it
+/// started ([`store_send`]).
+pub(crate) type Keep<T> = fn(Pending) -> MpiResult<T>;
 
-pub(crate) fn returned(_: &mut State, pending: Pending) -> Pending {
-    pending
+pub(crate) fn returned(pending: Pending) -> MpiResult<Pending> {
+    Ok(pending)
 }
 
 pub(crate) fn stored(state: &mut State, pending: Pending) -> c_int {
     state.requests.add(pending)
+}
+
+fn store(pending: Pending) -> MpiResult<c_int> {
+    state::with(|s| Ok(s.requests.add(pending)))
+}
+
+/// `MPI_Isend` and its modes: the handle of the send begun. A send of a basic datatype
+/// that completed when it started (a small message, copied out) gets a handle of its own
+/// but no slot ([`request_table::sent_handle`]): no state lock, no request built or stored,
+/// nothing to test at its wait.
+///
+/// # Safety
+/// As [`begin_send`].
+#[inline(always)]
+unsafe fn isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    to: c_int,
+    tag: c_int,
+    comm: c_int,
+    sync: bool,
+) -> MpiResult<c_int> {
+    // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
+    let Some(data) = (unsafe { basic_bytes(buf, count, datatype) }) else {
+        // SAFETY: the caller's contract.
+        return unsafe { begin_send(buf, count, datatype, to, tag, comm, sync, store) };
+    };
+    let data = data?;
+    let started = crate::comms::with(comm, |c| match dest(to)? {
+        None => Ok(None),
+        Some(to) if sync => Ok(Some(c.issend(data, to, tag)?)),
+        Some(to) => Ok(Some(c.isend(data, to, tag)?)),
+    })?;
+    let work = match started {
+        Some(request) if matches!(request.completed(), Some(Ok(_))) => {
+            // A completed request holds nothing: its drop has nothing to do.
+            std::mem::forget(request);
+            return Ok(request_table::sent_handle());
+        }
+        Some(request) => Work::Live { request, recv: false },
+        None => Work::Done(status::empty()),
+    };
+    store(Pending::new(comm, work))
 }
 
 /// Writes the handle of the request `begin` starts and stores.
@@ -247,7 +293,7 @@ pub(crate) unsafe fn hand_out(
 }
 
 /// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request, as `keep` keeps
-/// it (one taking of the state's lock).
+/// it (the state's lock is taken by `keep` alone, if it stores the request).
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
@@ -278,18 +324,16 @@ pub(crate) unsafe fn begin_send<T>(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
-    // The communicator borrowed under the table's lock inside the state's (a start does not
-    // block): no `Arc` taken.
-    state::with(|s| {
-        let work = crate::comms::with(comm, |c| {
-            Ok(match dest(to)? {
-                None => Work::Done(status::empty()),
-                Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
-                Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
-            })
-        })?;
-        Ok(keep(s, Pending { packed, ..Pending::new(comm, work) }))
-    })
+    // The communicator borrowed under the table's lock (a start does not block): no `Arc`
+    // taken. The state's lock is `keep`'s to take, if it stores the request.
+    let work = crate::comms::with(comm, |c| {
+        Ok(match dest(to)? {
+            None => Work::Done(status::empty()),
+            Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
+            Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
+        })
+    })?;
+    keep(Pending { packed, ..Pending::new(comm, work) })
 }
 
 /// Starts a receive; its request, as `keep` keeps it.
@@ -337,16 +381,14 @@ fn start_recv<T>(
 ) -> MpiResult<T> {
     let long = data.len() >= LONG_RECV;
     // As in `begin_send`.
-    state::with(|s| {
-        let work = crate::comms::with(comm, |c| {
-            Ok(match crate::p2p::source(from)? {
-                None => Work::Done(status::empty()),
-                Some(from) if long => Work::LongRecv(c.irecv(data, from, tag)?),
-                Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
-            })
-        })?;
-        Ok(keep(s, Pending { packed, unpack, ..Pending::new(comm, work) }))
-    })
+    let work = crate::comms::with(comm, |c| {
+        Ok(match crate::p2p::source(from)? {
+            None => Work::Done(status::empty()),
+            Some(from) if long => Work::LongRecv(c.irecv(data, from, tag)?),
+            Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
+        })
+    })?;
+    keep(Pending { packed, unpack, ..Pending::new(comm, work) })
 }
 
 /// Takes request `handle` out of the table, its handle kept for it to be put back;
@@ -377,19 +419,19 @@ pub(crate) fn take_ending(
 
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
+        hand_out(request, || isend(buf, count, datatype, dest, tag, comm, false))
     }
 
     /// Completes once a receive has taken the message (see `MPI_Ssend`).
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, true, stored))
+        hand_out(request, || isend(buf, count, datatype, dest, tag, comm, true))
     }
 
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
+        hand_out(request, || isend(buf, count, datatype, dest, tag, comm, false))
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, stored))
+        hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, store))
     }
 }

@@ -312,6 +312,34 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* Small sends complete as they start: their handles are still distinct and active,
+     * and every request call takes them. */
+    int small_in[4] = {-1, -1, -1, -1}, small_out = rank;
+    MPI_Request sreqs[4], rreqs[4];
+    for (int k = 0; k < 4; k++)
+        MPI_Irecv(&small_in[k], 1, MPI_INT, left, 90 + k, MPI_COMM_WORLD, &rreqs[k]);
+    for (int k = 0; k < 4; k++)
+        CHECK_RC(MPI_Isend(&small_out, 1, MPI_INT, right, 90 + k, MPI_COMM_WORLD, &sreqs[k]),
+                 MPI_SUCCESS);
+    CHECK(sreqs[0] != sreqs[1] && sreqs[1] != sreqs[2] && sreqs[0] != sreqs[3]);
+    CHECK(sreqs[0] != MPI_REQUEST_NULL && sreqs[3] != MPI_REQUEST_NULL);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Request_get_status(sreqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(sreqs[0] != MPI_REQUEST_NULL);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Test(&sreqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(sreqs[0] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Cancel(&sreqs[1]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&sreqs[1], &st), MPI_SUCCESS);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 0 && sreqs[1] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Request_free(&sreqs[2]), MPI_SUCCESS);
+    CHECK(sreqs[2] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Waitall(2, &sreqs[2], sts), MPI_SUCCESS);
+    CHECK(sreqs[3] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Waitall(4, rreqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    CHECK(small_in[0] == left && small_in[3] == left);
+
     /* Long messages (their receives are waited for, not tested, so that the copy is split
      * with the sender): a window by MPI_Waitall, then one by MPI_Test, one by MPI_Wait and
      * one cancelled. */
