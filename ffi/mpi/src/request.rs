@@ -4,7 +4,7 @@ use std::ffi::{c_int, c_void};
 
 use std::sync::Arc;
 
-use commcore_linux::runtime::Request;
+use commcore_linux::runtime::{Comm, Request};
 
 use crate::grequest::Generalized;
 use crate::pack::{basic_bytes, basic_bytes_mut, Place};
@@ -380,27 +380,57 @@ fn start_recv<T>(
     comm: c_int,
     keep: Keep<T>,
 ) -> MpiResult<T> {
-    let long = data.len() >= LONG_RECV;
     // As in `begin_send`.
-    let work = crate::comms::with(comm, |c| {
-        Ok(match crate::p2p::source(from)? {
-            None => Work::Done(status::empty()),
-            Some(from) if long => Work::LongRecv(c.irecv(data, from, tag)?),
-            Some(from) => {
-                let request = c.irecv(data, from, tag)?;
-                match request.completed() {
-                    // The message was here: the request is its status alone (a completed
-                    // runtime request holds nothing, its drop has nothing to do).
-                    Some(Ok(found)) => {
-                        std::mem::forget(request);
-                        Work::Done(status::of_runtime(found))
-                    }
-                    _ => Work::Live { request, recv: true },
-                }
-            }
-        })
-    })?;
+    let work = crate::comms::with(comm, |c| recv_work(c, data, from, tag))?;
     keep(Pending { packed, unpack, ..Pending::new(comm, work) })
+}
+
+/// `MPI_Irecv`: the handle of the receive begun. A basic datatype's is begun and stored
+/// under one taking of the state's lock (the communicator borrowed under the table's lock
+/// inside it; a start does not block).
+///
+/// # Safety
+/// As [`begin_recv`].
+#[inline(always)]
+unsafe fn irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    from: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult<c_int> {
+    // SAFETY: the caller's contract: MPI keeps the buffer the request's until it completes.
+    let Some(data) = (unsafe { basic_bytes_mut(buf, count, datatype) }) else {
+        // SAFETY: the caller's contract.
+        return unsafe { begin_recv(buf, count, datatype, from, tag, comm, store) };
+    };
+    let data = data?;
+    state::with(|s| {
+        let work = crate::comms::with(comm, |c| recv_work(c, data, from, tag))?;
+        Ok(s.requests.add(Pending::new(comm, work)))
+    })
+}
+
+/// The work of a receive into `data` begun on `c`.
+#[inline(always)]
+fn recv_work(c: &Comm, data: &'static mut [u8], from: c_int, tag: c_int) -> MpiResult<Work> {
+    Ok(match crate::p2p::source(from)? {
+        None => Work::Done(status::empty()),
+        Some(from) if data.len() >= LONG_RECV => Work::LongRecv(c.irecv(data, from, tag)?),
+        Some(from) => {
+            let request = c.irecv(data, from, tag)?;
+            match request.completed() {
+                // The message was here: the request is its status alone (a completed
+                // runtime request holds nothing, its drop has nothing to do).
+                Some(Ok(found)) => {
+                    std::mem::forget(request);
+                    Work::Done(status::of_runtime(found))
+                }
+                _ => Work::Live { request, recv: true },
+            }
+        }
+    })
 }
 
 /// Takes request `handle` out of the table, its handle kept for it to be put back;
@@ -444,6 +474,6 @@ mpi_fn! {
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, store))
+        hand_out(request, || irecv(buf, count, datatype, source, tag, comm))
     }
 }
