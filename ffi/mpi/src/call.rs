@@ -23,7 +23,8 @@ pub(crate) fn on_comm(comm: c_int) {
 }
 
 /// The communicator the current call works on.
-fn call_comm() -> c_int {
+#[inline]
+pub(crate) fn call_comm() -> c_int {
     // SAFETY: reads this thread's own variable; no pointer is involved.
     match unsafe { commcore_mpi_call_comm() } {
         0 => MPI_COMM_WORLD,

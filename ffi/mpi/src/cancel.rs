@@ -23,6 +23,7 @@ impl Pending {
     fn cancel(&mut self) -> MpiResult {
         let recv = match self.work {
             Work::Live { recv, .. } => recv,
+            Work::LongRecv(_) => true,
             Work::Pair(_) => {
                 let why =
                     "cancelling an MPI_Isendrecv is not provided yet (the request stays active)";

@@ -8,7 +8,7 @@ use crate::error::{fail, MpiError, MpiResult};
 use crate::persist::Persist;
 use crate::ptr::{array_mut, get, put, put_status, statuses};
 use crate::request::{take_ending, Pending, Work};
-use crate::request_table::InPlace;
+use crate::request_table::{self, InPlace};
 use crate::state;
 use crate::status;
 
@@ -105,19 +105,32 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
     // SAFETY: the caller's contract.
     let mut out = unsafe { statuses(out, n) };
     let mut failed = None;
-    // First, under one taking of the lock, the sends and receives finished already (most
-    // of a window) end in their slots, and null handles get the empty status.
+    // First null handles and sends that completed when they started (no slot, no lock).
+    let mut rest = false;
+    for (i, handle) in handles.iter_mut().enumerate() {
+        if *handle != MPI_REQUEST_NULL && !request_table::is_sent(*handle) {
+            rest = true;
+            continue;
+        }
+        *handle = MPI_REQUEST_NULL;
+        record(&mut out, i, Ok(status::inactive()), &mut failed);
+    }
+    if !rest {
+        return in_status(failed, out.is_some());
+    }
+    // Then, under one taking of the lock, the sends and receives finished already (most
+    // of a window) end in their slots.
     state::with(|s| {
         for (i, handle) in handles.iter_mut().enumerate() {
-            let outcome = match *handle {
-                MPI_REQUEST_NULL => Ok(status::inactive()),
-                other => match s.requests.end_in_place(other) {
-                    InPlace::Ended(comm, outcome) => {
-                        call::on_comm(comm);
-                        outcome
-                    }
-                    InPlace::Running(_) | InPlace::NotHere => continue,
-                },
+            if *handle == MPI_REQUEST_NULL {
+                continue;
+            }
+            let outcome = match s.requests.end_in_place(*handle) {
+                InPlace::Ended(comm, outcome) => {
+                    call::on_comm(comm);
+                    outcome
+                }
+                InPlace::Running(_) | InPlace::NotHere => continue,
             };
             *handle = MPI_REQUEST_NULL;
             record(&mut out, i, outcome, &mut failed);

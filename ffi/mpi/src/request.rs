@@ -4,7 +4,7 @@ use std::ffi::{c_int, c_void};
 
 use std::sync::Arc;
 
-use commcore_linux::runtime::Request;
+use commcore_linux::runtime::{Comm, Request};
 
 use crate::grequest::Generalized;
 use crate::pack::{basic_bytes, basic_bytes_mut, Place};
@@ -17,8 +17,13 @@ use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
 use crate::p2p::dest;
 use crate::ptr::{bytes_mut, put};
+use crate::request_table;
 use crate::state::{self, State};
 use crate::status;
+
+/// Receives of this many bytes and more are [`Work::LongRecv`] (the line the runtime's own
+/// `Request::wait_all` draws between the receives it tests and those it waits for).
+const LONG_RECV: usize = 32 * 1024;
 
 /// A request the program holds.
 pub(crate) struct Pending {
@@ -38,6 +43,11 @@ pub(crate) enum Work {
     /// In flight. Its buffer is the program's, which MPI forbids it to touch until the
     /// request completes: hence `'static`.
     Live { request: Request<'static>, recv: bool },
+    /// A receive of [`LONG_RECV`] bytes or more in flight, as `Live`. It never ends in its
+    /// table slot ([`Pending::ends_in_place`]): a wait blocks on it at once, never testing
+    /// it first, since only a blocking wait lets the runtime split a long single copy with
+    /// the sender (a test reads the whole message itself).
+    LongRecv(Request<'static>),
     /// Finished when started (`MPI_PROC_NULL`) or cancelled.
     Done(MpiStatus),
     /// Finished with an error, kept until the request ends (a test that saw it leaves it
@@ -108,6 +118,7 @@ impl Pending {
                 Ok(found) => Ok(found.map(status::of_runtime)),
                 Err(error) => Err(error.into()),
             },
+            Work::Done(status) if self.unpack.is_none() => Ok(Some(*status)),
             _ => self.test(),
         }
     }
@@ -117,7 +128,7 @@ impl Pending {
         let found = match &mut self.work {
             Work::Done(status) => Ok(Some(*status)),
             Work::Failed(error) => Err(error.clone()),
-            Work::Live { request, .. } => {
+            Work::Live { request, .. } | Work::LongRecv(request) => {
                 request.test().map(|s| s.map(status::of_runtime)).map_err(MpiError::from)
             }
             Work::Collective(completion) => completion.test().map(collective_status).transpose(),
@@ -139,7 +150,7 @@ impl Pending {
         let found = match work {
             Work::Done(status) => Ok(Some(status)),
             Work::Failed(error) => Err(error),
-            Work::Live { request, .. } => {
+            Work::Live { request, .. } | Work::LongRecv(request) => {
                 request.wait().map(|s| Some(status::of_runtime(s))).map_err(MpiError::from)
             }
             Work::Collective(completion) => collective_status(completion.wait()).map(Some),
@@ -208,16 +219,61 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     unsafe { put(out, handle) }
 }
 
-/// What a start does with its new request under the state's lock: returns it
-/// ([`returned`]) or stores it, for its handle ([`stored`]).
-pub(crate) type Keep<T> = fn(&mut State, Pending) -> T;
+/// What a start does with its new request: returns it ([`returned`]), stores it for its
+/// handle ([`store`]), or, for a send, hands out a handle of no slot if it completed when it
+/// started ([`store_send`]).
+pub(crate) type Keep<T> = fn(Pending) -> MpiResult<T>;
 
-pub(crate) fn returned(_: &mut State, pending: Pending) -> Pending {
-    pending
+pub(crate) fn returned(pending: Pending) -> MpiResult<Pending> {
+    Ok(pending)
 }
 
 pub(crate) fn stored(state: &mut State, pending: Pending) -> c_int {
     state.requests.add(pending)
+}
+
+fn store(pending: Pending) -> MpiResult<c_int> {
+    state::with(|s| Ok(s.requests.add(pending)))
+}
+
+/// `MPI_Isend` and its modes: the handle of the send begun. A send of a basic datatype
+/// that completed when it started (a small message, copied out) gets a handle of its own
+/// but no slot ([`request_table::sent_handle`]): no state lock, no request built or stored,
+/// nothing to test at its wait.
+///
+/// # Safety
+/// As [`begin_send`].
+#[inline(always)]
+unsafe fn isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    to: c_int,
+    tag: c_int,
+    comm: c_int,
+    sync: bool,
+) -> MpiResult<c_int> {
+    // SAFETY: the caller's contract; MPI keeps the buffer the request's until it completes.
+    let Some(data) = (unsafe { basic_bytes(buf, count, datatype) }) else {
+        // SAFETY: the caller's contract.
+        return unsafe { begin_send(buf, count, datatype, to, tag, comm, sync, store) };
+    };
+    let data = data?;
+    let started = crate::comms::with(comm, |c| match dest(to)? {
+        None => Ok(None),
+        Some(to) if sync => Ok(Some(c.issend(data, to, tag)?)),
+        Some(to) => Ok(Some(c.isend(data, to, tag)?)),
+    })?;
+    let work = match started {
+        Some(request) if matches!(request.completed(), Some(Ok(_))) => {
+            // A completed request holds nothing: its drop has nothing to do.
+            std::mem::forget(request);
+            return Ok(request_table::sent_handle());
+        }
+        Some(request) => Work::Live { request, recv: false },
+        None => Work::Done(status::empty()),
+    };
+    store(Pending::new(comm, work))
 }
 
 /// Writes the handle of the request `begin` starts and stores.
@@ -238,7 +294,7 @@ pub(crate) unsafe fn hand_out(
 }
 
 /// Starts a send, synchronous if `sync` (see `MPI_Ssend`); its request, as `keep` keeps
-/// it (one taking of the state's lock).
+/// it (the state's lock is taken by `keep` alone, if it stores the request).
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype` until the request completes.
@@ -269,18 +325,16 @@ pub(crate) unsafe fn begin_send<T>(
             (unsafe { std::slice::from_raw_parts(copy.as_ptr(), copy.len()) }, Some(copy))
         }
     };
-    // The communicator borrowed under the table's lock inside the state's (a start does not
-    // block): no `Arc` taken.
-    state::with(|s| {
-        let work = crate::comms::with(comm, |c| {
-            Ok(match dest(to)? {
-                None => Work::Done(status::empty()),
-                Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
-                Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
-            })
-        })?;
-        Ok(keep(s, Pending { packed, ..Pending::new(comm, work) }))
-    })
+    // The communicator borrowed under the table's lock (a start does not block): no `Arc`
+    // taken. The state's lock is `keep`'s to take, if it stores the request.
+    let work = crate::comms::with(comm, |c| {
+        Ok(match dest(to)? {
+            None => Work::Done(status::empty()),
+            Some(to) if sync => Work::Live { request: c.issend(data, to, tag)?, recv: false },
+            Some(to) => Work::Live { request: c.isend(data, to, tag)?, recv: false },
+        })
+    })?;
+    keep(Pending { packed, ..Pending::new(comm, work) })
 }
 
 /// Starts a receive; its request, as `keep` keeps it.
@@ -327,14 +381,55 @@ fn start_recv<T>(
     keep: Keep<T>,
 ) -> MpiResult<T> {
     // As in `begin_send`.
+    let work = crate::comms::with(comm, |c| recv_work(c, data, from, tag))?;
+    keep(Pending { packed, unpack, ..Pending::new(comm, work) })
+}
+
+/// `MPI_Irecv`: the handle of the receive begun. A basic datatype's is begun and stored
+/// under one taking of the state's lock (the communicator borrowed under the table's lock
+/// inside it; a start does not block).
+///
+/// # Safety
+/// As [`begin_recv`].
+#[inline(always)]
+unsafe fn irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    from: c_int,
+    tag: c_int,
+    comm: c_int,
+) -> MpiResult<c_int> {
+    // SAFETY: the caller's contract: MPI keeps the buffer the request's until it completes.
+    let Some(data) = (unsafe { basic_bytes_mut(buf, count, datatype) }) else {
+        // SAFETY: the caller's contract.
+        return unsafe { begin_recv(buf, count, datatype, from, tag, comm, store) };
+    };
+    let data = data?;
     state::with(|s| {
-        let work = crate::comms::with(comm, |c| {
-            Ok(match crate::p2p::source(from)? {
-                None => Work::Done(status::empty()),
-                Some(from) => Work::Live { request: c.irecv(data, from, tag)?, recv: true },
-            })
-        })?;
-        Ok(keep(s, Pending { packed, unpack, ..Pending::new(comm, work) }))
+        let work = crate::comms::with(comm, |c| recv_work(c, data, from, tag))?;
+        Ok(s.requests.add(Pending::new(comm, work)))
+    })
+}
+
+/// The work of a receive into `data` begun on `c`.
+#[inline(always)]
+fn recv_work(c: &Comm, data: &'static mut [u8], from: c_int, tag: c_int) -> MpiResult<Work> {
+    Ok(match crate::p2p::source(from)? {
+        None => Work::Done(status::empty()),
+        Some(from) if data.len() >= LONG_RECV => Work::LongRecv(c.irecv(data, from, tag)?),
+        Some(from) => {
+            let request = c.irecv(data, from, tag)?;
+            match request.completed() {
+                // The message was here: the request is its status alone (a completed
+                // runtime request holds nothing, its drop has nothing to do).
+                Some(Ok(found)) => {
+                    std::mem::forget(request);
+                    Work::Done(status::of_runtime(found))
+                }
+                _ => Work::Live { request, recv: true },
+            }
+        }
     })
 }
 
@@ -366,19 +461,19 @@ pub(crate) fn take_ending(
 
 mpi_fn! {
     fn MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
+        hand_out(request, || isend(buf, count, datatype, dest, tag, comm, false))
     }
 
     /// Completes once a receive has taken the message (see `MPI_Ssend`).
     fn MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, true, stored))
+        hand_out(request, || isend(buf, count, datatype, dest, tag, comm, true))
     }
 
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_send(buf, count, datatype, dest, tag, comm, false, stored))
+        hand_out(request, || isend(buf, count, datatype, dest, tag, comm, false))
     }
 
     fn MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) {
-        hand_out(request, || begin_recv(buf, count, datatype, source, tag, comm, stored))
+        hand_out(request, || irecv(buf, count, datatype, source, tag, comm))
     }
 }

@@ -17,7 +17,9 @@ impl Pending {
     /// `detached` until `MPI_Finalize`: the program freed the request.
     fn detach(self, detached: &mut Vec<(Request<'static>, Option<Box<[u8]>>)>) {
         match self.work {
-            Work::Live { request, .. } => detached.push((request, self.packed)),
+            Work::Live { request, .. } | Work::LongRecv(request) => {
+                detached.push((request, self.packed))
+            }
             Work::Pair(pair) => {
                 let [recv, send] = *pair;
                 recv.detach(detached);

@@ -2,13 +2,44 @@
 //! reused (no hashing, no allocation once it has grown to the program's window).
 
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::consts::MpiStatus;
 use crate::error::MpiResult;
 use crate::request::Pending;
 use crate::state::REQUEST_KIND;
+use crate::{call, status};
 
 const INDEX_MASK: u32 = 0x03ff_ffff;
+
+/// The index bit of the handles of sends that completed when they started
+/// ([`sent_handle`]); slots are indexed below it.
+const SENT_BIT: u32 = 0x0200_0000;
+
+/// Counts the handles [`sent_handle`] gave out.
+static SENT: AtomicU32 = AtomicU32::new(0);
+
+/// A handle for a send that completed when it started: in no slot, complete with MPI's
+/// empty status (a send's status fields are undefined), and distinct from the handles of
+/// other requests the program holds (unless it holds 2^25 such sends), for tools that
+/// track requests by handle.
+#[inline]
+pub(crate) fn sent_handle() -> c_int {
+    let n = SENT.fetch_add(1, Ordering::Relaxed) & (SENT_BIT - 1);
+    (REQUEST_KIND | SENT_BIT | n) as c_int
+}
+
+/// Whether `handle` is one of [`sent_handle`]'s.
+#[inline]
+pub(crate) fn is_sent(handle: c_int) -> bool {
+    handle as u32 & !(SENT_BIT - 1) == REQUEST_KIND | SENT_BIT
+}
+
+/// The request behind a [`sent_handle`]: complete, its errors (none) going where the
+/// call's go.
+fn sent() -> Pending {
+    Pending::finished(call::call_comm(), status::inactive())
+}
 
 /// Requests by handle. A slot taken out stays reserved for its handle until released,
 /// so that the request can be put back under the same handle.
@@ -17,6 +48,8 @@ pub(crate) struct RequestTable {
     slots: Vec<Slot>,
     /// Slots no handle holds.
     vacant: Vec<u32>,
+    /// What [`RequestTable::get_mut`] lends for a [`sent_handle`].
+    sent: Option<Pending>,
 }
 
 // Requests are stored inline: a box each would be an allocation per message.
@@ -42,12 +75,14 @@ pub(crate) enum InPlace {
 fn slot(handle: c_int) -> Option<usize> {
     let bits = handle as u32;
     let index = bits & INDEX_MASK;
-    (bits & !INDEX_MASK == REQUEST_KIND && index > 0).then(|| index as usize - 1)
+    (bits & !INDEX_MASK == REQUEST_KIND && index > 0 && index < SENT_BIT)
+        .then(|| index as usize - 1)
 }
 
 impl RequestTable {
     /// Stores `pending` in a vacant slot; its new handle.
     pub fn add(&mut self, pending: Pending) -> c_int {
+        // Below SENT_BIT while the program holds fewer than 2^25 requests at once.
         let index = match self.vacant.pop() {
             Some(index) => {
                 self.slots[index as usize] = Slot::Held(pending);
@@ -62,6 +97,9 @@ impl RequestTable {
     }
 
     pub fn get_mut(&mut self, handle: &c_int) -> Option<&mut Pending> {
+        if is_sent(*handle) {
+            return Some(self.sent.insert(sent()));
+        }
         match self.slots.get_mut(slot(*handle)?)? {
             Slot::Held(pending) => Some(pending),
             _ => None,
@@ -72,7 +110,12 @@ impl RequestTable {
     /// ([`Pending::ends_in_place`]): once finished it is dropped in its slot, which serves
     /// another (no move out and back).
     pub fn end_in_place(&mut self, handle: c_int) -> InPlace {
-        let Some(index) = slot(handle) else { return InPlace::NotHere };
+        let Some(index) = slot(handle) else {
+            if is_sent(handle) {
+                return InPlace::Ended(call::call_comm(), Ok(status::inactive()));
+            }
+            return InPlace::NotHere;
+        };
         let Some(Slot::Held(pending)) = self.slots.get_mut(index) else { return InPlace::NotHere };
         if !pending.ends_in_place() {
             return InPlace::NotHere;
@@ -89,8 +132,12 @@ impl RequestTable {
         InPlace::Ended(comm, outcome)
     }
 
-    /// Takes the request out; its slot stays reserved (see [`RequestTable::release`]).
+    /// Takes the request out; its slot stays reserved (see [`RequestTable::release`]). (A
+    /// [`sent_handle`] has no slot: putting it back or releasing it does nothing.)
     pub fn remove(&mut self, handle: &c_int) -> Option<Pending> {
+        if is_sent(*handle) {
+            return Some(sent());
+        }
         let entry = self.slots.get_mut(slot(*handle)?)?;
         if !matches!(entry, Slot::Held(_)) {
             return None;

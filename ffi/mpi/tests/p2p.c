@@ -312,6 +312,71 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* Small sends complete as they start: their handles are still distinct and active,
+     * and every request call takes them. */
+    int small_in[4] = {-1, -1, -1, -1}, small_out = rank;
+    MPI_Request sreqs[4], rreqs[4];
+    for (int k = 0; k < 4; k++)
+        MPI_Irecv(&small_in[k], 1, MPI_INT, left, 90 + k, MPI_COMM_WORLD, &rreqs[k]);
+    for (int k = 0; k < 4; k++)
+        CHECK_RC(MPI_Isend(&small_out, 1, MPI_INT, right, 90 + k, MPI_COMM_WORLD, &sreqs[k]),
+                 MPI_SUCCESS);
+    CHECK(sreqs[0] != sreqs[1] && sreqs[1] != sreqs[2] && sreqs[0] != sreqs[3]);
+    CHECK(sreqs[0] != MPI_REQUEST_NULL && sreqs[3] != MPI_REQUEST_NULL);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Request_get_status(sreqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(sreqs[0] != MPI_REQUEST_NULL);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Test(&sreqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(sreqs[0] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Cancel(&sreqs[1]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&sreqs[1], &st), MPI_SUCCESS);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 0 && sreqs[1] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Request_free(&sreqs[2]), MPI_SUCCESS);
+    CHECK(sreqs[2] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Waitall(2, &sreqs[2], sts), MPI_SUCCESS);
+    CHECK(sreqs[3] == MPI_REQUEST_NULL);
+    CHECK_RC(MPI_Waitall(4, rreqs, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    CHECK(small_in[0] == left && small_in[3] == left);
+
+    /* Long messages (their receives are waited for, not tested, so that the copy is split
+     * with the sender): a window by MPI_Waitall, then one by MPI_Test, one by MPI_Wait and
+     * one cancelled. */
+    enum { LONG = 256 * 1024, NLONG = 4 };
+    static char long_out[LONG], long_in[NLONG][LONG];
+    MPI_Request lreqs[2 * NLONG];
+    MPI_Status lsts[2 * NLONG];
+    memset(long_out, rank + 1, LONG);
+    for (int k = 0; k < NLONG; k++)
+        MPI_Irecv(long_in[k], LONG, MPI_CHAR, left, 70 + k, MPI_COMM_WORLD, &lreqs[k]);
+    for (int k = 0; k < NLONG; k++)
+        MPI_Isend(long_out, LONG - k, MPI_CHAR, right, 70 + k, MPI_COMM_WORLD, &lreqs[NLONG + k]);
+    CHECK_RC(MPI_Waitall(2 * NLONG, lreqs, lsts), MPI_SUCCESS);
+    for (int k = 0; k < NLONG; k++) {
+        int n = -1;
+        MPI_Get_count(&lsts[k], MPI_CHAR, &n);
+        CHECK(n == LONG - k && lsts[k].MPI_SOURCE == left && lsts[k].MPI_TAG == 70 + k);
+        CHECK(long_in[k][0] == left + 1 && long_in[k][LONG - k - 1] == left + 1);
+        CHECK(lreqs[k] == MPI_REQUEST_NULL);
+    }
+    memset(long_in, 0, sizeof long_in);
+    for (int k = 0; k < 3; k++)
+        MPI_Irecv(long_in[k], LONG, MPI_CHAR, left, 80 + k, MPI_COMM_WORLD, &lreqs[k]);
+    MPI_Isend(long_out, LONG, MPI_CHAR, right, 80, MPI_COMM_WORLD, &lreqs[3]);
+    MPI_Isend(long_out, LONG, MPI_CHAR, right, 81, MPI_COMM_WORLD, &lreqs[4]);
+    flag = 0;
+    while (!flag) CHECK_RC(MPI_Test(&lreqs[0], &flag, &st), MPI_SUCCESS);
+    CHECK(st.MPI_TAG == 80 && long_in[0][LONG - 1] == left + 1);
+    CHECK_RC(MPI_Wait(&lreqs[1], &st), MPI_SUCCESS);
+    CHECK(st.MPI_TAG == 81 && long_in[1][LONG / 2] == left + 1);
+    CHECK_RC(MPI_Cancel(&lreqs[2]), MPI_SUCCESS);
+    CHECK_RC(MPI_Wait(&lreqs[2], &st), MPI_SUCCESS);
+    MPI_Test_cancelled(&st, &flag);
+    CHECK(flag == 1 && long_in[2][0] == 0);
+    CHECK_RC(MPI_Waitall(2, &lreqs[3], MPI_STATUSES_IGNORE), MPI_SUCCESS);
+    MPI_Barrier(MPI_COMM_WORLD);
+
     /* Errors return their class. */
     CHECK_RC(MPI_Send(&a, 1, MPI_INT, size, 0, MPI_COMM_WORLD), MPI_ERR_RANK);
     CHECK_RC(MPI_Send(&a, 1, MPI_INT, right, -5, MPI_COMM_WORLD), MPI_ERR_TAG);

@@ -70,6 +70,16 @@ impl<'a> Request<'a> {
         self.poll(false, &mut none).transpose()
     }
 
+    /// The outcome if the operation has completed already (when it started: a small send, a
+    /// message already here; or at an earlier test), without polling.
+    #[inline]
+    pub fn completed(&self) -> Option<Result<Status, P2pError>> {
+        match self.state {
+            State::Done(result) => Some(result),
+            _ => None,
+        }
+    }
+
     /// Waits for every request in turn; the statuses in order, or the first error. While
     /// one is waited for, the buffers of the receives after it that may take a long message
     /// are lent too, so such a message for any of them is read straight into its buffer
