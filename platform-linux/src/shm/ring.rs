@@ -512,6 +512,30 @@ mod tests {
     }
 
     #[test]
+    fn a_run_gives_its_cells_back_when_it_ends() {
+        let layout = Layout::new(1).unwrap();
+        let region = Region::create(layout.region_bytes()).unwrap();
+        let ring = Ring::new(&region, &layout, 0, 0);
+        for i in 0..RING_DEPTH as u32 {
+            assert!(ring.try_push(&header(i, 1), &[i as u8]));
+        }
+        let mut out = [0u8; 1];
+        let mut run = ring.take_run();
+        for i in 0..2u32 {
+            assert_eq!(run.take_if(&mut out, |_| true), Ok(Take::Taken(header(i, 1))));
+            assert_eq!(out, [i as u8]);
+        }
+        assert_eq!(run.take_if(&mut out, |_| false), Ok(Take::Left), "a refused cell stays");
+        assert!(run.took_any());
+        assert!(!ring.try_push(&header(0, 0), &[]), "no room before the run ends");
+        drop(run);
+        assert!(ring.try_push(&header(100, 0), &[]) && ring.try_push(&header(101, 0), &[]));
+        assert!(!ring.try_push(&header(0, 0), &[]), "exactly the run's two cells came back");
+        assert_eq!(ring.peek(), Ok(Some(header(2, 1))), "the next cell is the refused one");
+        assert!(!ring.take_run().took_any(), "an empty run releases nothing");
+    }
+
+    #[test]
     fn garbage_from_a_peer_is_rejected() {
         let mut bytes = header(1, 3).encode();
         bytes[12..16].copy_from_slice(&(Ring::PAYLOAD_BYTES as u32 + 1).to_le_bytes());
