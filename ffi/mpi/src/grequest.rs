@@ -129,7 +129,7 @@ mpi_fn! {
         hand_out(request, || {
             state::with(|s| {
                 let made = Generalized { shared: shared.clone(), cancel, handle: MPI_REQUEST_NULL };
-                let handle = stored(s, Pending::generalized(Box::new(made)));
+                let handle = stored(s, Pending::generalized(Box::new(made)))?;
                 // The request learns its handle once the table gives it one.
                 if let Some(Work::Generalized(g)) = s.requests.get_mut(&handle).map(|p| &mut p.work) {
                     g.handle = handle;

@@ -14,7 +14,7 @@ mpi_fn! {
         hand_out(request, || {
             let recv = begin_recv(recvbuf, recvcount, recvtype, source, recvtag, comm, returned)?;
             let send = begin_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, false, returned)?;
-            state::with(|s| Ok(stored(s, Pending::pair(comm, recv, send, None))))
+            state::with(|s| stored(s, Pending::pair(comm, recv, send, None)))
         })
     }
 
@@ -28,7 +28,7 @@ mpi_fn! {
             let recv = begin_recv(buf, count, datatype, source, recvtag, comm, returned)?;
             // The copy's heap bytes stay where they are when the box moves into the request.
             let send = begin_send(data.as_ptr().cast(), len, MPI_BYTE, dest, sendtag, comm, false, returned)?;
-            state::with(|s| Ok(stored(s, Pending::pair(comm, recv, send, Some(data)))))
+            state::with(|s| stored(s, Pending::pair(comm, recv, send, Some(data))))
         })
     }
 }

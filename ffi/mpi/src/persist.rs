@@ -53,7 +53,7 @@ unsafe fn init(mut persist: Persist, comm: c_int, request: *mut c_int) -> MpiRes
     count(persist.count)?;
     let handle = state::with(|s| {
         s.comm(comm)?;
-        Ok(s.requests.add(Pending::inactive(comm, persist)))
+        s.requests.add(Pending::inactive(comm, persist))
     })?;
     // SAFETY: the caller's contract.
     unsafe { put(request, handle) }

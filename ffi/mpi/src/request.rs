@@ -214,7 +214,7 @@ pub(crate) unsafe fn start(out: *mut c_int, pending: Pending) -> MpiResult {
     if out.is_null() {
         return fail(MPI_ERR_ARG, "the request argument is NULL");
     }
-    let handle = state::with(|s| Ok(s.requests.add(pending)))?;
+    let handle = state::with(|s| s.requests.add(pending))?;
     // SAFETY: not NULL; the caller's contract.
     unsafe { put(out, handle) }
 }
@@ -228,12 +228,12 @@ pub(crate) fn returned(pending: Pending) -> MpiResult<Pending> {
     Ok(pending)
 }
 
-pub(crate) fn stored(state: &mut State, pending: Pending) -> c_int {
+pub(crate) fn stored(state: &mut State, pending: Pending) -> MpiResult<c_int> {
     state.requests.add(pending)
 }
 
 fn store(pending: Pending) -> MpiResult<c_int> {
-    state::with(|s| Ok(s.requests.add(pending)))
+    state::with(|s| s.requests.add(pending))
 }
 
 /// `MPI_Isend` and its modes: the handle of the send begun. A send of a basic datatype
@@ -266,8 +266,7 @@ unsafe fn isend(
     })?;
     let work = match started {
         Some(request) if matches!(request.completed(), Some(Ok(_))) => {
-            // A completed request holds nothing: its drop has nothing to do.
-            std::mem::forget(request);
+            drop(request);
             return Ok(request_table::sent_handle());
         }
         Some(request) => Work::Live { request, recv: false },
@@ -408,7 +407,7 @@ unsafe fn irecv(
     let data = data?;
     state::with(|s| {
         let work = crate::comms::with(comm, |c| recv_work(c, data, from, tag))?;
-        Ok(s.requests.add(Pending::new(comm, work)))
+        s.requests.add(Pending::new(comm, work))
     })
 }
 
@@ -421,12 +420,8 @@ fn recv_work(c: &Comm, data: &'static mut [u8], from: c_int, tag: c_int) -> MpiR
         Some(from) => {
             let request = c.irecv(data, from, tag)?;
             match request.completed() {
-                // The message was here: the request is its status alone (a completed
-                // runtime request holds nothing, its drop has nothing to do).
-                Some(Ok(found)) => {
-                    std::mem::forget(request);
-                    Work::Done(status::of_runtime(found))
-                }
+                // The message was here: the request is its status alone.
+                Some(Ok(found)) => Work::Done(status::of_runtime(found)),
                 _ => Work::Live { request, recv: true },
             }
         }

@@ -5,7 +5,8 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::consts::MpiStatus;
-use crate::error::MpiResult;
+use crate::consts::MPI_ERR_INTERN;
+use crate::error::{fail, MpiResult};
 use crate::request::Pending;
 use crate::state::REQUEST_KIND;
 use crate::{call, status};
@@ -80,9 +81,15 @@ fn slot(handle: c_int) -> Option<usize> {
 }
 
 impl RequestTable {
-    /// Stores `pending` in a vacant slot; its new handle.
-    pub fn add(&mut self, pending: Pending) -> c_int {
-        // Below SENT_BIT while the program holds fewer than 2^25 requests at once.
+    /// Stores `pending` in a vacant slot; its new handle. Fails once the program holds
+    /// 2^25 - 1 requests at once: the indices above are [`sent_handle`]'s.
+    pub fn add(&mut self, pending: Pending) -> MpiResult<c_int> {
+        if self.vacant.is_empty() && self.slots.len() >= SENT_BIT as usize - 1 {
+            return fail(
+                MPI_ERR_INTERN,
+                "the program holds 2^25 - 1 requests at once, as many as the library can track",
+            );
+        }
         let index = match self.vacant.pop() {
             Some(index) => {
                 self.slots[index as usize] = Slot::Held(pending);
@@ -93,7 +100,7 @@ impl RequestTable {
                 (self.slots.len() - 1) as u32
             }
         };
-        (REQUEST_KIND | (index + 1)) as c_int
+        Ok((REQUEST_KIND | (index + 1)) as c_int)
     }
 
     pub fn get_mut(&mut self, handle: &c_int) -> Option<&mut Pending> {
