@@ -307,31 +307,21 @@ unsafe fn inter_scatterv(
     }
 }
 
-/// An intra-communicator `MPI_Allgather`'s send buffer lies apart from the blocks it
-/// receives (the nonblocking form checks this when it is called, not on the worker).
-pub(crate) fn allgather_apart(
-    c: &Comm,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *const c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-) -> MpiResult {
-    if !c.is_inter() && !in_place(sendbuf) {
-        apart(
-            sendbuf,
-            span(sendcount, sendtype)?,
-            recvbuf,
-            span(recvcount, recvtype)? * blocks(c),
-        )?;
-    }
-    Ok(())
+/// How many blocks an intra-communicator collective sends from its send buffer.
+#[derive(Clone, Copy)]
+pub(crate) enum Sent {
+    /// One (`MPI_Allgather`).
+    One,
+    /// One per rank (`MPI_Alltoall`).
+    PerRank,
 }
 
-/// As [`allgather_apart`], for `MPI_Alltoall`'s send blocks.
-pub(crate) fn alltoall_apart(
+/// An intra-communicator `MPI_Allgather`'s or `MPI_Alltoall`'s send blocks lie apart from
+/// the blocks it receives (the nonblocking forms check this when called, not on the worker).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn blocks_apart(
     c: &Comm,
+    sent: Sent,
     sendbuf: *const c_void,
     sendcount: c_int,
     sendtype: c_int,
@@ -341,12 +331,21 @@ pub(crate) fn alltoall_apart(
 ) -> MpiResult {
     if !c.is_inter() && !in_place(sendbuf) {
         let n = blocks(c);
-        apart(sendbuf, span(sendcount, sendtype)? * n, recvbuf, span(recvcount, recvtype)? * n)?;
+        let sent_blocks = match sent {
+            Sent::One => 1,
+            Sent::PerRank => n,
+        };
+        apart(
+            sendbuf,
+            span(sendcount, sendtype)? * sent_blocks,
+            recvbuf,
+            span(recvcount, recvtype)? * n,
+        )?;
     }
     Ok(())
 }
 
-/// As [`allgather_apart`], for `MPI_Allgatherv`: up to the farthest block received.
+/// As [`blocks_apart`], for `MPI_Allgatherv`: up to the farthest block received.
 ///
 /// # Safety
 /// `recvcounts` and `displs` hold an element per rank of `c`.
@@ -419,7 +418,7 @@ mpi_fn! {
 
     fn MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            allgather_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?;
+            blocks_apart(c, Sent::One, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?;
             let send = if in_place(sendbuf) && !c.is_inter() {
                 copy(element(recvbuf, c.rank() * count(recvcount)?, recvtype)?, recvcount, recvtype)?
             } else {
@@ -438,7 +437,7 @@ mpi_fn! {
 
     fn MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) {
         on_coll(comm, |c| {
-            alltoall_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?;
+            blocks_apart(c, Sent::PerRank, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype)?;
             let n = blocks(c);
             let send = if in_place(sendbuf) && !c.is_inter() {
                 copy(recvbuf, times(recvcount, n)?, recvtype)?

@@ -152,9 +152,9 @@ nonblocking! {
     fn MPI_Iscatter / PMPI_Iscatter => PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
         check distinct_at_root(comm, root, sendbuf, recvbuf, recvcount > 0);
     fn MPI_Iallgather / PMPI_Iallgather => PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
-        check on_comm(comm, |c| allgather_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+        check on_comm(comm, |c| blocks_apart(c, Sent::One, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
     fn MPI_Ialltoall / PMPI_Ialltoall => PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) on comm
-        check on_comm(comm, |c| alltoall_apart(c, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
+        check on_comm(comm, |c| blocks_apart(c, Sent::PerRank, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype));
     fn MPI_Igatherv / PMPI_Igatherv => PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
         check distinct_at_root(comm, root, sendbuf, recvbuf, sendcount > 0);
     fn MPI_Iscatterv / PMPI_Iscatterv => PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) on comm
