@@ -236,9 +236,11 @@ benches_run() {
     # crossovers, ranks sharing the 2 CPUs; it errs when a call fails.
     ./target/release/commcore bench coll-procs --procs 3 --sizes 8,1536,70000,300000 \
         --iterations 8 --batches 1 --json >/dev/null
-    # Dynamic processes: spawn, merges, ping-pong, accept/connect; every job must succeed.
-    ./target/release/commcore bench dpm --reps 2 --json | tail -n 1 |
-        jq -e '.failures == [] and .hangs == 0' >/dev/null
+    # Dynamic processes: spawn, merges, ping-pong, accept/connect; every job must succeed,
+    # and every inter/intra ratio is read within a round.
+    ./target/release/commcore bench dpm --reps 2 --rounds 2 --json | tail -n 1 |
+        jq -e '.failures == [] and .hangs == 0 and (.inter_over_intra | length == 4) and
+            ([.inter_over_intra[].rounds | length == 2] | all)' >/dev/null
     # Verbs on the in-process fabric: handshakes under 0, 10 and 30 % datagram loss all
     # connect, and on-demand jobs hold fewer queue pairs than eager ones from 8 ranks on.
     ./target/release/commcore bench verbs --connections 2000 --json |

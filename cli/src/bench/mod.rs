@@ -138,8 +138,10 @@ pub const BENCHES: &[Bench] = &[
         run: dpm::run,
         options: &[
             ("--reps", "N", "repetitions per figure"),
+            ("--rounds", "N", "interleaved rounds of the three ping-pongs (default 3)"),
             ("--role", "ROLE", "(inside the benchmark's jobs) what a job does"),
             ("--file", "PATH", "(inside the benchmark's jobs) where the port name goes"),
+            ("--part", "PART", "(inside the benchmark's jobs) all, or pingpong: connect once and ping-pong"),
         ],
     },
     Bench {

@@ -35,9 +35,11 @@ pub(super) fn main(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
         }
         "child-merge" => return child(&mut world, |parent| merges(parent, true, reps).map(drop)),
         "intra" => intra(&world),
+        "spawned-pingpong" => spawned_pingpong(&world, reps),
         "accept" | "connect" => {
             let file = file.ok_or("--file is required for accept and connect")?;
-            connected(&world, role == "accept", &file, reps)
+            let pingpong_only = option::<String>(args, "--part")?.as_deref() == Some("pingpong");
+            connected(&world, role == "accept", &file, reps, pingpong_only)
         }
         "static" => static_merges(&world, reps),
         other => Err(format!("unknown role {other:?}").into()),
@@ -112,8 +114,8 @@ fn spawn(
 }
 
 /// Spawn latency of 1 and 4 children (the parent root's time in spawn; the children only
-/// meet their parents and disconnect), the spawn rate (spawn + disconnect of 1 child, 10
-/// back to back), and ping-pong with a spawned child.
+/// meet their parents and disconnect), and the spawn rate (spawn + disconnect of 1 child, 10
+/// back to back).
 fn spawner(world: &World, reps: usize) -> Figures {
     let comm = world.comm();
     let mut series = Vec::new();
@@ -139,14 +141,15 @@ fn spawner(world: &World, reps: usize) -> Figures {
         spawn(comm, "child-quiet", 1, reps)?.disconnect()?;
     }
     let rate = 10.0 / start.elapsed().as_secs_f64();
-    let inter = spawn(comm, "child-pingpong", 1, reps)?;
+    Ok(json!({ "spawn": series, "spawn_rate_per_s": rate }))
+}
+
+/// Ping-pong with a spawned child.
+fn spawned_pingpong(world: &World, reps: usize) -> Figures {
+    let inter = spawn(world.comm(), "child-pingpong", 1, reps)?;
     let pingpong = pingpong_figures(&inter, 0, true)?;
     inter.disconnect()?;
-    Ok(json!({
-        "spawn": series,
-        "spawn_rate_per_s": rate,
-        "pingpong_inter_spawned": pingpong,
-    }))
+    Ok(json!({ "pingpong": pingpong }))
 }
 
 /// Merges of a group of this job's size with as many spawned children.
@@ -169,7 +172,7 @@ fn intra(world: &World) -> Figures {
         Value::Null
     };
     comm.barrier()?;
-    Ok(json!({ "pingpong_intra": figures }))
+    Ok(json!({ "pingpong": figures }))
 }
 
 /// The median time per call of `op` on an inter-communicator, at its local rank 0.
@@ -206,8 +209,9 @@ fn collective(
 }
 
 /// One side of two independently started jobs: `reps` accept/connect + disconnect cycles,
-/// then over one connection the ping-pong, the inter-communicator collectives and merges.
-fn connected(world: &World, accept: bool, file: &str, reps: usize) -> Figures {
+/// then over one connection the ping-pong, the inter-communicator collectives and merges
+/// (with `pingpong_only`, one connection and its ping-pong).
+fn connected(world: &World, accept: bool, file: &str, reps: usize, pingpong_only: bool) -> Figures {
     let comm = world.comm();
     let meet = |round: usize| -> Result<Comm, Box<dyn std::error::Error>> {
         let path = format!("{file}.{round}");
@@ -235,6 +239,7 @@ fn connected(world: &World, accept: bool, file: &str, reps: usize) -> Figures {
         }
     };
     let mut cycles = Vec::new();
+    let reps = if pingpong_only { 0 } else { reps };
     for round in 0..reps {
         let start = Instant::now();
         let inter = meet(round)?;
@@ -245,6 +250,10 @@ fn connected(world: &World, accept: bool, file: &str, reps: usize) -> Figures {
     let pingpong =
         if comm.rank() == 0 { pingpong_figures(&inter, 0, accept)? } else { Value::Null };
     inter.barrier()?;
+    if pingpong_only {
+        inter.disconnect()?;
+        return Ok(json!({ "pingpong": pingpong }));
+    }
     let mut colls = Vec::new();
     for (op, bytes) in COLLECTIVES {
         let us = collective(&inter, accept, op, bytes)?;
@@ -254,7 +263,7 @@ fn connected(world: &World, accept: bool, file: &str, reps: usize) -> Figures {
     inter.disconnect()?;
     Ok(json!({
         "accept_connect_us": median(cycles),
-        "pingpong_inter_connected": pingpong,
+        "pingpong": pingpong,
         "intercomm_coll": colls,
         "merge": merge,
     }))
