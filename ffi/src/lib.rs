@@ -27,6 +27,7 @@ mod cid_store;
 mod coll;
 mod groups;
 mod handle;
+mod in_place;
 mod rankmap;
 mod reduce;
 mod result;
