@@ -47,7 +47,7 @@ pub use comm::Comm;
 pub use dpm::{DpmError, SpawnCommand, SpawnOptions};
 pub use error::{CollectiveError, CommError, InitError, P2pError};
 pub use init::{SingleCopy, World};
-pub use request::{Request, Status};
+pub use request::{Request, RequestSet, Status};
 pub use settings::{
     Bind, Difference, SettingDoc, SettingError, Settings, TransportSetting, WakeFenceSetting,
     ENV_BIND, ENV_CID_ALGORITHM, ENV_COLL, ENV_COLL_SPIN_US, ENV_CPU_OFFSET, ENV_SHM_MAX,

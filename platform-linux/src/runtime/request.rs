@@ -189,19 +189,58 @@ impl<'a> Request<'a> {
     }
 }
 
+/// Requests reached by index: a slice of them, or a table that holds them among other
+/// things (an MPI library's requests, by handle).
+pub trait RequestSet<'a> {
+    /// Entries in the set.
+    fn len(&self) -> usize;
+    /// Whether the set has no entries.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The request of entry `i`, or `None` for an entry that holds none (passed over, as a
+    /// request done already is).
+    fn request(&mut self, i: usize) -> Option<&mut Request<'a>>;
+}
+
+impl<'a> RequestSet<'a> for [Request<'a>] {
+    #[inline]
+    fn len(&self) -> usize {
+        <[Request<'a>]>::len(self)
+    }
+    #[inline]
+    fn request(&mut self, i: usize) -> Option<&mut Request<'a>> {
+        self.get_mut(i)
+    }
+}
+
+impl<'a> Request<'a> {
+    /// Completes the receives at the start of `set` whose messages are here, as a wait on
+    /// many does first (see [`take_ready`]); the others are left as they were. For a
+    /// library's wait on a window of its own requests: the run finds each source's ring
+    /// once and wakes each writer once, not once per message.
+    pub fn complete_ready(set: &mut (impl RequestSet<'a> + ?Sized)) {
+        take_ready(set);
+    }
+}
+
 /// Completes the receives at the start of `requests` whose messages are here (at the head
 /// of their rings, or whole in the engine), in order, under one lock of the engine: a
 /// window's wait whose messages are here costs one lock, not a lock, a waiting loop and a
 /// poll per message. Stops at the first request that is neither done nor so completed.
-fn take_ready(requests: &mut [Request<'_>]) {
-    let runtime = match requests.first().map(|r| &r.state) {
-        Some(State::Recv { runtime, .. }) => Arc::clone(runtime),
-        _ => return,
-    };
+fn take_ready<'a>(requests: &mut (impl RequestSet<'a> + ?Sized)) {
+    // The runtime of the first receive in flight.
+    let runtime = (0..requests.len()).find_map(|i| match requests.request(i).map(|r| &r.state) {
+        Some(State::Recv { runtime, .. }) => Some(Some(Arc::clone(runtime))),
+        Some(State::Send { .. }) => Some(None),
+        Some(State::Done(_)) | None => None,
+    });
+    let Some(Some(runtime)) = runtime else { return };
     let mut engine = runtime.engine();
     // First the run of receives whose messages sit in order in their sources' rings.
     let start = engine.take_window(&runtime.fabric, &mut Ready { runtime: &runtime, requests });
-    for request in &mut requests[start..] {
+    for i in start..requests.len() {
+        let Some(request) = requests.request(i) else { continue };
         let State::Recv { runtime: own, id, buf } = &mut request.state else {
             if matches!(request.state, State::Done(_)) {
                 continue;
@@ -235,16 +274,19 @@ fn status_of(e: Envelope) -> Status {
 
 /// The requests of [`take_ready`], as the engine's window run sees them: receives of this
 /// runtime with short buffers (a long message keeps the waiting path, as above).
-struct Ready<'r, 'q, 'a> {
+struct Ready<'r, 'q, S: ?Sized> {
     runtime: &'r Arc<Runtime>,
-    requests: &'q mut [Request<'a>],
+    requests: &'q mut S,
 }
 
-impl Window for Ready<'_, '_, '_> {
+impl<'q, 'a: 'q, S: RequestSet<'a> + ?Sized> Window for Ready<'_, 'q, S> {
     #[inline]
     fn slot(&mut self, i: usize) -> WindowSlot<'_> {
-        match self.requests.get_mut(i).map(|r| &mut r.state) {
-            Some(State::Done(_)) => WindowSlot::Done,
+        if i >= self.requests.len() {
+            return WindowSlot::Other;
+        }
+        match self.requests.request(i).map(|r| &mut r.state) {
+            Some(State::Done(_)) | None => WindowSlot::Done,
             Some(State::Recv { runtime, id, buf })
                 if Arc::ptr_eq(runtime, self.runtime) && buf.len() < LENT_FROM =>
             {
@@ -256,7 +298,7 @@ impl Window for Ready<'_, '_, '_> {
 
     #[inline]
     fn complete(&mut self, i: usize, result: Result<Envelope, P2pError>) {
-        if let Some(request) = self.requests.get_mut(i) {
+        if let Some(request) = self.requests.request(i) {
             request.state = State::Done(result.map(status_of));
         }
     }
