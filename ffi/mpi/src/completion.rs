@@ -2,6 +2,8 @@
 
 use std::ffi::c_int;
 
+use commcore_linux::runtime::Request;
+
 use crate::call::{self, mpi_fn};
 use crate::consts::*;
 use crate::error::{fail, MpiError, MpiResult};
@@ -118,9 +120,13 @@ unsafe fn finish_all(handles: &mut [c_int], out: *mut MpiStatus) -> MpiResult {
     if !rest {
         return in_status(failed, out.is_some());
     }
-    // Then, under one taking of the lock, the sends and receives finished already (most
+    // Then, under one taking of the lock, the receives whose messages wait in order in
+    // their rings are taken in one run, and the sends and receives finished already (most
     // of a window) end in their slots.
     state::with(|s| {
+        if let Some(mut window) = s.requests.window(handles).filter(|_| n > 1) {
+            Request::complete_ready(&mut window);
+        }
         for (i, handle) in handles.iter_mut().enumerate() {
             if *handle == MPI_REQUEST_NULL {
                 continue;

@@ -103,6 +103,20 @@ impl Pending {
         Pending { comm, work, packed: None, unpack: None, persist: None }
     }
 
+    /// The runtime's request of a receive in flight straight into the program's buffer,
+    /// which ends in its table slot (as [`Pending::ends_in_place`]).
+    #[inline]
+    pub(crate) fn window_receive(&mut self) -> Option<&mut Request<'static>> {
+        match &mut self.work {
+            Work::Live { request, recv: true }
+                if self.persist.is_none() && self.unpack.is_none() =>
+            {
+                Some(request)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the request may end in its table slot, tested under the state's lock: a
     /// send or receive (no program function runs under the lock) that is not persistent
     /// (no handle to keep).
@@ -114,10 +128,13 @@ impl Pending {
     /// ([`Pending::ends_in_place`]): with nothing to unpack, its work is not settled first.
     pub(crate) fn test_to_end(&mut self) -> MpiResult<Option<MpiStatus>> {
         match &mut self.work {
-            Work::Live { request, .. } if self.unpack.is_none() => match request.test() {
-                Ok(found) => Ok(found.map(status::of_runtime)),
-                Err(error) => Err(error.into()),
-            },
+            Work::Live { request, .. } if self.unpack.is_none() => {
+                // Completed already (a wait's window run took its message): no poll.
+                match request.completed().map_or_else(|| request.test(), |r| r.map(Some)) {
+                    Ok(found) => Ok(found.map(status::of_runtime)),
+                    Err(error) => Err(error.into()),
+                }
+            }
             Work::Done(status) if self.unpack.is_none() => Ok(Some(*status)),
             _ => self.test(),
         }

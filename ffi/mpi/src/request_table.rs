@@ -4,8 +4,10 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use commcore_linux::runtime::{Request, RequestSet};
+
 use crate::consts::MpiStatus;
-use crate::consts::MPI_ERR_INTERN;
+use crate::consts::{MPI_ERR_INTERN, MPI_REQUEST_NULL};
 use crate::error::{fail, MpiResult};
 use crate::request::Pending;
 use crate::state::REQUEST_KIND;
@@ -164,6 +166,16 @@ impl RequestTable {
         }
     }
 
+    /// The receives in flight of `handles`, as the runtime's window run reaches them; `None`
+    /// unless the first request is one (a window whose receives found their messages
+    /// when posted has nothing to run, and would pay for the walk).
+    pub fn window<'t>(&'t mut self, handles: &'t [c_int]) -> Option<Window<'t>> {
+        let mut window = Window { slots: &mut self.slots, handles };
+        let first = handles.iter().position(|&handle| handle != MPI_REQUEST_NULL)?;
+        window.request(first)?;
+        Some(window)
+    }
+
     /// Ends the handle of a request taken out: its slot may serve another.
     pub fn release(&mut self, handle: c_int) {
         if let Some(index) = slot(handle) {
@@ -171,6 +183,28 @@ impl RequestTable {
                 self.slots[index] = Slot::Vacant;
                 self.vacant.push(index as u32);
             }
+        }
+    }
+}
+
+/// The requests of a wait on many, by the program's handles: each entry a receive in flight
+/// that ends in its slot, or none (passed over).
+pub(crate) struct Window<'t> {
+    slots: &'t mut [Slot],
+    handles: &'t [c_int],
+}
+
+impl RequestSet<'static> for Window<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    #[inline]
+    fn request(&mut self, i: usize) -> Option<&mut Request<'static>> {
+        match self.slots.get_mut(slot(*self.handles.get(i)?)?)? {
+            Slot::Held(pending) => pending.window_receive(),
+            _ => None,
         }
     }
 }
