@@ -65,7 +65,15 @@ pub(crate) unsafe fn hindexed(
 
 /// The extent of `old` as a displacement unit.
 fn unit(old: c_int) -> MpiResult<isize> {
-    Ok(layout(old)?.0.extent as isize)
+    Ok(layout(old)?.0.extent)
+}
+
+/// `n` units of `unit` bytes (either may be negative): an error past the address space.
+fn scaled(n: impl TryInto<isize>, unit: isize) -> MpiResult<isize> {
+    match n.try_into().ok().and_then(|n| n.checked_mul(unit)) {
+        Some(bytes) => Ok(bytes),
+        None => fail(MPI_ERR_ARG, "a displacement lies past the address space"),
+    }
 }
 
 mpi_fn! {
@@ -78,21 +86,21 @@ mpi_fn! {
 
     /// `n` blocks of `blocklength` elements, `stride` elements apart.
     fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
-        let (n, len, step) = (count(n)?, count(blocklength)?, stride as isize * unit(oldtype)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * step, len))), newtype)?;
+        let (n, len, step) = (count(n)?, count(blocklength)?, scaled(stride, unit(oldtype)?)?);
+        build(oldtype, (0..n).map(|j| Ok((scaled(j, step)?, len))), newtype)?;
         made(newtype, Contents { combiner: MPI_COMBINER_VECTOR, ints: vec![n as c_int, blocklength, stride], aints: vec![], types: vec![oldtype] })
     }
 
     /// As `MPI_Type_vector`, with `stride` in bytes.
     fn MPI_Type_create_hvector / PMPI_Type_create_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)?;
+        build(oldtype, (0..n).map(|j| Ok((scaled(j, stride as isize)?, len))), newtype)?;
         made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
     }
 
     fn MPI_Type_hvector / PMPI_Type_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)?;
+        build(oldtype, (0..n).map(|j| Ok((scaled(j, stride as isize)?, len))), newtype)?;
         made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
     }
 
@@ -100,7 +108,7 @@ mpi_fn! {
     fn MPI_Type_indexed / PMPI_Type_indexed(n: c_int, blocklengths: *const c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
         let n = count(n)?;
         let (lens, displs, u) = (array(blocklengths, n)?, array(displacements, n)?, unit(oldtype)?);
-        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize * u, count(l)?))), newtype)?;
+        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((scaled(d, u)?, count(l)?))), newtype)?;
         let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).chain(displs.iter().copied()).collect();
         made(newtype, Contents { combiner: MPI_COMBINER_INDEXED, ints, aints: vec![], types: vec![oldtype] })
     }
@@ -113,7 +121,7 @@ mpi_fn! {
     fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(n: c_int, blocklength: c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
         let (displs, u) = (array(displacements, n)?, unit(oldtype)?);
-        build(oldtype, displs.iter().map(|&d| Ok((d as isize * u, len))), newtype)?;
+        build(oldtype, displs.iter().map(|&d| Ok((scaled(d, u)?, len))), newtype)?;
         let ints = [n as c_int, blocklength].into_iter().chain(displs.iter().copied()).collect();
         made(newtype, Contents { combiner: MPI_COMBINER_INDEXED_BLOCK, ints, aints: vec![], types: vec![oldtype] })
     }
@@ -148,15 +156,11 @@ mpi_fn! {
         if newtype.is_null() {
             return fail(MPI_ERR_ARG, "newtype is NULL");
         }
-        let Ok(extent) = usize::try_from(extent) else {
-            // The standard allows it (an upper bound below the lower); the layouts here
-            // step forward only.
-            return fail(MPI_ERR_UNSUPPORTED_OPERATION, format!("MPI_Type_create_resized: negative extents ({extent}) are not provided yet"));
-        };
+        // A negative extent (an upper bound below the lower) steps elements backwards.
         let (old, segments) = layout(oldtype)?;
-        let (info, segments) = bounds(segments.to_vec(), lb as isize, extent, old.into(), old.reduces_as);
+        let (info, segments) = bounds(segments.to_vec(), lb as isize, extent as isize, old.into(), old.reduces_as);
         put(newtype, typemap::add(info, segments))?;
-        made(newtype, Contents { combiner: MPI_COMBINER_RESIZED, ints: vec![], aints: vec![lb, extent as c_long], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_RESIZED, ints: vec![], aints: vec![lb, extent], types: vec![oldtype] })
     }
 
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) {
