@@ -29,6 +29,10 @@ pub(crate) const MPI_COMBINER_HINDEXED_BLOCK: c_int = 19;
 #[derive(Clone)]
 pub(crate) struct Contents {
     pub combiner: c_int,
+    /// The counts of a large-count constructor (`MPI_Type_contiguous_c`, ...) that does
+    /// not fit the int form: MPI-4's large counts, in the int form's order followed by any
+    /// displacements; empty otherwise.
+    pub large: Vec<i64>,
     pub ints: Vec<c_int>,
     pub aints: Vec<c_long>,
     pub types: Vec<c_int>,
@@ -66,6 +70,16 @@ fn of(handle: c_int) -> MpiResult<Contents> {
     lookup(handle).map_or_else(|| fail(MPI_ERR_TYPE, format!("{handle:#x} has no contents")), Ok)
 }
 
+/// Fails for a type whose constructor's counts do not fit the int queries.
+fn beyond_int(found: &Contents) -> MpiResult {
+    if found.large.is_empty() {
+        return Ok(());
+    }
+    let message = "the datatype was made with counts from 2^31 on: MPI_Type_get_envelope_c \
+                   and MPI_Type_get_contents_c describe it, and are not provided yet";
+    fail(MPI_ERR_UNSUPPORTED_OPERATION, message)
+}
+
 /// The basic elements in the first `bytes` packed bytes of one `datatype`, walked in type
 /// map order through the constructors; `None` when they end inside one.
 pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
@@ -81,8 +95,14 @@ pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
         };
     }
     let found = lookup(datatype)?;
-    let ints = &found.ints;
-    let n = |i: usize| ints.get(i).map(|&v| v.max(0) as usize);
+    // The large counts keep the int form's counts where it keeps them.
+    let n = |i: usize| {
+        if found.large.is_empty() {
+            found.ints.get(i).map(|&v| v.max(0) as usize)
+        } else {
+            found.large.get(i).map(|&v| v.max(0) as usize)
+        }
+    };
     // The parts in type map order: (datatype, repetitions).
     let parts: Vec<(c_int, usize)> = match found.combiner {
         MPI_COMBINER_DUP | MPI_COMBINER_RESIZED => vec![(found.types[0], 1)],
@@ -119,6 +139,7 @@ mpi_fn! {
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
         let (n, a, d, c) = if is_derived(datatype) {
             let found = of(datatype)?;
+            beyond_int(&found)?;
             (found.ints.len(), found.aints.len(), found.types.len(), found.combiner)
         } else {
             layout(datatype)?;
@@ -138,6 +159,7 @@ mpi_fn! {
             return fail(MPI_ERR_TYPE, "a predefined datatype has no contents");
         }
         let found = of(datatype)?;
+        beyond_int(&found)?;
         if (max_integers as usize) < found.ints.len() || (max_addresses as usize) < found.aints.len() || (max_datatypes as usize) < found.types.len() || max_integers < 0 || max_addresses < 0 || max_datatypes < 0 {
             return fail(MPI_ERR_ARG, "the arrays are shorter than the envelope says");
         }

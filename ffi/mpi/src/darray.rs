@@ -128,6 +128,6 @@ mpi_fn! {
             .chain(gsizes.iter().copied()).chain(distribs.iter().copied())
             .chain(dargs.iter().copied()).chain(psizes_in.iter().copied())
             .chain(std::iter::once(order)).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_DARRAY, ints, aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_DARRAY, large: vec![], ints, aints: vec![], types: vec![oldtype] })
     }
 }

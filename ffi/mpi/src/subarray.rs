@@ -92,7 +92,7 @@ mpi_fn! {
         let (info, segments) = bounds(segments.to_vec(), 0, whole, info.into(), info.reduces_as);
         put(newtype, typemap::add(info, segments))?;
         let ints = std::iter::once(ndims).chain(sizes.iter().copied()).chain(subsizes.iter().copied()).chain(starts.iter().copied()).chain(std::iter::once(order)).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_SUBARRAY, ints, aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_SUBARRAY, large: vec![], ints, aints: vec![], types: vec![oldtype] })
     }
 
     /// A predefined C datatype of `typeclass` and `size` bytes.
