@@ -63,6 +63,23 @@ int main(int argc, char **argv) {
     /* A derived type of one: two of negidx, 20 bytes apart. */
     MPI_Type_contiguous(2, negidx, &twice);
     EXTENT_IS(twice, -8, 40, -8, 40, 24);
+    /* Types of a type whose upper bound lies below its lower (lb 6, extent -9): each
+     * element's bounds count, the lowest lower and the highest upper (MPICH's values). */
+    MPI_Datatype under, of_under;
+    MPI_Type_create_resized(four, 6, -9, &under);
+    MPI_Type_vector(3, 2, -4, under, &of_under);
+    EXTENT_IS(of_under, -3, 72, -9, 85, 24);
+    MPI_Type_free(&of_under);
+    int ulens[3] = {2, 0, 3};
+    MPI_Aint udispls[3] = {-50, 1000, 30};
+    MPI_Type_create_hindexed(3, ulens, udispls, under, &of_under);
+    EXTENT_IS(of_under, -53, 80, -59, 93, 20);
+    MPI_Type_free(&of_under);
+    MPI_Datatype utypes[3] = {under, MPI_DOUBLE, under};
+    MPI_Type_create_struct(3, ulens, udispls, utypes, &of_under);
+    EXTENT_IS(of_under, -53, 80, -59, 93, 20);
+    MPI_Type_free(&of_under);
+    MPI_Type_free(&under);
     MPI_Datatype all[] = {back, back3, evil, negvec, negidx, negstruct, twice};
     for (int i = 0; i < 7; i++)
         MPI_Type_commit(&all[i]);
