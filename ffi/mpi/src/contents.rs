@@ -9,6 +9,7 @@ use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::datatype::padded_pair;
 use crate::error::{fail, MpiResult};
+use crate::large_count::MpiCount;
 use crate::ptr::{array_mut, get, put};
 use crate::typemap::{self, is_derived, layout};
 
@@ -76,7 +77,7 @@ fn beyond_int(found: &Contents) -> MpiResult {
         return Ok(());
     }
     let message = "the datatype was made with counts from 2^31 on: MPI_Type_get_envelope_c \
-                   and MPI_Type_get_contents_c describe it, and are not provided yet";
+                   and MPI_Type_get_contents_c describe it";
     fail(MPI_ERR_UNSUPPORTED_OPERATION, message)
 }
 
@@ -151,8 +152,7 @@ mpi_fn! {
         put(combiner, c)
     }
 
-    /// The constructor's arguments; a derived datatype among them comes back as a new
-    /// handle the program frees (as MPI says), made of the same.
+    /// The constructor's arguments (see [`hand_out`] for its datatypes).
     fn MPI_Type_get_contents / PMPI_Type_get_contents(datatype: c_int, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, integers: *mut c_int, addresses: *mut c_long, datatypes: *mut c_int) {
         if !is_derived(datatype) {
             layout(datatype)?;
@@ -165,19 +165,68 @@ mpi_fn! {
         }
         array_mut(integers, found.ints.len())?.copy_from_slice(&found.ints);
         array_mut(addresses, found.aints.len())?.copy_from_slice(&found.aints);
-        let out = array_mut(datatypes, found.types.len())?;
-        for (slot, &t) in out.iter_mut().zip(&found.types) {
-            *slot = match typemap::lookup(t) {
-                Some((info, segments)) if is_derived(t) => {
-                    let copy = typemap::add(info, segments);
-                    if let Some(inner) = lookup(t) {
-                        store(copy, inner);
-                    }
-                    copy
-                }
-                _ => t,
-            };
-        }
+        hand_out(&found.types, array_mut(datatypes, found.types.len())?);
         Ok(())
+    }
+
+    /// As `MPI_Type_get_envelope`, with the large counts of a type made from counts
+    /// beyond an int.
+    fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(datatype: c_int, num_integers: *mut MpiCount, num_addresses: *mut MpiCount, num_large_counts: *mut MpiCount, num_datatypes: *mut MpiCount, combiner: *mut c_int) {
+        let found = queried(datatype)?;
+        put(num_integers, found.ints.len() as MpiCount)?;
+        put(num_addresses, found.aints.len() as MpiCount)?;
+        put(num_large_counts, found.large.len() as MpiCount)?;
+        put(num_datatypes, found.types.len() as MpiCount)?;
+        put(combiner, found.combiner)
+    }
+
+    fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(datatype: c_int, max_integers: MpiCount, max_addresses: MpiCount, max_large_counts: MpiCount, max_datatypes: MpiCount, integers: *mut c_int, addresses: *mut c_long, large_counts: *mut MpiCount, datatypes: *mut c_int) {
+        if !is_derived(datatype) {
+            layout(datatype)?;
+            return fail(MPI_ERR_TYPE, "a predefined datatype has no contents");
+        }
+        let found = of(datatype)?;
+        let room = |max: MpiCount, len: usize| usize::try_from(max).is_ok_and(|m| m >= len);
+        if !(room(max_integers, found.ints.len()) && room(max_addresses, found.aints.len()) && room(max_large_counts, found.large.len()) && room(max_datatypes, found.types.len())) {
+            return fail(MPI_ERR_ARG, "the arrays are shorter than the envelope says");
+        }
+        array_mut(integers, found.ints.len())?.copy_from_slice(&found.ints);
+        array_mut(addresses, found.aints.len())?.copy_from_slice(&found.aints);
+        array_mut(large_counts, found.large.len())?.copy_from_slice(&found.large);
+        hand_out(&found.types, array_mut(datatypes, found.types.len())?);
+        Ok(())
+    }
+}
+
+/// The contents the envelope queries describe: none for a predefined datatype.
+fn queried(datatype: c_int) -> MpiResult<Contents> {
+    if is_derived(datatype) {
+        return of(datatype);
+    }
+    layout(datatype)?;
+    let none = Contents {
+        combiner: MPI_COMBINER_NAMED,
+        large: vec![],
+        ints: vec![],
+        aints: vec![],
+        types: vec![],
+    };
+    Ok(none)
+}
+
+/// Writes a constructor's datatypes to `out` as the contents queries hand them out: a
+/// derived one as a new handle the program frees (as MPI says), made of the same.
+fn hand_out(types: &[c_int], out: &mut [c_int]) {
+    for (slot, &t) in out.iter_mut().zip(types) {
+        *slot = match typemap::lookup(t) {
+            Some((info, segments)) if is_derived(t) => {
+                let copy = typemap::add(info, segments);
+                if let Some(inner) = lookup(t) {
+                    store(copy, inner);
+                }
+                copy
+            }
+            _ => t,
+        };
     }
 }
