@@ -150,6 +150,22 @@ int main(int argc, char **argv) {
             for (int k = 0; k < 3; k++)
                 CHECK(gathered[3 * j + k] == 100 * j + 4 - 2 * k);
     }
+    /* A v collective stepping backwards: block j at j extents of -8 bytes, r[2 * (n - j)]. */
+    if (size <= 64) {
+        int counts[64], places[64], wide[2 * 64 + 2];
+        for (int j = 0; j < size; j++) {
+            counts[j] = 1;
+            places[j] = j;
+        }
+        for (int i = 0; i < 2 * size + 2; i++)
+            wide[i] = -1;
+        int mine = 10 + rank;
+        MPI_Allgatherv(&mine, 1, MPI_INT, &wide[2 * size], counts, places, back, MPI_COMM_WORLD);
+        for (int i = 0; i < 2 * size + 2; i++) {
+            int block = 2 * size - i;
+            CHECK(wide[i] == (block >= 0 && block % 2 == 0 && block / 2 < size ? 10 + block / 2 : -1));
+        }
+    }
     /* Broadcast into a negative extent: rank 0's ints 0, 1, 2 at b[10], b[8], b[6]. */
     int b[20];
     for (int i = 0; i < 20; i++)
