@@ -4,6 +4,7 @@
 //! failed leaves no peer waiting on a message it began.
 
 use std::ffi::{c_int, c_void};
+use std::ops::Range;
 
 use crate::consts::ops::*;
 use crate::consts::types::*;
@@ -151,24 +152,32 @@ pub(crate) fn distinct_intra(
     Ok(())
 }
 
-/// Bytes from the start of `count` elements of `datatype` to the end of the last.
-pub(crate) fn span(count: c_int, datatype: c_int) -> MpiResult<usize> {
-    Ok(usize::try_from(count).unwrap_or(0) * crate::typemap::layout(datatype)?.0.extent)
+/// The bytes `count` elements of `datatype` touch, as offsets from their buffer: from the
+/// lowest true lower bound to the highest true upper bound (before the buffer where the
+/// datatype reaches back: negative displacements, lower bounds or extents).
+pub(crate) fn span(count: usize, datatype: c_int) -> MpiResult<Range<i128>> {
+    let info = crate::typemap::layout(datatype)?.0;
+    if count == 0 || info.size == 0 {
+        return Ok(0..0);
+    }
+    let step = (count as i128 - 1) * info.extent as i128;
+    let first = info.true_lb as i128;
+    Ok(first + step.min(0)..first + info.true_extent as i128 + step.max(0))
 }
 
 /// Fails when the `send` bytes at `sendbuf` overlap the `recv` bytes at `recvbuf` (a send
 /// block inside the receive area, as `&buf[rank]` of `buf`).
 pub(crate) fn apart(
     sendbuf: *const c_void,
-    send: usize,
+    send: Range<i128>,
     recvbuf: *const c_void,
-    recv: usize,
+    recv: Range<i128>,
 ) -> MpiResult {
-    if send == 0 || recv == 0 || sendbuf.is_null() || in_place(sendbuf) {
+    if send.is_empty() || recv.is_empty() || sendbuf.is_null() || in_place(sendbuf) {
         return Ok(());
     }
-    let (s, r) = (sendbuf as usize, recvbuf as usize);
-    if s < r.saturating_add(recv) && r < s.saturating_add(send) {
+    let (s, r) = (sendbuf as usize as i128, recvbuf as usize as i128);
+    if s + send.start < r + recv.end && r + recv.start < s + send.end {
         return fail(
             MPI_ERR_BUFFER,
             "the send buffer overlaps the receive buffer (MPI_IN_PLACE shares one)",

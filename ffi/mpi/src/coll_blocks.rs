@@ -107,7 +107,8 @@ unsafe fn blocks_in<'a>(
 ) -> MpiResult<BlocksIn<'a>> {
     let info = crate::typemap::layout(datatype)?.0;
     if info.contiguous {
-        let (counts, displs, end) = byte_layout(counts, displs, info.extent)?;
+        // Contiguous: the extent is the data's size, never negative.
+        let (counts, displs, end) = byte_layout(counts, displs, info.extent.unsigned_abs())?;
         // SAFETY: the caller's contract.
         let area = Area::Direct(unsafe { bytes_mut(buf, end) }?);
         return Ok(BlocksIn { counts, displs, area, places: Vec::new() });
@@ -132,7 +133,8 @@ unsafe fn blocks_out<'a>(
 ) -> MpiResult<BlocksOut<'a>> {
     let info = crate::typemap::layout(datatype)?.0;
     if info.contiguous {
-        let (counts, displs, end) = byte_layout(counts, displs, info.extent)?;
+        // Contiguous: the extent is the data's size, never negative.
+        let (counts, displs, end) = byte_layout(counts, displs, info.extent.unsigned_abs())?;
         // SAFETY: the caller's contract.
         return Ok((Cow::Borrowed(unsafe { bytes(buf, end) }?), counts, displs));
     }
@@ -335,12 +337,8 @@ pub(crate) fn blocks_apart(
             Sent::One => 1,
             Sent::PerRank => n,
         };
-        apart(
-            sendbuf,
-            span(sendcount, sendtype)? * sent_blocks,
-            recvbuf,
-            span(recvcount, recvtype)? * n,
-        )?;
+        let (send, recv) = (count(sendcount)? * sent_blocks, count(recvcount)? * n);
+        apart(sendbuf, span(send, sendtype)?, recvbuf, span(recv, recvtype)?)?;
     }
     Ok(())
 }
@@ -366,7 +364,8 @@ pub(crate) unsafe fn allgatherv_apart(
             unsafe { (array(recvcounts, blocks(c))?, array(displs, blocks(c))?) };
         let reach =
             counts.iter().zip(displs).map(|(&n, &d)| d.max(0) + n.max(0)).max().unwrap_or(0);
-        apart(sendbuf, span(sendcount, sendtype)?, recvbuf, span(reach, recvtype)?)?;
+        let (send, recv) = (count(sendcount)?, count(reach)?);
+        apart(sendbuf, span(send, sendtype)?, recvbuf, span(recv, recvtype)?)?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::datatype::padded_pair;
 use crate::error::{fail, MpiResult};
+use crate::large_count::MpiCount;
 use crate::ptr::{array_mut, get, put};
 use crate::typemap::{self, is_derived, layout};
 
@@ -29,6 +30,10 @@ pub(crate) const MPI_COMBINER_HINDEXED_BLOCK: c_int = 19;
 #[derive(Clone)]
 pub(crate) struct Contents {
     pub combiner: c_int,
+    /// The counts of a large-count constructor (`MPI_Type_contiguous_c`, ...) that does
+    /// not fit the int form: MPI-4's large counts, in the int form's order followed by any
+    /// displacements; empty otherwise.
+    pub large: Vec<i64>,
     pub ints: Vec<c_int>,
     pub aints: Vec<c_long>,
     pub types: Vec<c_int>,
@@ -66,6 +71,16 @@ fn of(handle: c_int) -> MpiResult<Contents> {
     lookup(handle).map_or_else(|| fail(MPI_ERR_TYPE, format!("{handle:#x} has no contents")), Ok)
 }
 
+/// Fails for a type whose constructor's counts do not fit the int queries.
+fn beyond_int(found: &Contents) -> MpiResult {
+    if found.large.is_empty() {
+        return Ok(());
+    }
+    let message = "the datatype was made with counts from 2^31 on: MPI_Type_get_envelope_c \
+                   and MPI_Type_get_contents_c describe it";
+    fail(MPI_ERR_UNSUPPORTED_OPERATION, message)
+}
+
 /// The basic elements in the first `bytes` packed bytes of one `datatype`, walked in type
 /// map order through the constructors; `None` when they end inside one.
 pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
@@ -81,8 +96,14 @@ pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
         };
     }
     let found = lookup(datatype)?;
-    let ints = &found.ints;
-    let n = |i: usize| ints.get(i).map(|&v| v.max(0) as usize);
+    // The large counts keep the int form's counts where it keeps them.
+    let n = |i: usize| {
+        if found.large.is_empty() {
+            found.ints.get(i).map(|&v| v.max(0) as usize)
+        } else {
+            found.large.get(i).map(|&v| v.max(0) as usize)
+        }
+    };
     // The parts in type map order: (datatype, repetitions).
     let parts: Vec<(c_int, usize)> = match found.combiner {
         MPI_COMBINER_DUP | MPI_COMBINER_RESIZED => vec![(found.types[0], 1)],
@@ -119,6 +140,7 @@ mpi_fn! {
     fn MPI_Type_get_envelope / PMPI_Type_get_envelope(datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) {
         let (n, a, d, c) = if is_derived(datatype) {
             let found = of(datatype)?;
+            beyond_int(&found)?;
             (found.ints.len(), found.aints.len(), found.types.len(), found.combiner)
         } else {
             layout(datatype)?;
@@ -130,32 +152,81 @@ mpi_fn! {
         put(combiner, c)
     }
 
-    /// The constructor's arguments; a derived datatype among them comes back as a new
-    /// handle the program frees (as MPI says), made of the same.
+    /// The constructor's arguments (see [`hand_out`] for its datatypes).
     fn MPI_Type_get_contents / PMPI_Type_get_contents(datatype: c_int, max_integers: c_int, max_addresses: c_int, max_datatypes: c_int, integers: *mut c_int, addresses: *mut c_long, datatypes: *mut c_int) {
         if !is_derived(datatype) {
             layout(datatype)?;
             return fail(MPI_ERR_TYPE, "a predefined datatype has no contents");
         }
         let found = of(datatype)?;
+        beyond_int(&found)?;
         if (max_integers as usize) < found.ints.len() || (max_addresses as usize) < found.aints.len() || (max_datatypes as usize) < found.types.len() || max_integers < 0 || max_addresses < 0 || max_datatypes < 0 {
             return fail(MPI_ERR_ARG, "the arrays are shorter than the envelope says");
         }
         array_mut(integers, found.ints.len())?.copy_from_slice(&found.ints);
         array_mut(addresses, found.aints.len())?.copy_from_slice(&found.aints);
-        let out = array_mut(datatypes, found.types.len())?;
-        for (slot, &t) in out.iter_mut().zip(&found.types) {
-            *slot = match typemap::lookup(t) {
-                Some((info, segments)) if is_derived(t) => {
-                    let copy = typemap::add(info, segments);
-                    if let Some(inner) = lookup(t) {
-                        store(copy, inner);
-                    }
-                    copy
-                }
-                _ => t,
-            };
-        }
+        hand_out(&found.types, array_mut(datatypes, found.types.len())?);
         Ok(())
+    }
+
+    /// As `MPI_Type_get_envelope`, with the large counts of a type made from counts
+    /// beyond an int.
+    fn MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(datatype: c_int, num_integers: *mut MpiCount, num_addresses: *mut MpiCount, num_large_counts: *mut MpiCount, num_datatypes: *mut MpiCount, combiner: *mut c_int) {
+        let found = queried(datatype)?;
+        put(num_integers, found.ints.len() as MpiCount)?;
+        put(num_addresses, found.aints.len() as MpiCount)?;
+        put(num_large_counts, found.large.len() as MpiCount)?;
+        put(num_datatypes, found.types.len() as MpiCount)?;
+        put(combiner, found.combiner)
+    }
+
+    fn MPI_Type_get_contents_c / PMPI_Type_get_contents_c(datatype: c_int, max_integers: MpiCount, max_addresses: MpiCount, max_large_counts: MpiCount, max_datatypes: MpiCount, integers: *mut c_int, addresses: *mut c_long, large_counts: *mut MpiCount, datatypes: *mut c_int) {
+        if !is_derived(datatype) {
+            layout(datatype)?;
+            return fail(MPI_ERR_TYPE, "a predefined datatype has no contents");
+        }
+        let found = of(datatype)?;
+        let room = |max: MpiCount, len: usize| usize::try_from(max).is_ok_and(|m| m >= len);
+        if !(room(max_integers, found.ints.len()) && room(max_addresses, found.aints.len()) && room(max_large_counts, found.large.len()) && room(max_datatypes, found.types.len())) {
+            return fail(MPI_ERR_ARG, "the arrays are shorter than the envelope says");
+        }
+        array_mut(integers, found.ints.len())?.copy_from_slice(&found.ints);
+        array_mut(addresses, found.aints.len())?.copy_from_slice(&found.aints);
+        array_mut(large_counts, found.large.len())?.copy_from_slice(&found.large);
+        hand_out(&found.types, array_mut(datatypes, found.types.len())?);
+        Ok(())
+    }
+}
+
+/// The contents the envelope queries describe: none for a predefined datatype.
+fn queried(datatype: c_int) -> MpiResult<Contents> {
+    if is_derived(datatype) {
+        return of(datatype);
+    }
+    layout(datatype)?;
+    let none = Contents {
+        combiner: MPI_COMBINER_NAMED,
+        large: vec![],
+        ints: vec![],
+        aints: vec![],
+        types: vec![],
+    };
+    Ok(none)
+}
+
+/// Writes a constructor's datatypes to `out` as the contents queries hand them out: a
+/// derived one as a new handle the program frees (as MPI says), made of the same.
+fn hand_out(types: &[c_int], out: &mut [c_int]) {
+    for (slot, &t) in out.iter_mut().zip(types) {
+        *slot = match typemap::lookup(t) {
+            Some((info, segments)) if is_derived(t) => {
+                let copy = typemap::add(info, segments);
+                if let Some(inner) = lookup(t) {
+                    store(copy, inner);
+                }
+                copy
+            }
+            _ => t,
+        };
     }
 }

@@ -114,7 +114,7 @@ mpi_fn! {
             loop {
                 let base: usize = (0..n - 1).map(|i| slow[i][at[i]] * strides[i]).sum();
                 for run in &dims[n - 1].1 {
-                    builder.place(&old, ((base + run.start) * extent) as isize, run.len())?;
+                    builder.place(&old, crate::subarray::element_at(base + run.start, extent)?, run.len())?;
                 }
                 let Some(i) = (0..n - 1).rev().find(|&i| at[i] + 1 < slow[i].len()) else { break };
                 at[i] += 1;
@@ -128,6 +128,6 @@ mpi_fn! {
             .chain(gsizes.iter().copied()).chain(distribs.iter().copied())
             .chain(dargs.iter().copied()).chain(psizes_in.iter().copied())
             .chain(std::iter::once(order)).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_DARRAY, ints, aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_DARRAY, large: vec![], ints, aints: vec![], types: vec![oldtype] })
     }
 }

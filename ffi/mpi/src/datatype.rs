@@ -12,8 +12,9 @@ use crate::error::{fail, MpiResult};
 /// What this library knows of a datatype.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TypeInfo {
-    /// Bytes from one element to the next.
-    pub extent: usize,
+    /// Bytes from one element to the next: negative where the upper bound lies below the
+    /// lower (`MPI_Type_create_resized` allows it), so that elements step backwards.
+    pub extent: isize,
     /// The lower bound: where an element starts, relative to its address.
     pub lb: isize,
     /// Bytes of data per element (`MPI_Type_size`: the extent without padding).
@@ -39,7 +40,7 @@ impl TypeInfo {
     /// A predefined type: `extent` bytes, `size` of them data.
     fn predefined(extent: usize, size: usize, reduces_as: Option<Datatype>) -> Self {
         TypeInfo {
-            extent,
+            extent: extent as isize,
             lb: 0,
             size,
             packed: extent,
@@ -105,11 +106,13 @@ const HALVES: [u32; 15] = [
 /// The predefined datatype `handle`.
 pub(crate) fn type_info(handle: c_int) -> MpiResult<TypeInfo> {
     let mut info = predefined_info(handle)?;
+    // A predefined type's extent is its size, never negative.
+    let half = info.extent.unsigned_abs() / 2;
     // A value-and-int pair is aligned as its value (`MPI_FLOAT_INT`, `MPI_SHORT_INT`: 4).
     match handle {
         MPI_FLOAT_INT | MPI_SHORT_INT => info.align = 4,
-        MPI_DOUBLE_INT | MPI_LONG_INT | MPI_LONG_DOUBLE_INT => info.align = info.extent / 2,
-        _ if HALVES.contains(&(handle as u32)) => info.align = info.extent / 2,
+        MPI_DOUBLE_INT | MPI_LONG_INT | MPI_LONG_DOUBLE_INT => info.align = half,
+        _ if HALVES.contains(&(handle as u32)) => info.align = half,
         _ => {}
     }
     Ok(info)

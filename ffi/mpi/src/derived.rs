@@ -16,7 +16,7 @@ use crate::typemap::{self, bounds, layout, Builder};
 ///
 /// # Safety
 /// `newtype` is valid for a write, or NULL.
-unsafe fn build(
+pub(crate) unsafe fn build(
     old: c_int,
     blocks: impl Iterator<Item = MpiResult<(isize, usize)>>,
     newtype: *mut c_int,
@@ -55,6 +55,7 @@ pub(crate) unsafe fn hindexed(
     let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).collect();
     let contents = Contents {
         combiner: MPI_COMBINER_HINDEXED,
+        large: vec![],
         ints,
         aints: displs.to_vec(),
         types: vec![oldtype],
@@ -64,8 +65,16 @@ pub(crate) unsafe fn hindexed(
 }
 
 /// The extent of `old` as a displacement unit.
-fn unit(old: c_int) -> MpiResult<isize> {
-    Ok(layout(old)?.0.extent as isize)
+pub(crate) fn unit(old: c_int) -> MpiResult<isize> {
+    Ok(layout(old)?.0.extent)
+}
+
+/// `n` units of `unit` bytes (either may be negative): an error past the address space.
+pub(crate) fn scaled(n: impl TryInto<isize>, unit: isize) -> MpiResult<isize> {
+    match n.try_into().ok().and_then(|n| n.checked_mul(unit)) {
+        Some(bytes) => Ok(bytes),
+        None => fail(MPI_ERR_ARG, "a displacement lies past the address space"),
+    }
 }
 
 mpi_fn! {
@@ -73,36 +82,36 @@ mpi_fn! {
     fn MPI_Type_contiguous / PMPI_Type_contiguous(n: c_int, oldtype: c_int, newtype: *mut c_int) {
         let n = count(n)?;
         build(oldtype, std::iter::once(Ok((0, n))), newtype)?;
-        made(newtype, Contents { combiner: MPI_COMBINER_CONTIGUOUS, ints: vec![n as c_int], aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_CONTIGUOUS, large: vec![], ints: vec![n as c_int], aints: vec![], types: vec![oldtype] })
     }
 
     /// `n` blocks of `blocklength` elements, `stride` elements apart.
     fn MPI_Type_vector / PMPI_Type_vector(n: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) {
-        let (n, len, step) = (count(n)?, count(blocklength)?, stride as isize * unit(oldtype)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * step, len))), newtype)?;
-        made(newtype, Contents { combiner: MPI_COMBINER_VECTOR, ints: vec![n as c_int, blocklength, stride], aints: vec![], types: vec![oldtype] })
+        let (n, len, step) = (count(n)?, count(blocklength)?, scaled(stride, unit(oldtype)?)?);
+        build(oldtype, (0..n).map(|j| Ok((scaled(j, step)?, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_VECTOR, large: vec![], ints: vec![n as c_int, blocklength, stride], aints: vec![], types: vec![oldtype] })
     }
 
     /// As `MPI_Type_vector`, with `stride` in bytes.
     fn MPI_Type_create_hvector / PMPI_Type_create_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)?;
-        made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
+        build(oldtype, (0..n).map(|j| Ok((scaled(j, stride as isize)?, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, large: vec![], ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
     }
 
     fn MPI_Type_hvector / PMPI_Type_hvector(n: c_int, blocklength: c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
-        build(oldtype, (0..n).map(|j| Ok((j as isize * stride as isize, len))), newtype)?;
-        made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
+        build(oldtype, (0..n).map(|j| Ok((scaled(j, stride as isize)?, len))), newtype)?;
+        made(newtype, Contents { combiner: MPI_COMBINER_HVECTOR, large: vec![], ints: vec![n as c_int, blocklength], aints: vec![stride], types: vec![oldtype] })
     }
 
     /// Blocks of `blocklengths[i]` elements at `displacements[i]` elements.
     fn MPI_Type_indexed / PMPI_Type_indexed(n: c_int, blocklengths: *const c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
         let n = count(n)?;
         let (lens, displs, u) = (array(blocklengths, n)?, array(displacements, n)?, unit(oldtype)?);
-        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((d as isize * u, count(l)?))), newtype)?;
+        build(oldtype, lens.iter().zip(displs).map(|(&l, &d)| Ok((scaled(d, u)?, count(l)?))), newtype)?;
         let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).chain(displs.iter().copied()).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_INDEXED, ints, aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_INDEXED, large: vec![], ints, aints: vec![], types: vec![oldtype] })
     }
 
     /// As `MPI_Type_indexed`, with displacements in bytes.
@@ -113,16 +122,16 @@ mpi_fn! {
     fn MPI_Type_create_indexed_block / PMPI_Type_create_indexed_block(n: c_int, blocklength: c_int, displacements: *const c_int, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
         let (displs, u) = (array(displacements, n)?, unit(oldtype)?);
-        build(oldtype, displs.iter().map(|&d| Ok((d as isize * u, len))), newtype)?;
+        build(oldtype, displs.iter().map(|&d| Ok((scaled(d, u)?, len))), newtype)?;
         let ints = [n as c_int, blocklength].into_iter().chain(displs.iter().copied()).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_INDEXED_BLOCK, ints, aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_INDEXED_BLOCK, large: vec![], ints, aints: vec![], types: vec![oldtype] })
     }
 
     fn MPI_Type_create_hindexed_block / PMPI_Type_create_hindexed_block(n: c_int, blocklength: c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
         let (n, len) = (count(n)?, count(blocklength)?);
         let displs = array(displacements, n)?;
         build(oldtype, displs.iter().map(|&d| Ok((d as isize, len))), newtype)?;
-        made(newtype, Contents { combiner: MPI_COMBINER_HINDEXED_BLOCK, ints: vec![n as c_int, blocklength], aints: displs.to_vec(), types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_HINDEXED_BLOCK, large: vec![], ints: vec![n as c_int, blocklength], aints: displs.to_vec(), types: vec![oldtype] })
     }
 
     /// Blocks of different types at byte displacements; the extent is rounded up to the
@@ -140,7 +149,7 @@ mpi_fn! {
         let (info, segments) = builder.finish(true);
         put(newtype, typemap::add(info, segments))?;
         let ints = std::iter::once(n as c_int).chain(lens.iter().copied()).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_STRUCT, ints, aints: displs.to_vec(), types: types.to_vec() })
+        made(newtype, Contents { combiner: MPI_COMBINER_STRUCT, large: vec![], ints, aints: displs.to_vec(), types: types.to_vec() })
     }
 
     /// `oldtype` with lower bound `lb` and extent `extent`.
@@ -148,15 +157,11 @@ mpi_fn! {
         if newtype.is_null() {
             return fail(MPI_ERR_ARG, "newtype is NULL");
         }
-        let Ok(extent) = usize::try_from(extent) else {
-            // The standard allows it (an upper bound below the lower); the layouts here
-            // step forward only.
-            return fail(MPI_ERR_UNSUPPORTED_OPERATION, format!("MPI_Type_create_resized: negative extents ({extent}) are not provided yet"));
-        };
+        // A negative extent (an upper bound below the lower) steps elements backwards.
         let (old, segments) = layout(oldtype)?;
-        let (info, segments) = bounds(segments.to_vec(), lb as isize, extent, old.into(), old.reduces_as);
+        let (info, segments) = bounds(segments.to_vec(), lb as isize, extent as isize, old.into(), old.reduces_as);
         put(newtype, typemap::add(info, segments))?;
-        made(newtype, Contents { combiner: MPI_COMBINER_RESIZED, ints: vec![], aints: vec![lb, extent as c_long], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_RESIZED, large: vec![], ints: vec![], aints: vec![lb, extent], types: vec![oldtype] })
     }
 
     fn MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) {
@@ -171,7 +176,7 @@ mpi_fn! {
             return Err(error);
         }
         put(newtype, handle)?;
-        made(newtype, Contents { combiner: MPI_COMBINER_DUP, ints: vec![], aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_DUP, large: vec![], ints: vec![], aints: vec![], types: vec![oldtype] })
     }
 
     /// Nothing to prepare: packing reads the layout as it is.

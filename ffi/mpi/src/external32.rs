@@ -109,7 +109,7 @@ fn walk(datatype: c_int, at: isize, visit: &mut dyn FnMut(isize, Basic) -> MpiRe
     let int = |i: usize| ints.get(i).map_or(0, |&v| v as isize);
     let aint = |i: usize| made.aints.get(i).map_or(0, |&v| v as isize);
     let old = made.types.first().copied().unwrap_or(MPI_DATATYPE_NULL);
-    let extent = |t: c_int| -> MpiResult<isize> { Ok(layout(t)?.0.extent as isize) };
+    let extent = |t: c_int| -> MpiResult<isize> { Ok(layout(t)?.0.extent) };
     // Blocks of `len` old elements at byte displacements.
     let mut blocks = |old: c_int, disps: &mut dyn Iterator<Item = (isize, isize)>| -> MpiResult {
         let e = extent(old)?;
@@ -259,7 +259,7 @@ fn each_value(
     datatype: c_int,
     f: &mut dyn FnMut(*mut u8, usize, Basic),
 ) -> MpiResult {
-    let extent = layout(datatype)?.0.extent as isize;
+    let extent = layout(datatype)?.0.extent;
     let mut at = 0;
     for i in 0..n as isize {
         walk(datatype, i * extent, &mut |disp, b| {

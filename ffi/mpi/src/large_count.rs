@@ -100,9 +100,6 @@ narrowed! {
     fn MPI_Exscan_c / PMPI_Exscan_c => PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: MpiCount => c_int, datatype: c_int, op: c_int, comm: c_int)
     fn MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c => PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MpiCount => c_int, datatype: c_int, op: c_int, comm: c_int)
     fn MPI_Reduce_local_c / PMPI_Reduce_local_c => PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: MpiCount => c_int, datatype: c_int, op: c_int)
-    fn MPI_Type_contiguous_c / PMPI_Type_contiguous_c => PMPI_Type_contiguous(count: MpiCount => c_int, oldtype: c_int, newtype: *mut c_int)
-    fn MPI_Type_vector_c / PMPI_Type_vector_c => PMPI_Type_vector(count: MpiCount => c_int, blocklength: MpiCount => c_int, stride: MpiCount => c_int, oldtype: c_int, newtype: *mut c_int)
-    fn MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c => PMPI_Type_create_hvector(count: MpiCount => c_int, blocklength: MpiCount => c_int, stride: c_long, oldtype: c_int, newtype: *mut c_int)
     fn MPI_Type_create_resized_c / PMPI_Type_create_resized_c => PMPI_Type_create_resized(oldtype: c_int, lb: c_long, extent: c_long, newtype: *mut c_int)
     fn MPI_Buffer_attach_c / PMPI_Buffer_attach_c => PMPI_Buffer_attach(buffer: *mut c_void, size: MpiCount => c_int)
     fn MPI_Type_get_extent_c / PMPI_Type_get_extent_c => PMPI_Type_get_extent(datatype: c_int, lb: *mut c_long, extent: *mut c_long)
@@ -110,7 +107,6 @@ narrowed! {
     fn MPI_Pack_external_c / PMPI_Pack_external_c => PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: MpiCount => c_int, datatype: c_int, outbuf: *mut c_void, outsize: c_long, position: *mut c_long)
     fn MPI_Unpack_external_c / PMPI_Unpack_external_c => PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: c_long, position: *mut c_long, outbuf: *mut c_void, outcount: MpiCount => c_int, datatype: c_int)
     fn MPI_Pack_external_size_c / PMPI_Pack_external_size_c => PMPI_Pack_external_size(datarep: *const c_char, incount: MpiCount => c_int, datatype: c_int, size: *mut c_long)
-    fn MPI_Type_create_hindexed_block_c / PMPI_Type_create_hindexed_block_c => PMPI_Type_create_hindexed_block(count: MpiCount => c_int, blocklength: MpiCount => c_int, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int)
 }
 
 /// Declares large-count calls written by hand: each body returns the call's code (the int

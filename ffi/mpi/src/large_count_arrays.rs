@@ -133,34 +133,6 @@ crate::large_count::large_by_hand! {
         }, |counts| crate::coll::PMPI_Reduce_scatter(sendbuf, recvbuf, ptr_of(&counts), datatype, op, comm))
     }
 
-    fn MPI_Type_indexed_c / PMPI_Type_indexed_c(count: MpiCount, blocklengths: *const MpiCount, displacements: *const MpiCount, oldtype: c_int, newtype: *mut c_int) {
-        narrowed("MPI_Type_indexed_c", || {
-            let n = to_int(count, "count")?.max(0) as usize;
-            Ok((n as c_int, ints(blocklengths, n, "block length")?, ints(displacements, n, "displacement")?))
-        }, |(n, lens, displs)| PMPI_Type_indexed(n, ptr_of(&lens), ptr_of(&displs), oldtype, newtype))
-    }
-
-    fn MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(count: MpiCount, blocklengths: *const MpiCount, displacements: *const c_long, oldtype: c_int, newtype: *mut c_int) {
-        narrowed("MPI_Type_create_hindexed_c", || {
-            let n = to_int(count, "count")?.max(0) as usize;
-            Ok((n as c_int, ints(blocklengths, n, "block length")?))
-        }, |(n, lens)| PMPI_Type_create_hindexed(n, ptr_of(&lens), displacements, oldtype, newtype))
-    }
-
-    fn MPI_Type_create_indexed_block_c / PMPI_Type_create_indexed_block_c(count: MpiCount, blocklength: MpiCount, displacements: *const MpiCount, oldtype: c_int, newtype: *mut c_int) {
-        narrowed("MPI_Type_create_indexed_block_c", || {
-            let n = to_int(count, "count")?.max(0) as usize;
-            Ok((n as c_int, to_int(blocklength, "block length")?, ints(displacements, n, "displacement")?))
-        }, |(n, len, displs)| PMPI_Type_create_indexed_block(n, len, ptr_of(&displs), oldtype, newtype))
-    }
-
-    fn MPI_Type_create_struct_c / PMPI_Type_create_struct_c(count: MpiCount, blocklengths: *const MpiCount, displacements: *const c_long, types: *const c_int, newtype: *mut c_int) {
-        narrowed("MPI_Type_create_struct_c", || {
-            let n = to_int(count, "count")?.max(0) as usize;
-            Ok((n as c_int, ints(blocklengths, n, "block length")?))
-        }, |(n, lens)| PMPI_Type_create_struct(n, ptr_of(&lens), displacements, types, newtype))
-    }
-
     fn MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(ndims: c_int, sizes: *const MpiCount, subsizes: *const MpiCount, starts: *const MpiCount, order: c_int, oldtype: c_int, newtype: *mut c_int) {
         narrowed("MPI_Type_create_subarray_c", || {
             let n = ndims.max(0) as usize;
@@ -181,8 +153,9 @@ crate::large_count::large_by_hand! {
         widened("MPI_Get_elements_c", count, |n| PMPI_Get_elements(status, datatype, n))
     }
 
+    // MPI_Type_size_x's value: a size from 2^31 on too.
     fn MPI_Type_size_c / PMPI_Type_size_c(datatype: c_int, size: *mut MpiCount) {
-        widened("MPI_Type_size_c", size, |n| PMPI_Type_size(datatype, n))
+        PMPI_Type_size_x(datatype, size)
     }
 
     fn MPI_Pack_size_c / PMPI_Pack_size_c(incount: MpiCount, datatype: c_int, comm: c_int, size: *mut MpiCount) {

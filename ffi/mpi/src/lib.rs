@@ -39,6 +39,7 @@ mod join_socket;
 mod keyval;
 mod large_count;
 mod large_count_arrays;
+mod large_types;
 mod lifecycle;
 mod misc;
 mod mprobe;

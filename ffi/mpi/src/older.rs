@@ -27,6 +27,6 @@ mpi_fn! {
 
     fn MPI_Type_ub / PMPI_Type_ub(datatype: c_int, displacement: *mut c_long) {
         let info = layout(datatype)?.0;
-        put(displacement, (info.lb + info.extent as isize) as c_long)
+        put(displacement, (info.lb + info.extent) as c_long)
     }
 }

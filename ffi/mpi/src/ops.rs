@@ -140,9 +140,9 @@ pub(crate) fn prepare(
             )
         }
     };
-    RUNNING.with(|r| {
-        r.set(Some(Running { function: defined.function, datatype, extent: info.extent }))
-    });
+    // Contiguous: the extent is the data's size, never negative.
+    let extent = info.extent.unsigned_abs();
+    RUNNING.with(|r| r.set(Some(Running { function: defined.function, datatype, extent })));
     Ok((dtype, UserOp { func: trampoline, commutative: defined.commutative }))
 }
 

@@ -17,9 +17,9 @@ use crate::typemap::{is_derived, layout, Segments};
 pub(crate) struct Place {
     buf: usize,
     count: usize,
-    /// Of the datatype: bytes from one element to the next, bytes packed, and whether the
-    /// elements are sent as they lie.
-    extent: usize,
+    /// Of the datatype: bytes from one element to the next (negative: backwards), bytes
+    /// packed, and whether the elements are sent as they lie.
+    extent: isize,
     packed: usize,
     contiguous: bool,
     /// A derived datatype's segments; `None` for a predefined one (one segment, its
@@ -77,7 +77,7 @@ impl Place {
         let count = crate::ptr::count(count)?;
         let (info, segments) = match basic_size(datatype) {
             // Its shape from the handle alone: the message path's common case.
-            Some(size) => ((size, size, true), None),
+            Some(size) => ((size as isize, size, true), None),
             None if is_derived(datatype) => {
                 let (info, segments) = layout(datatype)?;
                 ((info.extent, info.packed, info.contiguous), Some(segments))
@@ -94,7 +94,8 @@ impl Place {
         if count > 0 && packed > 0 && buf.is_null() && contiguous {
             return fail(MPI_ERR_BUFFER, "the buffer is NULL");
         }
-        let whole = [(0, extent)];
+        // Only a predefined datatype uses it: its extent is its size.
+        let whole = [(0, extent.unsigned_abs())];
         Ok(Place { buf: buf as usize, count, extent, packed, contiguous, segments, whole })
     }
 
@@ -110,11 +111,11 @@ impl Place {
 
     /// Each segment's address and length, in order.
     fn pieces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let extent = self.extent as isize;
+        let extent = self.extent;
         let segments = self.segments.as_deref().map_or(&self.whole[..], |s| &s[..]);
         (0..self.count as isize).flat_map(move |k| {
             segments.iter().map(move |&(offset, len)| {
-                ((self.buf as isize + k * extent + offset) as usize, len)
+                ((self.buf as isize).wrapping_add(k * extent + offset) as usize, len)
             })
         })
     }
@@ -168,7 +169,7 @@ pub(crate) unsafe fn copy(buf: *const c_void, count: c_int, datatype: c_int) -> 
 /// The address of element `n` of `datatype` from `buf`.
 pub(crate) fn element(buf: *const c_void, n: usize, datatype: c_int) -> MpiResult<*const c_void> {
     let extent = layout(datatype)?.0.extent;
-    Ok((buf as usize).wrapping_add(n * extent) as *const c_void)
+    Ok((buf as usize).wrapping_add((n as isize).wrapping_mul(extent) as usize) as *const c_void)
 }
 
 /// Where a receive puts its bytes: the program's buffer, or a packed copy to unpack.
@@ -234,9 +235,10 @@ impl<'a> Incoming<'a> {
             };
         };
         if !is_derived(datatype) {
+            // A predefined type's extent is its size, never negative.
+            let len = place.count * place.extent.unsigned_abs();
             // SAFETY: the caller's contract: `count` elements of `extent` bytes.
-            let direct =
-                unsafe { bytes_mut(place.buf as *mut c_void, place.count * place.extent) }?;
+            let direct = unsafe { bytes_mut(place.buf as *mut c_void, len) }?;
             return Ok(Incoming::Direct(direct));
         }
         let elements = if inout {

@@ -38,7 +38,7 @@ fn dimensions(
 /// The element strides of each dimension of an array of `sizes` (slowest first) and the
 /// whole array's extent for elements `extent` bytes apart: an error if it spans more than
 /// the address space.
-pub(crate) fn strides_and_extent(sizes: &[usize], extent: usize) -> MpiResult<(Vec<usize>, usize)> {
+pub(crate) fn strides_and_extent(sizes: &[usize], extent: isize) -> MpiResult<(Vec<usize>, isize)> {
     let too_big = || fail(MPI_ERR_ARG, "the array spans more than the address space");
     let mut strides = vec![1usize; sizes.len()];
     for i in (0..sizes.len().saturating_sub(1)).rev() {
@@ -46,10 +46,22 @@ pub(crate) fn strides_and_extent(sizes: &[usize], extent: usize) -> MpiResult<(V
         strides[i] = stride;
     }
     let whole = match (strides.first(), sizes.first()) {
-        (Some(&stride), Some(&n)) => stride.checked_mul(n).and_then(|e| e.checked_mul(extent)),
+        (Some(&stride), Some(&n)) => stride
+            .checked_mul(n)
+            .and_then(|e| isize::try_from(e).ok())
+            .and_then(|e| e.checked_mul(extent)),
         _ => Some(0),
     };
     whole.map_or_else(too_big, |bytes| Ok((strides, bytes)))
+}
+
+/// The byte displacement of element `index` of elements `extent` bytes apart (backwards
+/// where the extent is negative): an error past the address space.
+pub(crate) fn element_at(index: usize, extent: isize) -> MpiResult<isize> {
+    match isize::try_from(index).ok().and_then(|i| i.checked_mul(extent)) {
+        Some(at) => Ok(at),
+        None => fail(MPI_ERR_ARG, "the array spans more than the address space"),
+    }
 }
 
 mpi_fn! {
@@ -70,7 +82,7 @@ mpi_fn! {
         let mut index = vec![0usize; n - 1];
         loop {
             let element: usize = (0..n - 1).map(|i| (dims[i].2 + index[i]) * strides[i]).sum::<usize>() + fast_start;
-            builder.place(&old, (element * extent) as isize, fast_sub)?;
+            builder.place(&old, element_at(element, extent)?, fast_sub)?;
             // The next index, the last of the slower dimensions moving fastest.
             let Some(i) = (0..n - 1).rev().find(|&i| index[i] + 1 < dims[i].1) else { break };
             index[i] += 1;
@@ -80,7 +92,7 @@ mpi_fn! {
         let (info, segments) = bounds(segments.to_vec(), 0, whole, info.into(), info.reduces_as);
         put(newtype, typemap::add(info, segments))?;
         let ints = std::iter::once(ndims).chain(sizes.iter().copied()).chain(subsizes.iter().copied()).chain(starts.iter().copied()).chain(std::iter::once(order)).collect();
-        made(newtype, Contents { combiner: MPI_COMBINER_SUBARRAY, ints, aints: vec![], types: vec![oldtype] })
+        made(newtype, Contents { combiner: MPI_COMBINER_SUBARRAY, large: vec![], ints, aints: vec![], types: vec![oldtype] })
     }
 
     /// A predefined C datatype of `typeclass` and `size` bytes.

@@ -38,7 +38,8 @@ pub(crate) fn layout(handle: c_int) -> MpiResult<(TypeInfo, Segments)> {
         }
     }
     let info = type_info(handle)?;
-    Ok((info, predefined_segments(handle, info.extent)))
+    // A predefined type's extent is its size, never negative.
+    Ok((info, predefined_segments(handle, info.extent.unsigned_abs())))
 }
 
 /// Whether `handle` has the kind bits of a derived datatype this library made.
@@ -82,7 +83,7 @@ pub(crate) fn remove(handle: c_int) -> bool {
 pub(crate) struct Builder {
     segments: Vec<(isize, usize)>,
     lb: Option<isize>,
-    ub: isize,
+    ub: Option<isize>,
     size: usize,
     elements: usize,
     basic: Option<usize>,
@@ -96,7 +97,7 @@ impl Builder {
         Builder {
             segments: Vec::new(),
             lb: None,
-            ub: 0,
+            ub: None,
             size: 0,
             elements: 0,
             basic: None,
@@ -105,29 +106,24 @@ impl Builder {
         }
     }
 
-    /// Places `n` consecutive elements of `old` at byte displacement `disp`.
+    /// Places `n` consecutive elements of `old` at byte displacement `disp`; element `k`
+    /// at `disp + k * extent`, backwards where the extent is negative.
     pub fn place(&mut self, old: &(TypeInfo, Segments), disp: isize, n: usize) -> MpiResult {
-        let (info, segments) = old;
-        for k in 0..n {
-            let Some(base) =
-                isize::try_from(k * info.extent).ok().and_then(|o| disp.checked_add(o))
-            else {
-                return fail(MPI_ERR_ARG, "the datatype spans more than the address space");
-            };
-            for &(offset, len) in segments.iter() {
-                let at = base + offset;
-                match self.segments.last_mut() {
-                    Some(last) if last.0 + last.1 as isize == at => last.1 += len,
-                    _ => self.segments.push((at, len)),
-                }
-            }
-            let lb = base + info.lb;
-            self.lb = Some(self.lb.map_or(lb, |l| l.min(lb)));
-            self.ub = self.ub.max(lb + info.extent as isize);
+        let info = &old.0;
+        let too_far = || fail(MPI_ERR_ARG, "the datatype spans more than the address space");
+        if info.contiguous {
+            self.place_run(info, disp, n)?;
+        } else {
+            self.place_each(old, disp, n)?;
         }
         if n > 0 {
-            self.size += info.size * n;
-            self.elements += info.elements * n;
+            let (Some(size), Some(elements)) =
+                (info.size.checked_mul(n), info.elements.checked_mul(n))
+            else {
+                return too_far();
+            };
+            self.size = self.size.saturating_add(size);
+            self.elements = self.elements.saturating_add(elements);
             self.basic = Some(match self.basic {
                 Some(b) if b != info.basic => 0,
                 _ => info.basic,
@@ -141,12 +137,70 @@ impl Builder {
         Ok(())
     }
 
+    /// `n` elements of any type, one by one, `extent` bytes apart.
+    fn place_each(&mut self, old: &(TypeInfo, Segments), disp: isize, n: usize) -> MpiResult {
+        let (info, segments) = old;
+        let too_far = || fail(MPI_ERR_ARG, "the datatype spans more than the address space");
+        for k in 0..n {
+            let base = isize::try_from(k)
+                .ok()
+                .and_then(|k| k.checked_mul(info.extent))
+                .and_then(|o| disp.checked_add(o))
+                .and_then(|base| base.checked_add(info.lb).map(|lb| (base, lb)))
+                .and_then(|(base, lb)| lb.checked_add(info.extent).map(|ub| (base, lb, ub)));
+            let Some((base, lb, ub)) = base else { return too_far() };
+            for &(offset, len) in segments.iter() {
+                let Some(at) = base.checked_add(offset) else { return too_far() };
+                self.add_segment(at, len);
+            }
+            self.add_bounds(lb, ub);
+        }
+        Ok(())
+    }
+
+    /// `n` elements of a contiguous type (lower bound 0, one segment over its extent):
+    /// one run of bytes with its bounds in closed form, however many elements (a type of
+    /// 2^32 bytes is not walked byte by byte).
+    fn place_run(&mut self, info: &TypeInfo, disp: isize, n: usize) -> MpiResult {
+        if n == 0 {
+            return Ok(());
+        }
+        // Contiguous: the extent is the data's size, never negative.
+        let len = n.checked_mul(info.extent.unsigned_abs());
+        let end = len.and_then(|l| isize::try_from(l).ok()).and_then(|l| disp.checked_add(l));
+        let Some(end) = end else {
+            return fail(MPI_ERR_ARG, "the datatype spans more than the address space");
+        };
+        if end > disp {
+            self.add_segment(disp, (end - disp) as usize);
+        }
+        self.add_bounds(disp, end);
+        Ok(())
+    }
+
+    /// Appends `len` bytes at `at`, joined to the last segment where they continue it.
+    fn add_segment(&mut self, at: isize, len: usize) {
+        match self.segments.last_mut() {
+            Some(last) if last.0 + last.1 as isize == at => last.1 += len,
+            _ => self.segments.push((at, len)),
+        }
+    }
+
+    /// The bounds of all elements: the lowest lower and the highest upper bound, as MPICH
+    /// takes them (an element of negative extent has its upper bound below its lower).
+    fn add_bounds(&mut self, lb: isize, ub: isize) {
+        self.lb = Some(self.lb.map_or(lb, |l| l.min(lb)));
+        self.ub = Some(self.ub.map_or(ub, |u| u.max(ub)));
+    }
+
     /// The finished type; a structure's extent is rounded up to its alignment.
     pub fn finish(self, aligned: bool) -> (TypeInfo, Segments) {
         let lb = self.lb.unwrap_or(0);
-        let mut extent = (self.ub - lb).max(0) as usize;
-        if aligned && extent % self.align != 0 {
-            extent += self.align - extent % self.align;
+        let mut extent = self.ub.unwrap_or(0) - lb;
+        // As MPICH pads: by C's remainder, so a negative extent moves up too.
+        let align = self.align as isize;
+        if aligned && extent % align != 0 {
+            extent += align - extent % align;
         }
         let parts = Parts {
             size: self.size,
@@ -178,15 +232,16 @@ impl From<TypeInfo> for Parts {
 pub(crate) fn bounds(
     segments: Vec<(isize, usize)>,
     lb: isize,
-    extent: usize,
+    extent: isize,
     parts: Parts,
     reduces_as: Option<Datatype>,
 ) -> (TypeInfo, Segments) {
     let packed = segments.iter().map(|s| s.1).sum();
     let true_lb = segments.iter().map(|s| s.0).min().unwrap_or(0);
     let true_ub = segments.iter().map(|s| s.0 + s.1 as isize).max().unwrap_or(0);
-    let contiguous =
-        lb == 0 && (segments.is_empty() && extent == 0 || segments[..] == [(0, extent)]);
+    let contiguous = lb == 0
+        && (segments.is_empty() && extent == 0
+            || usize::try_from(extent).is_ok_and(|e| segments[..] == [(0, e)]));
     let info = TypeInfo {
         extent,
         lb,

@@ -116,7 +116,6 @@ crate::call::unsupported! {
     MPI_T_source_get_info PMPI_T_source_get_info MPI_T_source_get_num PMPI_T_source_get_num
     MPI_T_source_get_timestamp PMPI_T_source_get_timestamp MPI_Type_create_f90_complex PMPI_Type_create_f90_complex
     MPI_Type_create_f90_integer PMPI_Type_create_f90_integer MPI_Type_create_f90_real PMPI_Type_create_f90_real
-    MPI_Type_get_contents_c PMPI_Type_get_contents_c MPI_Type_get_envelope_c PMPI_Type_get_envelope_c
     MPI_Win_allocate PMPI_Win_allocate MPI_Win_allocate_c PMPI_Win_allocate_c
     MPI_Win_allocate_shared PMPI_Win_allocate_shared MPI_Win_allocate_shared_c PMPI_Win_allocate_shared_c
     MPI_Win_attach PMPI_Win_attach MPI_Win_call_errhandler PMPI_Win_call_errhandler

@@ -33,11 +33,13 @@ struct Laid {
 
 impl Laid {
     fn new(packed: &[u8], count: c_int, datatype: c_int) -> MpiResult<Self> {
-        let info = layout(datatype)?.0;
-        let n = count.max(0) as usize;
-        let span = if n == 0 { 0 } else { (n - 1) * info.extent + info.true_extent };
-        let mut memory = vec![0u8; span.max(1)];
-        let base = (memory.as_mut_ptr() as usize).wrapping_sub(info.true_lb as usize);
+        let span = crate::arguments::span(count.max(0) as usize, datatype)?;
+        let Ok(len) = usize::try_from(span.end - span.start) else {
+            return fail(MPI_ERR_ARG, "the elements span more than the address space");
+        };
+        let mut memory = vec![0u8; len.max(1)];
+        // The lowest byte the elements touch is the memory's first.
+        let base = (memory.as_mut_ptr() as usize).wrapping_sub(span.start as usize);
         let laid = Laid { _memory: memory, base, count, datatype };
         // SAFETY: the elements lie in `memory`, from the true lower bound on.
         unsafe { laid.place()?.unpack(packed) }?;

@@ -1,7 +1,8 @@
 /* MPI-4's large-count calls (the _c forms) at counts that fit: point-to-point, counts
  * out, datatypes with arrays, v collectives blocking and nonblocking, packing; and a
- * count from 2^31 on fails with MPI_ERR_UNSUPPORTED_OPERATION; aliased buffers fail a
- * nonblocking call at once. */
+ * message count from 2^31 on fails with MPI_ERR_UNSUPPORTED_OPERATION; aliased buffers
+ * fail a nonblocking call at once. Datatypes of 2^31 bytes and more are made and
+ * measured. */
 #include <mpi.h>
 #include "check.h"
 
@@ -43,6 +44,48 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Unpack_c(packed, sizeof packed, &pos, back, 1, odd, MPI_COMM_WORLD), MPI_SUCCESS);
     CHECK(pos == 12 && back[3] == 3 && back[2] == 0);
     MPI_Type_free(&odd);
+
+    /* Datatypes of 2^31 bytes and more: made from wide counts, sizes and extents exact. */
+    const MPI_Count g = (MPI_Count)1 << 30;
+    MPI_Datatype big, blocks, strided, twice;
+    int isize = 0, ints = -1, addrs, types, combiner;
+    CHECK_RC(MPI_Type_contiguous_c(3 * g, MPI_CHAR, &big), MPI_SUCCESS);
+    MPI_Type_size_c(big, &tsize);
+    MPI_Type_get_extent_c(big, &lb, &extent);
+    CHECK(tsize == 3 * g && lb == 0 && extent == 3 * g);
+    MPI_Type_size(big, &isize);
+    CHECK(isize == MPI_UNDEFINED);
+    /* Its contents are MPI-4's large counts, which the int query cannot give. */
+    CHECK_RC(MPI_Type_get_envelope(big, &ints, &addrs, &types, &combiner), MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Count nints = -1, naddrs = -1, nlarge = -1, ntypes = -1, large[8] = {0};
+    CHECK_RC(MPI_Type_get_envelope_c(big, &nints, &naddrs, &nlarge, &ntypes, &combiner), MPI_SUCCESS);
+    CHECK(nints == 0 && naddrs == 0 && nlarge == 1 && ntypes == 1 && combiner == MPI_COMBINER_CONTIGUOUS);
+    MPI_Datatype inner = MPI_DATATYPE_NULL;
+    CHECK_RC(MPI_Type_get_contents_c(big, 0, 0, 8, 1, NULL, NULL, large, &inner), MPI_SUCCESS);
+    CHECK(large[0] == 3 * g && inner == MPI_CHAR);
+    MPI_Count blens[2] = {1, 4 * g};
+    MPI_Aint bdispls[2] = {0, 8};
+    CHECK_RC(MPI_Type_create_hindexed_c(2, blens, bdispls, MPI_CHAR, &blocks), MPI_SUCCESS);
+    MPI_Type_size_c(blocks, &tsize);
+    MPI_Type_get_true_extent_c(blocks, &lb, &extent);
+    CHECK(tsize == 4 * g + 1 && lb == 0 && extent == 4 * g + 8);
+    CHECK_RC(MPI_Type_get_contents_c(blocks, 0, 0, 8, 1, NULL, NULL, large, &inner), MPI_SUCCESS);
+    CHECK(large[0] == 2 && large[1] == 1 && large[2] == 4 * g && large[3] == 0 && large[4] == 8);
+    /* A type of int counts keeps them as ints. */
+    CHECK_RC(MPI_Type_get_envelope_c(MPI_INT, &nints, &naddrs, &nlarge, &ntypes, &combiner), MPI_SUCCESS);
+    CHECK(nlarge == 0 && combiner == MPI_COMBINER_NAMED);
+    CHECK_RC(MPI_Type_vector_c(2, 2 * g, 2 * g + 16, MPI_CHAR, &strided), MPI_SUCCESS);
+    MPI_Type_size_c(strided, &tsize);
+    MPI_Type_get_extent_c(strided, &lb, &extent);
+    CHECK(tsize == 4 * g && extent == 4 * g + 16);
+    /* A type of one of them, through the int form. */
+    CHECK_RC(MPI_Type_contiguous(2, big, &twice), MPI_SUCCESS);
+    MPI_Type_size_c(twice, &tsize);
+    CHECK(tsize == 6 * g);
+    MPI_Type_free(&big);
+    MPI_Type_free(&blocks);
+    MPI_Type_free(&strided);
+    MPI_Type_free(&twice);
 
     /* Rank r sends r + 1 ints to each; MPI_Count counts, MPI_Aint displacements. */
     MPI_Count scounts[16], rcounts[16];

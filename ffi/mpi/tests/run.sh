@@ -43,7 +43,7 @@ rm -f "$out.declared" "$out.exported"
 
 [ -x target/debug/commcore ] || nice -n 10 cargo build -q -p commcore-cli
 mkdir -p "$bin"
-for prog in p2p coll icoll comm env types inter topo threads spawn ports sessions large_count fatal; do
+for prog in p2p coll icoll comm env types negative_bounds inter topo threads spawn ports sessions large_count fatal; do
     mpicc.mpich -Wall -Wno-stringop-overflow -pthread -o "$bin/$prog" "$here/$prog.c"
 done
 # The programs load MPICH's soname and find ours first.
@@ -52,7 +52,7 @@ LD_LIBRARY_PATH="$out" ldd "$bin/p2p" | grep -q "libmpich.so.12 => $out/" ||
 
 # Spawn and the name service need commcore's launcher.
 for n in 1 2 3 4; do
-    for prog in p2p coll icoll comm env types inter topo threads spawn ports sessions large_count; do
+    for prog in p2p coll icoll comm env types negative_bounds inter topo threads spawn ports sessions large_count; do
         LD_LIBRARY_PATH="$out" timeout 120 target/debug/commcore run -n "$n" "$bin/$prog" ||
             fail "$prog at $n ranks"
     done
@@ -71,7 +71,7 @@ fi
 # MPICH's own launcher starts the same binaries on our library (the runtime joins hydra's
 # PMI-1 job).
 if command -v mpiexec.mpich >/dev/null; then
-    for prog in p2p coll icoll comm env types inter topo threads spawn ports sessions large_count; do
+    for prog in p2p coll icoll comm env types negative_bounds inter topo threads spawn ports sessions large_count; do
         timeout 120 mpiexec.mpich -n 4 -genv LD_LIBRARY_PATH "$out" "$bin/$prog" ||
             fail "$prog under mpiexec.mpich -n 4"
     done
