@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::call::mpi_fn;
 use crate::consts::*;
 use crate::datatype::padded_pair;
-use crate::error::{fail, MpiResult};
+use crate::error::{fail, MpiError, MpiResult};
 use crate::large_count::MpiCount;
 use crate::ptr::{array_mut, get, put};
 use crate::typemap::{self, is_derived, layout};
@@ -82,20 +82,63 @@ fn beyond_int(found: &Contents) -> MpiResult {
 }
 
 /// The basic elements in the first `bytes` packed bytes of one `datatype`, walked in type
-/// map order through the constructors; `None` when they end inside one.
+/// map order through the constructors; `None` when they end inside one (or the walk cannot
+/// follow the constructors).
 pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
-    let (info, _) = layout(datatype).ok()?;
+    match walk(datatype, bytes) {
+        Walk::Whole(elements) => Some(elements),
+        Walk::Inside | Walk::Unknown => None,
+    }
+}
+
+/// A receive into `datatype` took the message `status` describes: an error if its bytes end
+/// inside a basic element of the type map, where the sender's type signature cannot have
+/// matched (an erroneous program, which MPICH reports too). Only derived datatypes are
+/// judged, as MPICH does: bytes received as a predefined type are taken as they come (and so
+/// are those of a derived type whose constructors the walk cannot follow).
+pub(crate) fn whole_elements(datatype: c_int, status: MpiStatus) -> MpiResult<MpiStatus> {
+    if !is_derived(datatype) {
+        return Ok(status);
+    }
+    let Ok((info, _)) = layout(datatype) else { return Ok(status) };
+    let bytes = crate::status::bytes(&status) as usize;
+    let rest = bytes.checked_rem(info.packed).unwrap_or(0);
+    if rest == 0 || !matches!(walk(datatype, rest), Walk::Inside) {
+        return Ok(status);
+    }
+    let error = MpiError::new(
+        MPI_ERR_TYPE,
+        format!(
+            "a message of {bytes} bytes ends inside a basic element of the receive datatype: \
+             its type signature differs from the sender's"
+        ),
+    );
+    Err(error.with_status(status))
+}
+
+/// Where the first bytes of one element of a datatype end.
+enum Walk {
+    /// After this many whole basic elements.
+    Whole(usize),
+    /// Inside a basic element.
+    Inside,
+    /// Not known: a constructor the walk does not follow.
+    Unknown,
+}
+
+fn walk(datatype: c_int, bytes: usize) -> Walk {
+    let Ok((info, _)) = layout(datatype) else { return Walk::Unknown };
     if !is_derived(datatype) {
         // A pair's first element is its value (half of an unpadded pair).
         let first = padded_pair(datatype).map_or(info.size / 2, |pair| pair[0].1);
         return match bytes {
-            0 => Some(0),
-            b if b == info.size => Some(info.elements),
-            b if info.elements == 2 && b == first => Some(1),
-            _ => None,
+            0 => Walk::Whole(0),
+            b if b == info.size => Walk::Whole(info.elements),
+            b if info.elements == 2 && b == first => Walk::Whole(1),
+            _ => Walk::Inside,
         };
     }
-    let found = lookup(datatype)?;
+    let Some(found) = lookup(datatype) else { return Walk::Unknown };
     // The large counts keep the int form's counts where it keeps them.
     let n = |i: usize| {
         if found.large.is_empty() {
@@ -105,35 +148,45 @@ pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
         }
     };
     // The parts in type map order: (datatype, repetitions).
-    let parts: Vec<(c_int, usize)> = match found.combiner {
-        MPI_COMBINER_DUP | MPI_COMBINER_RESIZED => vec![(found.types[0], 1)],
-        MPI_COMBINER_CONTIGUOUS => vec![(found.types[0], n(0)?)],
+    let parts: Option<Vec<(c_int, usize)>> = match found.combiner {
+        MPI_COMBINER_DUP | MPI_COMBINER_RESIZED => Some(vec![(found.types[0], 1)]),
+        MPI_COMBINER_CONTIGUOUS => n(0).map(|reps| vec![(found.types[0], reps)]),
         MPI_COMBINER_VECTOR
         | MPI_COMBINER_HVECTOR
         | MPI_COMBINER_INDEXED_BLOCK
-        | MPI_COMBINER_HINDEXED_BLOCK => vec![(found.types[0], n(0)? * n(1)?)],
-        MPI_COMBINER_INDEXED | MPI_COMBINER_HINDEXED => {
-            vec![(found.types[0], (1..=n(0)?).map(n).sum::<Option<usize>>()?)]
+        | MPI_COMBINER_HINDEXED_BLOCK => {
+            n(0).zip(n(1)).map(|(blocks, each)| vec![(found.types[0], blocks * each)])
         }
-        MPI_COMBINER_STRUCT => {
-            (0..n(0)?).map(|i| Some((found.types[i], n(i + 1)?))).collect::<Option<_>>()?
-        }
-        _ => return None,
+        MPI_COMBINER_INDEXED | MPI_COMBINER_HINDEXED => n(0)
+            .and_then(|blocks| (1..=blocks).map(n).sum::<Option<usize>>())
+            .map(|reps| vec![(found.types[0], reps)]),
+        MPI_COMBINER_STRUCT => n(0).and_then(|parts| {
+            (0..parts).map(|i| Some((found.types[i], n(i + 1)?))).collect::<Option<_>>()
+        }),
+        _ => None,
     };
+    let Some(parts) = parts else { return Walk::Unknown };
     let (mut left, mut counted) = (bytes, 0);
     for (part, reps) in parts {
-        let part_info = layout(part).ok()?.0;
+        let Ok((part_info, _)) = layout(part) else { return Walk::Unknown };
         let whole = left.checked_div(part_info.packed).map_or(reps, |w| reps.min(w));
         counted += whole * part_info.elements;
         left -= whole * part_info.packed;
         if left == 0 {
-            return Some(counted);
+            return Walk::Whole(counted);
         }
         if whole < reps {
-            return Some(counted + elements_in(part, left)?);
+            return match walk(part, left) {
+                Walk::Whole(more) => Walk::Whole(counted + more),
+                other => other,
+            };
         }
     }
-    (left == 0).then_some(counted)
+    if left == 0 {
+        Walk::Whole(counted)
+    } else {
+        Walk::Inside
+    }
 }
 
 mpi_fn! {

@@ -28,6 +28,13 @@ impl MpiError {
         MpiError(Box::new(ErrorDetails { class, message: message.into(), status: None }))
     }
 
+    /// The error of a receive that took the message `status` describes (MPI reports it).
+    pub fn with_status(mut self, mut status: MpiStatus) -> Self {
+        status.error = self.0.class;
+        self.0.status = Some(status);
+        self
+    }
+
     /// What went wrong.
     pub fn into_message(self) -> String {
         self.0.message

@@ -100,7 +100,8 @@ pub(crate) unsafe fn recv(
     let result = on_comm(comm, |c| match source(from)? {
         None => Ok(status::empty()),
         Some(from) => Ok(status::of_runtime(c.recv(data.bytes(), from, tag)?)),
-    });
+    })
+    .and_then(|found| crate::contents::whole_elements(datatype, found));
     // SAFETY: the caller's contract.
     unsafe {
         // A truncated message still fills the buffer.
@@ -138,8 +139,9 @@ mpi_fn! {
         let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
         let result = sendrecv(comm, &send, dest, sendtag, recv.bytes(), source, recvtag)?;
         recv.finish(status::bytes(&result) as usize)?;
-        put_status(status, result);
-        Ok(())
+        let found = crate::contents::whole_elements(recvtype, result);
+        put_status(status, status::of_outcome(&found));
+        found.map(drop)
     }
 
     fn MPI_Sendrecv_replace / PMPI_Sendrecv_replace(
@@ -151,8 +153,9 @@ mpi_fn! {
         let mut recv = Incoming::new(place)?;
         let result = sendrecv(comm, &copy, dest, sendtag, recv.bytes(), source, recvtag)?;
         recv.finish(status::bytes(&result) as usize)?;
-        put_status(status, result);
-        Ok(())
+        let found = crate::contents::whole_elements(datatype, result);
+        put_status(status, status::of_outcome(&found));
+        found.map(drop)
     }
 
     /// Elements the status counts, or `MPI_UNDEFINED` if they are not whole.

@@ -17,6 +17,7 @@ use crate::typemap::{is_derived, layout, Segments};
 pub(crate) struct Place {
     buf: usize,
     count: usize,
+    datatype: c_int,
     /// Of the datatype: bytes from one element to the next (negative: backwards), bytes
     /// packed, and whether the elements are sent as they lie.
     extent: isize,
@@ -96,7 +97,21 @@ impl Place {
         }
         // Only a predefined datatype uses it: its extent is its size.
         let whole = [(0, extent.unsigned_abs())];
-        Ok(Place { buf: buf as usize, count, extent, packed, contiguous, segments, whole })
+        Ok(Place {
+            buf: buf as usize,
+            count,
+            datatype,
+            extent,
+            packed,
+            contiguous,
+            segments,
+            whole,
+        })
+    }
+
+    /// The datatype of the elements.
+    pub fn datatype(&self) -> c_int {
+        self.datatype
     }
 
     /// Bytes the data takes packed.

@@ -197,6 +197,13 @@ impl Pending {
         if let (Some(place), Some(packed)) = (self.unpack.take(), &self.packed) {
             // SAFETY: the receive's buffer, which MPI keeps the request's until now.
             unsafe { place.unpack(&packed[..received.min(packed.len())]) }?;
+            if let Ok(Some(status)) = found {
+                let whole = crate::contents::whole_elements(place.datatype(), status);
+                if let Err(error) = &whole {
+                    self.work = Work::Failed(error.clone());
+                }
+                return whole.map(Some);
+            }
         }
         found
     }

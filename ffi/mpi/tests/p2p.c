@@ -391,6 +391,30 @@ int main(int argc, char **argv) {
     MPI_Send(two, 2, MPI_INT, right, 10, MPI_COMM_WORLD);
     CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_ERR_TRUNCATE);
 
+    /* A message whose bytes end inside an int of a derived receive type: the signatures
+     * differ (3 chars into ints), an error with its status; blocking and nonblocking. Two
+     * whole ints of the same type are a legal short message. */
+    MPI_Datatype spread;
+    int lens[3] = {1, 2, 1}, at[3] = {4, 8, 16};
+    MPI_Type_indexed(3, lens, at, MPI_INT, &spread);
+    MPI_Type_commit(&spread);
+    char three[3] = {1, 2, 3};
+    int wide[24] = {0};
+    MPI_Irecv(wide, 1, spread, left, 11, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Send(three, 3, MPI_CHAR, right, 11, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Wait(&reqs[0], &st), MPI_ERR_TYPE);
+    CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 11);
+    CHECK_RC(MPI_Sendrecv(three, 3, MPI_CHAR, right, 12, wide, 1, spread, left, 12,
+                          MPI_COMM_WORLD, &st), MPI_ERR_TYPE);
+    MPI_Send(three, 3, MPI_CHAR, right, 13, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Recv(wide, 1, spread, left, 13, MPI_COMM_WORLD, &st), MPI_ERR_TYPE);
+    MPI_Send(two, 2, MPI_INT, right, 14, MPI_COMM_WORLD);
+    CHECK_RC(MPI_Recv(wide, 1, spread, left, 14, MPI_COMM_WORLD, &st), MPI_SUCCESS);
+    int got = -1;
+    MPI_Get_elements(&st, spread, &got);
+    CHECK(got == 2 && wide[4] == 1 && wide[8] == 2);
+    MPI_Type_free(&spread);
+
     MPI_Barrier(MPI_COMM_WORLD);
     FINISH("p2p");
 }
