@@ -376,6 +376,8 @@ impl World {
         let comm = Comm::world(runtime.clone(), world_map).map_err(coll)?;
         let self_comm = Comm::own(runtime, self_map).map_err(coll)?;
         let parent = super::dpm::parent(&comm).map_err(InitError::Parent)?;
+        // Only now: a spawning parent waits for its children's start, not for this.
+        super::shm_coll::prefault_world_area(comm.runtime());
         Ok(World { comm, self_comm, parent, av })
     }
 
