@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use commcore::av::{Address, Ave, NodeId, Pgid};
 use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
@@ -573,8 +573,9 @@ fn arrive_and_wait(counter: &AtomicU32, size: usize) {
         futex::wake_all(counter);
         return;
     }
+    let since = Instant::now();
     while (seen as usize) < size {
-        futex::wait(counter, seen, Duration::from_millis(10));
+        futex::yield_then_wait(counter, seen, since, Duration::from_millis(10));
         seen = counter.load(Acquire);
     }
 }
