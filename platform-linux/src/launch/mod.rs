@@ -49,6 +49,7 @@ mod serve;
 mod signals;
 pub mod spawn;
 pub mod spawn_wire;
+mod starters;
 mod supervise;
 mod tree;
 

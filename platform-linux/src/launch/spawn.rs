@@ -35,6 +35,7 @@ use std::sync::atomic::Ordering::{Relaxed, Release};
 
 use super::command::{self, RankFds, SpawnedChild};
 use super::spawn_wire::{SpawnRequest, SPAWN_ABORTED};
+use super::starters;
 use super::tree::{Job, Launch, ParentLink};
 use crate::shm::layout::MAX_RANKS;
 use crate::shm::{Bridge, Layout, Region};
@@ -155,9 +156,8 @@ pub(super) fn start(
     let offset = tree.live();
     let pgid = tree.pgid;
 
-    let mut pids = Vec::with_capacity(size);
-    let mut errcodes = Vec::with_capacity(size);
-    let mut message = None;
+    let mut commands = Vec::with_capacity(size);
+    let mut programs = Vec::with_capacity(size);
     let mut child_rank = 0;
     for (appnum, c) in request.commands.iter().enumerate() {
         for _ in 0..c.maxprocs {
@@ -187,33 +187,41 @@ pub(super) fn start(
             if launch.by_lines {
                 command.stdout(Stdio::piped()).stderr(Stdio::piped());
             }
-            match command.spawn() {
-                Ok(mut child) => {
-                    pids.push(child.id() as i32);
-                    errcodes.push(0);
-                    if launch.by_lines {
-                        let label = format!("{job}.{child_rank}");
-                        let readers = launch.lines.forward(&label, &mut child);
-                        tree.readers.extend(readers);
-                    }
-                }
-                Err(e) => {
-                    pids.push(0);
-                    errcodes.push(e.raw_os_error().unwrap_or(libc::EINVAL));
-                    message.get_or_insert_with(|| {
-                        let program = c.program.to_string_lossy();
-                        format!("cannot start rank {child_rank} of job {job} ({program}): {e}")
-                    });
+            commands.push(command);
+            programs.push(&c.program);
+            child_rank += 1;
+        }
+    }
+    let outcomes = starters::start_all(commands);
+    let mut pids = Vec::with_capacity(size);
+    let mut errcodes = Vec::with_capacity(size);
+    let mut message = None;
+    for (child_rank, (outcome, program)) in outcomes.into_iter().zip(programs).enumerate() {
+        match outcome {
+            Ok(mut child) => {
+                pids.push(child.id() as i32);
+                errcodes.push(0);
+                if launch.by_lines {
+                    let label = format!("{job}.{child_rank}");
+                    let readers = launch.lines.forward(&label, &mut child);
+                    tree.readers.extend(readers);
                 }
             }
-            child_rank += 1;
+            Err(e) => {
+                pids.push(0);
+                errcodes.push(e.raw_os_error().unwrap_or(libc::EINVAL));
+                message.get_or_insert_with(|| {
+                    let program = program.to_string_lossy();
+                    format!("cannot start rank {child_rank} of job {job} ({program}): {e}")
+                });
+            }
         }
     }
     // The children hold their ends now.
     drop(theirs);
     if let Some(message) = message {
         for (pid, code) in pids.iter().zip(errcodes.iter_mut()).filter(|(&p, _)| p != 0) {
-            // SAFETY: kill and waitpid on a child this thread just started and nobody else
+            // SAFETY: kill and waitpid on a child this launcher just started and nobody else
             // reaps while the tree is locked.
             unsafe {
                 libc::kill(*pid, libc::SIGKILL);

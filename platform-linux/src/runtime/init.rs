@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use commcore::av::{Address, Ave, NodeId, Pgid};
 use commcore::cid::{CidSpace, SpaceConfig, SpaceError};
@@ -376,6 +376,8 @@ impl World {
         let comm = Comm::world(runtime.clone(), world_map).map_err(coll)?;
         let self_comm = Comm::own(runtime, self_map).map_err(coll)?;
         let parent = super::dpm::parent(&comm).map_err(InitError::Parent)?;
+        // Only now: a spawning parent waits for its children's start, not for this.
+        super::shm_coll::prefault_world_area(comm.runtime());
         Ok(World { comm, self_comm, parent, av })
     }
 
@@ -571,8 +573,9 @@ fn arrive_and_wait(counter: &AtomicU32, size: usize) {
         futex::wake_all(counter);
         return;
     }
+    let since = Instant::now();
     while (seen as usize) < size {
-        futex::wait(counter, seen, Duration::from_millis(10));
+        futex::yield_then_wait(counter, seen, since, Duration::from_millis(10));
         seen = counter.load(Acquire);
     }
 }

@@ -1,7 +1,7 @@
 //! Futex waits on words in shared memory (process-shared, so no `FUTEX_PRIVATE_FLAG`).
 
 use std::sync::atomic::AtomicU32;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Sleeps while `word` holds `expected`, at most `timeout`. Returns on a wake, on a changed
 /// value, on a signal or on the timeout; callers re-check their condition in any case.
@@ -22,6 +22,23 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Duration) {
             std::ptr::null::<u32>(),
             0u32,
         );
+    }
+}
+
+/// How long a wait that began at `since` yields the CPU before [`yield_then_wait`] sleeps.
+/// A sleep on an otherwise idle virtual CPU halts it, and the wake that follows costs more
+/// than a short wait (spawns on a quiet machine were slower than on a busy one); yielding
+/// keeps the CPU awake and still lets a process that shares it run.
+pub const YIELD_FIRST: Duration = Duration::from_micros(200);
+
+/// One step of a wait for `word` to change from `expected`, begun at `since`: yields the
+/// CPU during the first [`YIELD_FIRST`], then sleeps at most `timeout`. Callers re-check
+/// their condition after each step.
+pub fn yield_then_wait(word: &AtomicU32, expected: u32, since: Instant, timeout: Duration) {
+    if since.elapsed() < YIELD_FIRST {
+        std::thread::yield_now();
+    } else {
+        wait(word, expected, timeout);
     }
 }
 

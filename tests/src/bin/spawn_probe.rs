@@ -366,6 +366,10 @@ fn names(kv: &mut KvClient, marker: &str) {
     if port != "port-child" {
         fail(format!("probe-child is {port:?}"));
     }
+    // The child's name goes with its job: the child stays until we have looked it up.
+    let looked_up = bridge.word(bridge.layout.state(0));
+    looked_up.store(RANK_FINALIZED, Release);
+    futex::wake_all(looked_up);
     let child = child_pids(&bridge)[0];
     kv.disconnect(job).unwrap_or_else(|e| fail(e));
     // The child's name goes with its job.
@@ -463,6 +467,9 @@ fn child(mode: &str, marker: &str) {
     }
     arrive(&bridge, parents + rank);
     match mode {
+        "child-names" => wait_until("the parent to look up our name", || {
+            bridge.word(bridge.layout.state(0)).load(Acquire) == RANK_FINALIZED
+        }),
         "child-sleep" => std::thread::sleep(Duration::from_secs(300)),
         "child-exit-early" if rank == 1 => std::process::exit(0),
         "child-exit-early" => std::thread::sleep(Duration::from_secs(300)),

@@ -145,6 +145,7 @@ impl Comm {
 fn arrive(runtime: &Runtime, bridge: &Bridge, deadline: Instant) -> Result<(), DpmError> {
     let arrived = bridge.word(bridge.layout.arrived());
     let all = bridge.layout.slots() as u32;
+    let since = Instant::now();
     let mut seen = arrived.fetch_add(1, AcqRel) + 1;
     if seen >= all {
         futex::wake_all(arrived);
@@ -161,7 +162,7 @@ fn arrive(runtime: &Runtime, bridge: &Bridge, deadline: Instant) -> Result<(), D
             )));
         }
         runtime.progress_once();
-        futex::wait(arrived, seen, left.min(Duration::from_millis(1)));
+        futex::yield_then_wait(arrived, seen, since, left.min(Duration::from_millis(1)));
         seen = arrived.load(Acquire);
     }
     bridge

@@ -67,6 +67,33 @@ pub(super) struct ShmColl {
     staging: staged::StagingTurns,
 }
 
+/// Whether a communicator of `members` may use the area `grant`.
+fn fits(runtime: &Runtime, grant: AreaGrant, members: usize) -> bool {
+    let layout = &runtime.fabric.layout;
+    runtime.areas_enabled
+        && members > 1
+        && members <= members_max(layout.size())
+        && grant.owner < layout.size()
+        && grant.index < layout.coll_areas_per_rank()
+}
+
+/// Maps the world's area into this process (see [`CollArea::prefault`]). The world's area
+/// lives as long as the job, so it is worth its page faults up front; a communicator that
+/// may live briefly maps its pages as it uses them. Called once start-up is over (a
+/// spawned child has met its parents): it cost 1.2 ms of each child's start.
+pub(super) fn prefault_world_area(runtime: &Runtime) {
+    let (owner, index) = pool::WORLD_AREA;
+    let grant = AreaGrant { owner, index };
+    let (layout, members) = (&runtime.fabric.layout, runtime.fabric.size);
+    if !fits(runtime, grant, members) {
+        return;
+    }
+    let base = layout.coll_area(owner, index);
+    if let Some(area) = CollArea::new(&runtime.fabric.region, base, members, layout.size()) {
+        area.prefault(runtime.fabric.rank);
+    }
+}
+
 impl ShmColl {
     /// Joins the area `grant` as rank `me` of a communicator of the world ranks `world`;
     /// `None` when the area has no room for that many members.
@@ -76,25 +103,10 @@ impl ShmColl {
         me: usize,
         world: &[usize],
     ) -> Option<ShmColl> {
-        let layout = &runtime.fabric.layout;
-        let fits = runtime.areas_enabled
-            && world.len() > 1
-            && world.len() <= members_max(layout.size())
-            && grant.owner < layout.size()
-            && grant.index < layout.coll_areas_per_rank();
-        if !fits {
+        if !fits(&runtime, grant, world.len()) {
             return None;
         }
-        let base = layout.coll_area(grant.owner, grant.index);
-        if (grant.owner, grant.index) == pool::WORLD_AREA {
-            // The world's area lives as long as the job; a communicator that may live
-            // briefly maps its pages as it uses them.
-            if let Some(area) =
-                CollArea::new(&runtime.fabric.region, base, world.len(), layout.size())
-            {
-                area.prefault(me);
-            }
-        }
+        let base = runtime.fabric.layout.coll_area(grant.owner, grant.index);
         let world = world.to_vec();
         let (call, free_through) = (AtomicU64::new(0), AtomicU64::new(0));
         let (scratch, staging) = (Mutex::new(Vec::new()), staged::StagingTurns::default());
