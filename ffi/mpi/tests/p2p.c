@@ -410,7 +410,7 @@ int main(int argc, char **argv) {
     CHECK_RC(MPI_Recv(wide, 1, spread, left, 13, MPI_COMM_WORLD, &st), MPI_ERR_TYPE);
     MPI_Send(two, 2, MPI_INT, right, 14, MPI_COMM_WORLD);
     CHECK_RC(MPI_Recv(wide, 1, spread, left, 14, MPI_COMM_WORLD, &st), MPI_SUCCESS);
-    int got = -1;
+    got = -1;
     MPI_Get_elements(&st, spread, &got);
     CHECK(got == 2 && wide[4] == 1 && wide[8] == 2);
     MPI_Type_free(&spread);
