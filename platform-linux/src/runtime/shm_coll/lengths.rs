@@ -27,6 +27,10 @@ use crate::runtime::error::CollectiveError;
 use crate::shm::coll_area::CELL_BYTES;
 use crate::shm::CollArea;
 
+/// Marks the length a member publishes when its own blocks sent and received differ in
+/// length (see [`ShmColl::refuse_own_lengths`]); no length a caller passes has it.
+const SELF_MISMATCHED: u64 = 1 << 63;
+
 /// Which way a call goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Path {
@@ -45,6 +49,7 @@ pub(super) enum Path {
 impl ShmColl {
     /// Which way a call of `op` moving `bytes` per member goes: the same on every member
     /// that passes the same `bytes`.
+    #[inline]
     pub(super) fn path(&self, op: CollOp, bytes: usize) -> Path {
         // Single-copy reads take messages of any size unless a bound is set: above 64 KiB
         // they beat the schedules 2 to 5 times (1 MiB at 2 ranks: bcast 22 against 96 µs,
@@ -106,6 +111,34 @@ impl ShmColl {
         Some(Err(self.back_in_step(&area, op, first, bytes, unit, root)))
     }
 
+    /// The block an allgather or alltoall sends to each member, which MPI lets differ from
+    /// the block it receives in layout but not in length.
+    #[inline]
+    pub(super) fn sent_block(&self, op: CollOp, send: &[u8]) -> Option<usize> {
+        match op {
+            CollOp::Allgather => Some(send.len()),
+            CollOp::Alltoall => Some(send.len() / self.size()),
+            _ => None,
+        }
+    }
+
+    /// An allgather or alltoall whose `sent` blocks differ from the `received` ones: it takes
+    /// part in the first area call with a length no member passes (the others may have
+    /// passed either), where every member sees the mismatch.
+    pub(super) fn refuse_own_lengths(
+        &self,
+        op: CollOp,
+        sent: usize,
+        received: usize,
+    ) -> CollectiveError {
+        let area = self.area();
+        let first = self.next_calls(1);
+        self.length.store(sent as u64 | SELF_MISMATCHED, std::sync::atomic::Ordering::Relaxed);
+        self.finish(&area, first);
+        self.back_in_step(&area, op, first, sent, 1, None);
+        CollectiveError::LengthMismatch { expected: received, got: sent }
+    }
+
     /// A length other than `bytes` that a member published call `call` with: `root`'s
     /// alone when given, else any member's. Call once they all published it.
     #[inline]
@@ -150,7 +183,8 @@ impl ShmColl {
             None => self.call.store(first, std::sync::atomic::Ordering::Relaxed),
         }
         let got = leader.or_else(|| self.other_length(area, first, bytes, None));
-        CollectiveError::LengthMismatch { expected: bytes, got: got.unwrap_or(0) as usize }
+        let got = got.map_or(0, |got| got & !SELF_MISMATCHED) as usize;
+        CollectiveError::LengthMismatch { expected: bytes, got }
     }
 
     /// The length most of the members other than this one published `call` with.

@@ -84,6 +84,36 @@ fn must_report(kind: Kind, me: usize, odd: usize) -> bool {
     }
 }
 
+/// Allgather and alltoall where rank `odd`'s blocks sent are longer or shorter than those
+/// it receives (as an MPI program whose send and receive counts differ): every rank
+/// reports it, and the next call is right. Returns the last call number used.
+fn own_blocks_differ(comm: &Comm, mut call: u32) -> u32 {
+    use commcore::coll::{CollArgs, CollOp};
+    let (me, n) = (comm.rank(), comm.size());
+    for (kind, op) in [(Kind::Allgather, CollOp::Allgather), (Kind::Alltoall, CollOp::Alltoall)] {
+        for (block, odd_sent) in [(40, 80), (40, 4), (40, 8192)] {
+            for odd in [0, n - 1] {
+                call += 1;
+                let sent = if me == odd { odd_sent } else { block };
+                let blocks = if matches!(kind, Kind::Alltoall) { n } else { 1 };
+                let send = vec![me as u8; sent * blocks];
+                let mut recv = vec![0; block * n];
+                let args = CollArgs::new(block, Datatype::U8);
+                let result = comm.collective(op, &args, &send, &mut recv);
+                assert!(
+                    matches!(result, Err(CollectiveError::LengthMismatch { .. })),
+                    "rank {me}: {op:?} of {block}-byte blocks where rank {odd} sent {odd_sent}: \
+                     {result:?}"
+                );
+                call += 1;
+                let got = run(comm, kind, call, block).expect("the next call");
+                assert!(got == expected(kind, call, me, n, block), "rank {me}: {op:?} after");
+            }
+        }
+    }
+    call
+}
+
 pub(crate) fn mismatched_lengths(comm: &Comm) {
     let (me, n) = (comm.rank(), comm.size());
     let kinds = [Kind::Bcast, Kind::Reduce, Kind::Allreduce, Kind::Allgather, Kind::Alltoall];
@@ -127,6 +157,7 @@ pub(crate) fn mismatched_lengths(comm: &Comm) {
             }
         }
     }
+    call = own_blocks_differ(comm, call);
     comm.barrier().unwrap();
     if me == 0 {
         println!("mismatched lengths: {call} calls on {n} ranks ended; the next ones right");
