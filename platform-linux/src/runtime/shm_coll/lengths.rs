@@ -111,26 +111,36 @@ impl ShmColl {
         Some(Err(self.back_in_step(&area, op, first, bytes, unit, root)))
     }
 
-    /// The block an allgather or alltoall sends to each member, which MPI lets differ from
-    /// the block it receives in layout but not in length.
+    /// Whether an allgather or alltoall of `bytes` per block sends or receives blocks of
+    /// another length (MPI lets the two sides' layouts differ, not their lengths).
     #[inline]
-    pub(super) fn sent_block(&self, op: CollOp, send: &[u8]) -> Option<usize> {
+    pub(super) fn own_blocks_differ(
+        &self,
+        op: CollOp,
+        bytes: usize,
+        send: &[u8],
+        recv: &[u8],
+    ) -> bool {
+        let n = self.size();
         match op {
-            CollOp::Allgather => Some(send.len()),
-            CollOp::Alltoall => Some(send.len() / self.size()),
-            _ => None,
+            CollOp::Allgather => send.len() != bytes || recv.len() != bytes * n,
+            CollOp::Alltoall => send.len() != bytes * n || recv.len() != bytes * n,
+            _ => false,
         }
     }
 
-    /// An allgather or alltoall whose `sent` blocks differ from the `received` ones: it takes
-    /// part in the first area call with a length no member passes (the others may have
-    /// passed either), where every member sees the mismatch.
+    /// An allgather or alltoall whose blocks sent differ from those received: it takes part
+    /// in the first area call with a length no member passes (the others may have passed
+    /// either), where every member sees the mismatch.
     pub(super) fn refuse_own_lengths(
         &self,
         op: CollOp,
-        sent: usize,
-        received: usize,
+        send: &[u8],
+        recv: &[u8],
     ) -> CollectiveError {
+        let n = self.size();
+        let sent = if op == CollOp::Alltoall { send.len() / n } else { send.len() };
+        let received = recv.len() / n;
         let area = self.area();
         let first = self.next_calls(1);
         self.length.store(sent as u64 | SELF_MISMATCHED, std::sync::atomic::Ordering::Relaxed);

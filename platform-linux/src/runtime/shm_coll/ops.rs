@@ -80,8 +80,8 @@ impl ShmColl {
         }
         self.length.store(bytes as u64, Relaxed);
         let (dtype, reduce_op) = (args.dtype, &args.op);
-        if let Some(sent) = self.sent_block(op, send).filter(|&sent| sent != bytes) {
-            return Some(Err(self.refuse_own_lengths(op, sent, bytes)));
+        if self.own_blocks_differ(op, bytes, send, recv) {
+            return Some(Err(self.refuse_own_lengths(op, send, recv)));
         }
         match self.path(op, bytes) {
             Path::Staged => self.run_staged(op, args, send, recv, root),

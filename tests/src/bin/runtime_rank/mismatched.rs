@@ -98,7 +98,10 @@ fn own_blocks_differ(comm: &Comm, mut call: u32) -> u32 {
                 let blocks = if matches!(kind, Kind::Alltoall) { n } else { 1 };
                 let send = vec![me as u8; sent * blocks];
                 let mut recv = vec![0; block * n];
-                let args = CollArgs::new(block, Datatype::U8);
+                // As the MPI library calls them: an allgather's block is the one it sends,
+                // an alltoall's the one it receives.
+                let args_block = if matches!(kind, Kind::Allgather) { sent } else { block };
+                let args = CollArgs::new(args_block, Datatype::U8);
                 let result = comm.collective(op, &args, &send, &mut recv);
                 assert!(
                     matches!(result, Err(CollectiveError::LengthMismatch { .. })),
