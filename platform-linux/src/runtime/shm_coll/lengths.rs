@@ -49,7 +49,9 @@ pub(super) enum Path {
 impl ShmColl {
     /// Which way a call of `op` moving `bytes` per member goes: the same on every member
     /// that passes the same `bytes`.
-    #[inline]
+    // Always: out of line it cost every small call about 30 instructions, and crowded the
+    // callers' other inlining out.
+    #[inline(always)]
     pub(super) fn path(&self, op: CollOp, bytes: usize) -> Path {
         // Single-copy reads take messages of any size unless a bound is set: above 64 KiB
         // they beat the schedules 2 to 5 times (1 MiB at 2 ranks: bcast 22 against 96 µs,
@@ -97,6 +99,7 @@ impl ShmColl {
     /// Before a call the schedules take: publishes this member's length in one area call,
     /// waits for every member's and compares them. `None` when they all match (the caller
     /// runs the schedule), else the mismatch, once this member is back in step.
+    #[inline(never)]
     pub(super) fn enter_schedule(
         &self,
         op: CollOp,
@@ -132,6 +135,8 @@ impl ShmColl {
     /// An allgather or alltoall whose blocks sent differ from those received: it takes part
     /// in the first area call with a length no member passes (the others may have passed
     /// either), where every member sees the mismatch.
+    #[cold]
+    #[inline(never)]
     pub(super) fn refuse_own_lengths(
         &self,
         op: CollOp,
@@ -170,6 +175,8 @@ impl ShmColl {
     /// (with elements of `unit` bytes) for which it passed `bytes`: takes it to where the
     /// members whose lengths decide the call's area calls end it (see the module's doc),
     /// and returns the error to report. Nothing of this call was published after `first`.
+    #[cold]
+    #[inline(never)]
     pub(super) fn back_in_step(
         &self,
         area: &CollArea<'_>,

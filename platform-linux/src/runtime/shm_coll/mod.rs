@@ -6,7 +6,8 @@
 //!
 //! A call moves its data in one or more area calls of at most a cell per member each;
 //! every member numbers area calls alike because the number a call takes depends only on
-//! its arguments, which MPI requires to match. Reductions fold the contributions in rank
+//! its arguments, which MPI requires to match; members whose lengths differ anyway report
+//! it and get back in step (see `lengths.rs`). Reductions fold the contributions in rank
 //! order, so non-commutative operations give the same result as the schedules.
 
 mod lengths;

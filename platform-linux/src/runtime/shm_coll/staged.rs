@@ -53,6 +53,7 @@ impl ShmColl {
     /// - reduce, 2 ranks with a CPU each: 2 KiB 0.33–0.35 against 0.37–0.43, 64 KiB 4.7
     ///   against 7.7, 1 MiB 96–99 against 302–314; sharing CPUs, see
     ///   [`STAGED_REDUCE_ABOVE`].
+    #[inline(always)]
     pub(super) fn staged_for(&self, op: CollOp, bytes: usize) -> bool {
         let above = match (op, self.runtime.oversubscribed) {
             (CollOp::Allreduce, true) | (CollOp::Allgather, _) | (CollOp::Reduce, false) => {
