@@ -65,7 +65,7 @@ new_bin=$(build "$new")
 record() {
     local side=$1 name=$2 json=$3
     jq -c --arg side "$side" --arg name "$name" '.figures[] | . as $f | to_entries[]
-        | select(.value | type == "number")
+        | select((.value | type == "number") and .key != "bytes")
         | {side: $side, key: ($name + " " + $f.figure + (if .key == "latency" then "" else " " + .key end)),
            unit: $f.unit, value: .value}' <<<"$json" >>"$results"
 }
