@@ -59,8 +59,6 @@ pub enum Coll {
     PostedReceiveAcrossCalls,
     /// A scatter whose ranks pass different counts (an erroneous program).
     MismatchedScatter,
-    /// Every collective the areas serve, with one rank's length unlike the others'.
-    MismatchedLengths,
 }
 
 /// Scenarios about the job itself.
@@ -89,7 +87,7 @@ pub enum Job {
 }
 
 /// Every scenario with its command-line name.
-const NAMES: [(Scenario, &str); 27] = [
+const NAMES: [(Scenario, &str); 26] = [
     (Scenario::P2p(P2p::Ordering), "ordering"),
     (Scenario::P2p(P2p::AnySource), "any-source"),
     (Scenario::P2p(P2p::Unexpected), "unexpected"),
@@ -106,7 +104,6 @@ const NAMES: [(Scenario, &str); 27] = [
     (Scenario::Coll(Coll::IsendAcrossCollectives), "isend-across-collectives"),
     (Scenario::Coll(Coll::PostedReceiveAcrossCalls), "posted-receive-across-calls"),
     (Scenario::Coll(Coll::MismatchedScatter), "mismatched-scatter"),
-    (Scenario::Coll(Coll::MismatchedLengths), "mismatched-lengths"),
     (Scenario::Job(Job::Identity), "identity"),
     (Scenario::Job(Job::Hang), "hang"),
     (Scenario::Job(Job::Idle), "idle"),

@@ -1,14 +1,12 @@
 //! A communicator's collective area in the job's shared region: a header, then one slot per
-//! member holding [`depth`] cells, each a call word and a length word followed by up to
-//! [`CELL_BYTES`] of data (a small contribution shares the call word's cache line, so a
-//! reader fetches all three in one transfer), then, in jobs of up to 16 ranks, [`STAGING_BUFFERS`] staging buffers
+//! member holding [`depth`] cells, each a call word followed by up to [`CELL_BYTES`] of
+//! data (a small contribution shares the call word's cache line, so a reader fetches both
+//! in one transfer), then, in jobs of up to 16 ranks, [`STAGING_BUFFERS`] staging buffers
 //! per member of [`staging_bytes`] each, which long reductions fill whole and read in place.
 //!
 //! The protocol, restated in `coll_area_loom.rs`: in its call number `t` (1, 2, …, the same
 //! on every member) a member may write the data of its cell `t % depth`, then publishes the
-//! call by storing `t` in that cell's call word (release), with the length its caller passed
-//! to the collective in the length word before it, so that readers can tell a member whose
-//! call does not match theirs (see `runtime::shm_coll::lengths`). A reader of the cell first sees
+//! call by storing `t` in that cell's call word (release). A reader of the cell first sees
 //! the word reach `t` (acquire). A member publishes `t + 1` only after it has read
 //! everything it reads in call `t`, so a writer may reuse cell `t % depth` in call `t`
 //! once every other member has published call `t + 1 - depth`: then nobody still reads
@@ -58,10 +56,9 @@ const PAGE: usize = 4096;
 const HEADER_BYTES: usize = 2 * LINE + (MAX_MEMBERS * 4).next_multiple_of(LINE);
 /// Offset of the last-call word in the header.
 const LAST_CALL: usize = 8;
-/// A cell: its call word (u64), its length word (u64), then its data.
-const LENGTH_WORD: usize = 8;
-const DATA_AT: usize = 16;
-const CELL_STRIDE: usize = (DATA_AT + CELL_BYTES).next_multiple_of(LINE);
+/// A cell: its call word (u64), then its data.
+const CALL_WORD: usize = 8;
+const CELL_STRIDE: usize = (CALL_WORD + CELL_BYTES).next_multiple_of(LINE);
 
 /// Bytes of one member's cells.
 fn slot_bytes(job_size: usize) -> usize {
@@ -176,11 +173,6 @@ impl<'r> CollArea<'r> {
         self.base + HEADER_BYTES + slot + (call & (self.depth - 1)) as usize * CELL_STRIDE
     }
 
-    /// Cells per member: a member's call `t` and call `t + depth` share a cell.
-    pub fn depth(&self) -> u64 {
-        self.depth
-    }
-
     /// Bytes of one member's cells.
     fn slot_bytes(&self) -> usize {
         self.depth as usize * CELL_STRIDE
@@ -220,16 +212,9 @@ impl<'r> CollArea<'r> {
     }
 
     /// Writes `data` (at most [`CELL_BYTES`]) into `me`'s cell of call `call` and publishes
-    /// the call with `length`; `false` (and nothing written) when the cell is not free yet
-    /// or `data` does not fit.
-    pub fn publish(
-        &self,
-        me: usize,
-        call: u64,
-        length: u64,
-        data: &[u8],
-        free_through: &AtomicU64,
-    ) -> bool {
+    /// the call; `false` (and nothing written) when the cell is not free yet or `data` does
+    /// not fit.
+    pub fn publish(&self, me: usize, call: u64, data: &[u8], free_through: &AtomicU64) -> bool {
         if data.len() > CELL_BYTES || !self.cell_free(me, call, free_through) {
             return false;
         }
@@ -237,24 +222,14 @@ impl<'r> CollArea<'r> {
         // SAFETY: the cell is `me`'s, and every reader of its previous contents has
         // published a later call (checked just above), after which it reads it no more;
         // readers of the new contents wait for the release store below.
-        unsafe { self.region.copy_in(cell + DATA_AT, data) };
-        self.region.atomic_u64(cell + LENGTH_WORD).store(length, Relaxed);
+        unsafe { self.region.copy_in(cell + CALL_WORD, data) };
         self.region.atomic_u64(cell).store(call, Release);
         true
     }
 
-    /// Publishes call `call` with `length` and without data (a barrier's arrival, a
-    /// reader's "done").
-    pub fn announce(&self, me: usize, call: u64, length: u64) {
-        let cell = self.cell(me, call);
-        self.region.atomic_u64(cell + LENGTH_WORD).store(length, Relaxed);
-        self.region.atomic_u64(cell).store(call, Release);
-    }
-
-    /// The length `member` published call `call` with; only once [`Self::published`] saw
-    /// that call, and until this member publishes a later one (then the cell may be reused).
-    pub fn length(&self, member: usize, call: u64) -> u64 {
-        self.region.atomic_u64(self.cell(member, call) + LENGTH_WORD).load(Relaxed)
+    /// Publishes call `call` without data (a barrier's arrival, a reader's "done").
+    pub fn announce(&self, me: usize, call: u64) {
+        self.call_word(me, call).store(call, Release);
     }
 
     /// Whether `member` has published call `call` (or a later one).
@@ -273,7 +248,7 @@ impl<'r> CollArea<'r> {
         }
         // SAFETY: `member` published this call (acquire above) and writes the cell again
         // only after this process publishes a later call, which it does after this read.
-        unsafe { self.region.copy_out(self.cell(member, call) + DATA_AT + at, out) };
+        unsafe { self.region.copy_out(self.cell(member, call) + CALL_WORD + at, out) };
         true
     }
 
@@ -379,23 +354,23 @@ mod tests {
         area.reset();
         let cells = depth(3);
         let free = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
-        assert!(area.publish(0, 1, 0, b"one", &free[0]));
+        assert!(area.publish(0, 1, b"one", &free[0]));
         let mut out = [0u8; 3];
         assert!(area.read(0, 1, 0, &mut out));
         assert_eq!(&out, b"one");
         assert!(!area.read(1, 1, 0, &mut out), "member 1 has not published call 1");
         // Member 0 runs ahead while 1 and 2 stay at call 0: calls up to the depth minus one fit.
         for call in 2..cells {
-            assert!(area.publish(0, call, 0, b"ahead", &free[0]));
+            assert!(area.publish(0, call, b"ahead", &free[0]));
         }
-        assert!(!area.publish(0, cells, 0, b"full", &free[0]), "cell of call 0 + depth still read");
-        area.announce(1, 1, 0);
-        assert!(!area.publish(0, cells, 0, b"full", &free[0]), "member 2 is still at call 0");
-        area.announce(2, 1, 0);
-        assert!(area.publish(0, cells, 0, b"reused", &free[0]));
+        assert!(!area.publish(0, cells, b"full", &free[0]), "cell of call 0 + depth still read");
+        area.announce(1, 1);
+        assert!(!area.publish(0, cells, b"full", &free[0]), "member 2 is still at call 0");
+        area.announce(2, 1);
+        assert!(area.publish(0, cells, b"reused", &free[0]));
         assert!(area.read(0, cells, 0, &mut out[..2]));
         assert_eq!(&out[..2], b"re");
-        assert!(!area.publish(1, 2, 0, &[0u8; CELL_BYTES + 1], &free[1]), "too long for a cell");
+        assert!(!area.publish(1, 2, &[0u8; CELL_BYTES + 1], &free[1]), "too long for a cell");
         assert!(!area.read(0, 1, CELL_BYTES - 1, &mut out), "outside the cell");
     }
 
@@ -407,9 +382,9 @@ mod tests {
         area.reset();
         let data: Vec<u8> = (0..CELL_BYTES).map(|i| (i * 7 + 3) as u8).collect();
         // Whole cells, and contributions that fill the call word's line or run one byte past.
-        let in_line = LINE - DATA_AT;
+        let in_line = LINE - CALL_WORD;
         for (call, len) in [(1, CELL_BYTES), (2, in_line), (3, in_line + 1), (4, 5)] {
-            assert!(area.publish(1, call, 0, &data[..len], &AtomicU64::new(0)));
+            assert!(area.publish(1, call, &data[..len], &AtomicU64::new(0)));
             for (at, n) in [(0, len), (0, len.min(3)), (len / 2, len - len / 2), (len - 1, 1)] {
                 let mut out = vec![0u8; n];
                 assert!(area.read(1, call, at, &mut out), "call {call}: {at}+{n}");
@@ -417,7 +392,7 @@ mod tests {
             }
         }
         // The cells of one member do not overlap each other or the next member's.
-        assert!(area.publish(0, 1, 0, &[0xAA; CELL_BYTES], &AtomicU64::new(0)));
+        assert!(area.publish(0, 1, &[0xAA; CELL_BYTES], &AtomicU64::new(0)));
         let mut out = vec![0u8; CELL_BYTES];
         assert!(area.read(1, 1, 0, &mut out));
         assert_eq!(out, data);
@@ -433,7 +408,7 @@ mod tests {
         let calls = cells + 3;
         for call in 1..=calls {
             for (member, free) in free.iter().enumerate() {
-                assert!(area.publish(member, call, 0, b"x", free));
+                assert!(area.publish(member, call, b"x", free));
             }
         }
         for member in 0..2 {
@@ -447,22 +422,7 @@ mod tests {
             assert!(!area.published(0, call) && !area.published(1, call), "call {call} left");
         }
         let fresh = [AtomicU64::new(0), AtomicU64::new(0)];
-        assert!(area.publish(1, 1, 0, b"y", &fresh[1]), "the next communicator starts at call 1");
-    }
-
-    #[test]
-    fn each_call_carries_its_members_length_beside_its_data() {
-        let layout = Layout::new(2).unwrap();
-        let region = Region::create(layout.region_bytes()).unwrap();
-        let area = CollArea::new(&region, layout.coll_area(0, 1), 2, 2).unwrap();
-        assert!(area.publish(0, 1, 4096, &[0xEE; CELL_BYTES], &AtomicU64::new(0)));
-        area.announce(1, 1, 8);
-        assert_eq!((area.length(0, 1), area.length(1, 1)), (4096, 8));
-        let mut out = [0u8; CELL_BYTES];
-        assert!(area.read(0, 1, 0, &mut out));
-        assert!(out.iter().all(|&b| b == 0xEE), "the length word is not data");
-        area.announce(1, 2 + depth(2), 16);
-        assert_eq!(area.length(1, 2), 16, "a later call of the cell brings its own length");
+        assert!(area.publish(1, 1, b"y", &fresh[1]), "the next communicator starts at call 1");
     }
 
     #[test]
@@ -472,7 +432,7 @@ mod tests {
         let last = layout.coll_areas_per_rank() - 1;
         let area = CollArea::new(&region, layout.coll_area(7, last), 8, 8).unwrap();
         area.reset();
-        assert!(area.publish(7, 1, 0, &[1u8; CELL_BYTES], &AtomicU64::new(0)));
+        assert!(area.publish(7, 1, &[1u8; CELL_BYTES], &AtomicU64::new(0)));
         assert!(CollArea::new(&region, layout.coll_area(0, 0), 9, 8).is_none());
         assert!(areas_per_rank(8) >= 32 && areas_per_rank(256) >= 4);
     }
@@ -518,7 +478,7 @@ mod tests {
         // The last member's last buffer ends where the next area starts.
         assert_eq!(area.staging_at(2, STAGING_BUFFERS - 1, len), layout.coll_area(1, 3));
         // Cells and staging buffers do not overlap either.
-        assert!(area.publish(2, 1, 0, &[0x55; CELL_BYTES], &AtomicU64::new(0)));
+        assert!(area.publish(2, 1, &[0x55; CELL_BYTES], &AtomicU64::new(0)));
         // SAFETY: as above.
         assert_eq!(unsafe { area.staged(0, 0, 0..len) }, &pattern(0, 0)[..]);
     }

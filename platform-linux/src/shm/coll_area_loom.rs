@@ -2,9 +2,7 @@
 //! restated with loom's atomics as `loom_model.rs` does for the rings: cells reused after
 //! `DEPTH` calls once every reader has published a later call (each cell's own call
 //! word), a member's own buffer read in place until every reader's "done" call, staging
-//! buffers taken in turn, the sleeper count that tells a publisher to ring doorbells, and
-//! the length published with each call, by which a member of another length keeps in step.
-//! A change to either must be mirrored here.
+//! buffers taken in turn, and the sleeper count that tells a publisher to ring doorbells. A change to either must be mirrored here.
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
@@ -18,10 +16,9 @@ const DEPTH: u64 = 3;
 const MEMBERS: usize = 2;
 const CALLS: u64 = 5;
 
-/// Two members' cells: each a call word, the length its member passed, and its data.
+/// Two members' cells: each a call word and its data.
 struct Area {
     calls: [[AtomicU64; DEPTH as usize]; MEMBERS],
-    lengths: [[AtomicU64; DEPTH as usize]; MEMBERS],
     cells: [[UnsafeCell<u64>; DEPTH as usize]; MEMBERS],
 }
 
@@ -29,7 +26,6 @@ impl Area {
     fn new() -> Area {
         Area {
             calls: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
-            lengths: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             cells: std::array::from_fn(|_| std::array::from_fn(|_| UnsafeCell::new(0))),
         }
     }
@@ -68,31 +64,6 @@ impl Area {
         // reports any read that overlaps this write.
         self.cells[me][(call % DEPTH) as usize].with_mut(|cell| unsafe { *cell = value });
         self.call_word(me, call).store(call, Release);
-    }
-
-    /// `contribute` with the caller's length, as `CollArea::publish` writes it.
-    fn contribute_length(&self, me: usize, call: u64, length: u64, free_through: &mut u64) {
-        while !self.cell_free(me, call, free_through) {
-            thread::yield_now();
-        }
-        // SAFETY: as in `contribute`.
-        self.cells[me][(call % DEPTH) as usize].with_mut(|cell| unsafe { *cell = value(me, call) });
-        self.lengths[me][(call % DEPTH) as usize].store(length, Relaxed);
-        self.call_word(me, call).store(call, Release);
-    }
-
-    /// `CollArea::announce`: a call published with a length and no data.
-    fn announce(&self, me: usize, call: u64, length: u64) {
-        self.lengths[me][(call % DEPTH) as usize].store(length, Relaxed);
-        self.call_word(me, call).store(call, Release);
-    }
-
-    /// A reader's wait for `member`'s call, then the length it published the call with.
-    fn length(&self, member: usize, call: u64) -> u64 {
-        while self.call_word(member, call).load(Acquire) < call {
-            thread::yield_now();
-        }
-        self.lengths[member][(call % DEPTH) as usize].load(Relaxed)
     }
 
     /// A reader's wait for `member`'s call, then its read.
@@ -147,39 +118,6 @@ fn loom_bcast_root_runs_ahead_without_overwriting_unread_cells() {
             assert_eq!(area.read(0, call), value(0, call));
             // The reader's "done": the root may reuse the cell.
             area.call_word(1, call).store(call, Release);
-        }
-        root.join().unwrap();
-    });
-}
-
-#[test]
-fn loom_a_bcast_reader_of_another_length_keeps_in_step_without_reading() {
-    // The root passes a message of three pieces (calls 1–3), the reader one of one piece:
-    // it sees the root's length in call 1, publishes the root's three calls without
-    // reading them (`ShmColl::follow`), and reads the next, matching bcast (calls 4–5)
-    // whole, while the root never overwrites a cell the reader still reads.
-    loom::model(|| {
-        let area = Arc::new(Area::new());
-        let root = {
-            let area = area.clone();
-            thread::spawn(move || {
-                let mut free_through = 0;
-                for call in 1..=3 {
-                    area.contribute_length(0, call, 3, &mut free_through);
-                }
-                for call in 4..=5 {
-                    area.contribute_length(0, call, 2, &mut free_through);
-                }
-            })
-        };
-        assert_eq!(area.length(0, 1), 3, "the root's length, not this reader's 1");
-        for call in 1..=3 {
-            area.announce(1, call, 1);
-        }
-        for call in 4..=5 {
-            assert_eq!(area.length(0, call), 2);
-            assert_eq!(area.read(0, call), value(0, call));
-            area.announce(1, call, 2);
         }
         root.join().unwrap();
     });

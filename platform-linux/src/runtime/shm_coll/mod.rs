@@ -6,11 +6,9 @@
 //!
 //! A call moves its data in one or more area calls of at most a cell per member each;
 //! every member numbers area calls alike because the number a call takes depends only on
-//! its arguments, which MPI requires to match; members whose lengths differ anyway report
-//! it and get back in step (see `lengths.rs`). Reductions fold the contributions in rank
+//! its arguments, which MPI requires to match. Reductions fold the contributions in rank
 //! order, so non-commutative operations give the same result as the schedules.
 
-mod lengths;
 mod ops;
 pub(super) mod pool;
 mod single_copy;
@@ -61,9 +59,6 @@ pub(super) struct ShmColl {
     world: Vec<usize>,
     /// The last area call this member made.
     call: AtomicU64,
-    /// The length (bytes per member) this member passed to its current collective, which it
-    /// publishes with each of the collective's area calls (see `lengths.rs`).
-    length: AtomicU64,
     /// A call every other member is known to have published (see `CollArea::cell_free`).
     free_through: AtomicU64,
     /// Room for one contribution that single-copy reductions fold in.
@@ -115,8 +110,7 @@ impl ShmColl {
         let world = world.to_vec();
         let (call, free_through) = (AtomicU64::new(0), AtomicU64::new(0));
         let (scratch, staging) = (Mutex::new(Vec::new()), staged::StagingTurns::default());
-        let length = AtomicU64::new(0);
-        Some(ShmColl { runtime, base, me, world, call, length, free_through, scratch, staging })
+        Some(ShmColl { runtime, base, me, world, call, free_through, scratch, staging })
     }
 
     fn area(&self) -> CollArea<'_> {
@@ -133,11 +127,6 @@ impl ShmColl {
         let first = self.call.load(Relaxed) + 1;
         self.call.store(first + calls - 1, Relaxed);
         first
-    }
-
-    /// See [`ShmColl::length`]'s field.
-    fn length(&self) -> u64 {
-        self.length.load(Relaxed)
     }
 
     fn size(&self) -> usize {

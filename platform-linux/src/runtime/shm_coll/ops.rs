@@ -6,9 +6,6 @@ use std::ops::Range;
 
 use commcore::coll::{reduce, CollArgs, CollOp, Datatype, Op, OpError, Root};
 
-use std::sync::atomic::Ordering::Relaxed;
-
-use super::lengths::Path;
 use super::wait::{wait_until, wake_sleepers, Awaited};
 use super::ShmColl;
 use crate::runtime::error::CollectiveError;
@@ -26,9 +23,9 @@ use crate::shm::CollArea;
 /// 1 MiB: 4 ranks 193 against 865 µs, 8 ranks 373 against 1,199 µs), while allreduce and
 /// alltoall in pieces lose to them (1 MiB at 4 ranks, single copy off: 2,154 against 1,106
 /// µs and 7,266 against 1,899 µs).
-pub(super) const DEFAULT_CELL_MAX: usize = 64 * 1024;
+const DEFAULT_CELL_MAX: usize = 64 * 1024;
 
-pub(super) fn shm_max() -> Option<usize> {
+fn shm_max() -> Option<usize> {
     crate::runtime::settings::current().shm_max
 }
 
@@ -54,15 +51,14 @@ fn piece(i: usize, piece: usize, len: usize) -> Range<usize> {
 
 /// Area calls for `len` bytes in pieces of `piece`: at least one, so that every call
 /// synchronises like the schedules do.
-pub(super) fn pieces(len: usize, piece: usize) -> usize {
+fn pieces(len: usize, piece: usize) -> usize {
     len.div_ceil(piece.max(1)).max(1)
 }
 
 impl ShmColl {
     /// Runs `op` over the area, or `None` when this call is not one for the area (too large,
     /// or an operation it does not serve): the caller then runs the schedule. The choice
-    /// depends only on `op` and `args`, so every member makes the same, but for members
-    /// that pass different lengths (see `lengths.rs`).
+    /// depends only on `op` and `args`, so every member makes the same.
     pub(in crate::runtime) fn run(
         &self,
         op: CollOp,
@@ -75,38 +71,60 @@ impl ShmColl {
             Root::Rank(root) if (root as usize) < self.size() => Some(root as usize),
             _ => None,
         };
-        if root.is_none() && matches!(op, CollOp::Bcast | CollOp::Reduce) {
+        // Single-copy reads take messages of any size unless a bound is set: above 64 KiB
+        // they beat the schedules 2 to 5 times (1 MiB at 2 ranks: bcast 22 against 96 µs,
+        // alltoall 165 against 334 µs; at 8 ranks alltoall 3.8 against 7.0 ms).
+        let within_max = shm_max().map_or(true, |max| bytes <= max);
+        if within_max {
+            if let Some(done) = self.run_staged(op, args, send, recv, root) {
+                return Some(done);
+            }
+        }
+        if within_max && self.single_copy_for(op, bytes) {
+            match op {
+                // A root waits for its readers, so when ranks share cores it loses its core
+                // to them and back, while through the area it runs messages ahead (64 KiB
+                // on 2 cores, µs, area against single copy: 2 ranks 5.8 against 2.8; 4
+                // ranks 9.4 against 10.7, 6 ranks 12 against 16, 8 ranks 14 against 14).
+                CollOp::Bcast if recv.len() == bytes && !self.runtime.oversubscribed => {
+                    return Some(self.bcast_single_copy(recv, root?));
+                }
+                CollOp::Allreduce => {
+                    return Some(
+                        self.check_reduce(send, recv, bytes, args.dtype, &args.op, true).and_then(
+                            |()| self.allreduce_single_copy(send, recv, args.dtype, &args.op),
+                        ),
+                    );
+                }
+                CollOp::Alltoall => {
+                    return Some(self.alltoall_single_copy(send, recv, bytes));
+                }
+                _ => {}
+            }
+        }
+        let limit = match (op, shm_max()) {
+            (CollOp::Alltoall, None) => self.alltoall_cell_max(),
+            (CollOp::Alltoall, Some(max)) if max <= DEFAULT_CELL_MAX => {
+                self.alltoall_cell_max().min(max)
+            }
+            (CollOp::Bcast, None) if self.runtime.oversubscribed => usize::MAX,
+            (_, max) => max.unwrap_or(DEFAULT_CELL_MAX),
+        };
+        if bytes > limit {
             return None;
         }
-        self.length.store(bytes as u64, Relaxed);
-        let (dtype, reduce_op) = (args.dtype, &args.op);
-        if self.own_blocks_differ(op, bytes, send, recv) {
-            return Some(Err(self.refuse_own_lengths(op, send, recv)));
-        }
-        match self.path(op, bytes) {
-            Path::Staged => self.run_staged(op, args, send, recv, root),
-            Path::SingleCopy => Some(match op {
-                CollOp::Bcast if recv.len() != bytes => Err(CollectiveError::BadBuffers),
-                CollOp::Bcast => self.bcast_single_copy(recv, root?),
-                CollOp::Allreduce => self
-                    .check_reduce(send, recv, bytes, dtype, reduce_op, true)
-                    .and_then(|()| self.allreduce_single_copy(send, recv, dtype, reduce_op)),
-                _ => self.alltoall_single_copy(send, recv, bytes),
-            }),
-            Path::Cells => Some(match op {
-                CollOp::Barrier => {
-                    self.barrier();
-                    Ok(())
-                }
-                CollOp::Bcast => self.bcast(recv, bytes, root?),
-                CollOp::Allreduce => self.reduce(send, recv, bytes, dtype, reduce_op, None),
-                CollOp::Reduce => self.reduce(send, recv, bytes, dtype, reduce_op, root),
-                CollOp::Allgather => self.allgather(send, recv, bytes),
-                _ => self.alltoall(send, recv, bytes),
-            }),
-            Path::Schedule => self.enter_schedule(op, bytes, dtype.size().max(1), root),
-            Path::Elsewhere => None,
-        }
+        Some(match op {
+            CollOp::Barrier => {
+                self.barrier();
+                Ok(())
+            }
+            CollOp::Bcast => self.bcast(recv, bytes, root?),
+            CollOp::Allreduce => self.reduce(send, recv, bytes, args.dtype, &args.op, None),
+            CollOp::Reduce => self.reduce(send, recv, bytes, args.dtype, &args.op, Some(root?)),
+            CollOp::Allgather => self.allgather(send, recv, bytes),
+            CollOp::Alltoall => self.alltoall(send, recv, bytes),
+            _ => return None,
+        })
     }
 
     /// The longest alltoall block the area takes by default: one that fits a cell with the
@@ -156,7 +174,7 @@ impl ShmColl {
         let (free, published) = (&self.free_through, std::cell::Cell::new(false));
         wait_until(&self.runtime, area, self.me, Awaited::Anyone, || {
             published.get() || {
-                published.set(area.publish(self.me, call, self.length(), data, free));
+                published.set(area.publish(self.me, call, data, free));
                 published.get()
             }
         });
@@ -182,7 +200,7 @@ impl ShmColl {
     pub(in crate::runtime) fn barrier(&self) {
         let area = self.area();
         let call = self.next_calls(1);
-        area.announce(self.me, call, self.length());
+        area.announce(self.me, call);
         self.wake(&area);
         self.wait_all(&area, call);
     }
@@ -203,13 +221,9 @@ impl ShmColl {
                     Awaited::Anyone
                 };
                 wait_until(&self.runtime, &area, self.me, awaited, || area.published(root, call));
-                if self.other_length(&area, call, bytes, Some(root)).is_some() {
-                    let root = Some(root);
-                    return Err(self.back_in_step(&area, CollOp::Bcast, call, bytes, 1, root));
-                }
                 Self::read(&area, root, call, 0, &mut buf[range])?;
                 // Done with the root's cell: it may reuse it.
-                area.announce(self.me, call, bytes as u64);
+                area.announce(self.me, call);
                 self.wake(&area);
             }
         }
@@ -239,10 +253,6 @@ impl ShmColl {
                 continue;
             }
             self.wait_all(&area, call);
-            if self.other_length(&area, call, bytes, None).is_some() {
-                let op = if root.is_some() { CollOp::Reduce } else { CollOp::Allreduce };
-                return Err(self.back_in_step(&area, op, call, bytes, unit, root));
-            }
             let out = &mut recv[range];
             let theirs = &mut other[..out.len()];
             for member in 0..self.size() {
@@ -291,9 +301,6 @@ impl ShmColl {
         for (call, range) in self.calls_for(block, CELL_BYTES) {
             self.contribute(&area, call, &send[range.clone()])?;
             self.wait_all(&area, call);
-            if self.other_length(&area, call, block, None).is_some() {
-                return Err(self.back_in_step(&area, CollOp::Allgather, call, block, 1, None));
-            }
             for member in 0..self.size() {
                 let out = &mut recv[member * block + range.start..member * block + range.end];
                 if member == self.me {
@@ -323,9 +330,6 @@ impl ShmColl {
             }
             self.contribute(&area, call, &cell[..n * width])?;
             self.wait_all(&area, call);
-            if self.other_length(&area, call, block, None).is_some() {
-                return Err(self.back_in_step(&area, CollOp::Alltoall, call, block, 1, None));
-            }
             for from in 0..n {
                 let at = from * block + range.start..from * block + range.end;
                 if from == self.me {

@@ -127,7 +127,7 @@ impl ShmColl {
     /// Publishes area call `call` as done and waits until every member has: after that
     /// nobody reads this member's buffers any more.
     pub(super) fn finish(&self, area: &CollArea<'_>, call: u64) {
-        area.announce(self.me, call, self.length());
+        area.announce(self.me, call);
         self.wake(area);
         self.wait_all(area, call);
     }
@@ -155,20 +155,11 @@ impl ShmColl {
         let tail = if split { buf.len() - buf.len() / self.size() } else { buf.len() };
         if self.me == root {
             self.contribute(&area, publish, &address.to_ne_bytes())?;
-            let (mut written, mut mismatch) = (true, None);
+            let mut written = true;
             for reader in (0..self.size()).filter(|&m| split && m != root) {
                 wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
                     area.published(reader, publish)
                 });
-                // A reader of another length published no buffer: it only keeps in step.
-                if let Some(got) = self.other_length(&area, publish, buf.len(), Some(reader)) {
-                    let got = got as usize;
-                    mismatch.get_or_insert(CollectiveError::LengthMismatch {
-                        expected: buf.len(),
-                        got,
-                    });
-                    continue;
-                }
                 written &= Self::address(&area, reader, publish, 0)
                     .and_then(|to| self.write_remote(reader, &buf[tail..], to + tail as u64))
                     .is_ok();
@@ -177,16 +168,12 @@ impl ShmColl {
             // reads the tail itself.
             self.contribute(&area, done, &[u8::from(written)])?;
             self.wait_all(&area, done);
-            return mismatch.map_or(Ok(()), Err);
+            return Ok(());
         }
         self.contribute(&area, publish, &address.to_ne_bytes())?;
         wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
             area.published(root, publish)
         });
-        if self.other_length(&area, publish, buf.len(), Some(root)).is_some() {
-            let root = Some(root);
-            return Err(self.back_in_step(&area, CollOp::Bcast, publish, buf.len(), 1, root));
-        }
         let from = Self::address(&area, root, publish, 0);
         let mut result = from.and_then(|from| self.read_remote(root, from, &mut buf[..tail]));
         wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || area.published(root, done));
@@ -199,7 +186,7 @@ impl ShmColl {
             );
         }
         // Done even when a read failed: the root must not wait for us forever.
-        area.announce(self.me, done, self.length());
+        area.announce(self.me, done);
         self.wake(&area);
         result
     }
@@ -220,9 +207,6 @@ impl ShmColl {
         let publish = self.next_calls(2);
         self.contribute(&area, publish, &(send.as_ptr() as u64).to_ne_bytes())?;
         self.wait_all(&area, publish);
-        if self.other_length(&area, publish, block, None).is_some() {
-            return Err(self.back_in_step(&area, CollOp::Alltoall, publish, block, 1, None));
-        }
         let mut result = Ok(());
         // Each starts with the member after it, so that no two pin the same process's
         // pages (under its page-table lock) at once.
@@ -259,10 +243,6 @@ impl ShmColl {
         addresses[ADDRESS_BYTES..].copy_from_slice(&(recv.as_ptr() as u64).to_ne_bytes());
         self.contribute(&area, publish, &addresses)?;
         self.wait_all(&area, publish);
-        if self.other_length(&area, publish, send.len(), None).is_some() {
-            let op = CollOp::Allreduce;
-            return Err(self.back_in_step(&area, op, publish, send.len(), unit, None));
-        }
         let mine = if n <= WHOLE_UP_TO { 0..send.len() } else { segment(self.me, n, count, unit) };
         let reduced =
             self.reduce_segment(&area, publish, send, &mut recv[mine.clone()], mine, dtype, op);

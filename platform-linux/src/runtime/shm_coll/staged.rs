@@ -35,9 +35,9 @@ use crate::shm::coll_area::{CELL_BYTES, STAGING_BUFFERS};
 use crate::shm::CollArea;
 
 impl ShmColl {
-    /// Whether `op` goes through the staging buffers: when the area has them and `bytes` per
-    /// member exceed what the cells take in one area call, or with ranks sharing CPUs a reduce
-    /// [`STAGED_REDUCE_ABOVE`] and a bcast [`STAGED_BCAST_ABOVE`]. With
+    /// Runs `op` through the staging buffers when the area has them and `bytes` per member
+    /// exceed what the cells take in one area call, or with ranks sharing CPUs a reduce
+    /// [`STAGED_REDUCE_ABOVE`] and a bcast [`STAGED_BCAST_ABOVE`]; `None` otherwise. With
     /// a CPU per rank, allreduce and bcast keep single-copy reads, which there win (2
     /// ranks, 64 KiB, µs, staged against single copy: allreduce 8.3–9.5 against 5.8–6.2,
     /// bcast 3.3–3.9 against 3.0), and so does an allreduce when a bound is set for them
@@ -53,23 +53,6 @@ impl ShmColl {
     /// - reduce, 2 ranks with a CPU each: 2 KiB 0.33–0.35 against 0.37–0.43, 64 KiB 4.7
     ///   against 7.7, 1 MiB 96–99 against 302–314; sharing CPUs, see
     ///   [`STAGED_REDUCE_ABOVE`].
-    #[inline(always)]
-    pub(super) fn staged_for(&self, op: CollOp, bytes: usize) -> bool {
-        let above = match (op, self.runtime.oversubscribed) {
-            (CollOp::Allreduce, true) | (CollOp::Allgather, _) | (CollOp::Reduce, false) => {
-                STAGED_ABOVE
-            }
-            (CollOp::Reduce, true) => STAGED_REDUCE_ABOVE,
-            (CollOp::Bcast, true) => STAGED_BCAST_ABOVE,
-            _ => return false,
-        };
-        // The size first: a short call, the common one, decides here.
-        bytes > above
-            && !(op == CollOp::Allreduce && single_copy_from_env().is_some())
-            && self.area().staging_bytes() != 0
-    }
-
-    /// Runs `op` through the staging buffers (see [`ShmColl::staged_for`]).
     pub(super) fn run_staged(
         &self,
         op: CollOp,
@@ -79,6 +62,21 @@ impl ShmColl {
         root: Option<usize>,
     ) -> Option<Result<(), CollectiveError>> {
         let bytes = args.message_bytes();
+        let above = match (op, self.runtime.oversubscribed) {
+            (CollOp::Allreduce, true) | (CollOp::Allgather, _) | (CollOp::Reduce, false) => {
+                STAGED_ABOVE
+            }
+            (CollOp::Reduce, true) => STAGED_REDUCE_ABOVE,
+            (CollOp::Bcast, true) => STAGED_BCAST_ABOVE,
+            _ => return None,
+        };
+        // The size first: a short call, the common one, decides here.
+        if bytes <= above
+            || (op == CollOp::Allreduce && single_copy_from_env().is_some())
+            || self.area().staging_bytes() == 0
+        {
+            return None;
+        }
         let (dtype, reduce_op) = (args.dtype, &args.op);
         Some(match op {
             CollOp::Allreduce => self
@@ -107,11 +105,8 @@ impl ShmColl {
         let unit = dtype.size().max(1);
         let mut result = Ok(());
         for chunk in buffer_fulls(send.len(), area.staging_bytes() / unit * unit) {
-            match self.fold_staged(&area, &send[chunk.clone()], &mut recv[chunk], dtype, op) {
-                // The members stopped after their first call: no buffer-full follows.
-                Err(mismatch @ CollectiveError::LengthMismatch { .. }) => return Err(mismatch),
-                folded => result = result.and(folded),
-            }
+            let folded = self.fold_staged(&area, &send[chunk.clone()], &mut recv[chunk], dtype, op);
+            result = result.and(folded);
         }
         result
     }
@@ -130,17 +125,11 @@ impl ShmColl {
         let folded = staged + 1;
         // The others read the results out of this buffer after "folded" and are done with
         // it once they publish their next call.
-        let turn = self.take_staging(area, folded + 1, true);
-        let buffer = turn.buffer;
+        let buffer = self.take_staging(area, folded + 1, true);
         // SAFETY: this member's own buffer, which every reader is done with (awaited by
         // `take_staging`); the others read it only after "staged".
         unsafe { area.stage(me, buffer, 0, send) };
         self.finish(area, staged);
-        let bytes = self.length() as usize;
-        if self.other_length(area, staged, bytes, None).is_some() {
-            self.give_back(turn);
-            return Err(self.back_in_step(area, CollOp::Allreduce, staged, bytes, unit, None));
-        }
         let count = send.len() / unit;
         let mine = segment(me, n, count, unit);
         // A failed fold still announces "folded" below: the others must not wait forever.
@@ -177,25 +166,18 @@ impl ShmColl {
         for chunk in buffer_fulls(send.len(), area.staging_bytes() / unit * unit) {
             let staged = self.next_calls(1);
             // The root is done with the others' buffers once it publishes its next call.
-            let turn = self.take_staging(&area, staged + 1, self.me != root);
-            let buffer = turn.buffer;
+            let buffer = self.take_staging(&area, staged + 1, self.me != root);
             let mine = &send[chunk.clone()];
             if self.me != root {
                 // SAFETY: this member's own buffer, which the root is done with (awaited by
                 // `take_staging`); it reads it only after the publish below.
                 unsafe { area.stage(self.me, buffer, 0, mine) };
-                area.announce(self.me, staged, self.length());
+                area.announce(self.me, staged);
                 self.wake(&area);
                 continue;
             }
-            area.announce(self.me, staged, self.length());
+            area.announce(self.me, staged);
             self.wait_all(&area, staged);
-            let bytes = self.length() as usize;
-            if self.other_length(&area, staged, bytes, None).is_some() {
-                self.give_back(turn);
-                let root = Some(root);
-                return Err(self.back_in_step(&area, CollOp::Reduce, staged, bytes, unit, root));
-            }
             let out = &mut recv[chunk.clone()];
             result =
                 result.and(self.fold_segment(&area, buffer, mine, out, 0..chunk.len(), dtype, op));
@@ -217,16 +199,11 @@ impl ShmColl {
         for chunk in buffer_fulls(block, area.staging_bytes()) {
             let staged = self.next_calls(1);
             // The others are done with this buffer once they publish their next call.
-            let turn = self.take_staging(&area, staged + 1, true);
-            let buffer = turn.buffer;
+            let buffer = self.take_staging(&area, staged + 1, true);
             // SAFETY: this member's own buffer, which every reader is done with (awaited by
             // `take_staging`); they read it only after "staged".
             unsafe { area.stage(self.me, buffer, 0, &send[chunk.clone()]) };
             self.finish(&area, staged);
-            if self.other_length(&area, staged, block, None).is_some() {
-                self.give_back(turn);
-                return Err(self.back_in_step(&area, CollOp::Allgather, staged, block, 1, None));
-            }
             for member in (0..self.size()).map(|k| (self.me + k) % self.size()) {
                 let out = &mut recv[member * block + chunk.start..member * block + chunk.end];
                 if member == self.me {
@@ -249,27 +226,21 @@ impl ShmColl {
             let call = self.next_calls(1);
             // Readers are done with the root's buffer once they publish the call. A reader
             // need not wait for the others: the root's publish says they are done.
-            let turn = self.take_staging(&area, call, self.me == root);
-            let buffer = turn.buffer;
+            let buffer = self.take_staging(&area, call, self.me == root);
             if self.me == root {
                 // SAFETY: this member's own buffer, which every reader is done with (awaited
                 // by `take_staging`); they read it only after the publish below.
                 unsafe { area.stage(root, buffer, 0, &buf[chunk]) };
-                area.announce(root, call, self.length());
+                area.announce(root, call);
             } else {
                 wait_until(&self.runtime, &area, self.me, Awaited::Anyone, || {
                     area.published(root, call)
                 });
-                if self.other_length(&area, call, buf.len(), Some(root)).is_some() {
-                    self.give_back(turn);
-                    let (op, root) = (CollOp::Bcast, Some(root));
-                    return Err(self.back_in_step(&area, op, call, buf.len(), 1, root));
-                }
                 // SAFETY: the root staged this before it published the call (awaited just
                 // above), and writes this buffer again only after this member publishes it.
                 buf[chunk.clone()]
                     .copy_from_slice(unsafe { area.staged(root, buffer, 0..chunk.len()) });
-                area.announce(self.me, call, self.length());
+                area.announce(self.me, call);
             }
             self.wake(&area);
         }
@@ -279,7 +250,7 @@ impl ShmColl {
     /// Takes the next staging buffer in turn for a use whose readers are done with it once
     /// every member has published `done`; returns it, once every other member is done with
     /// its previous use when this member `writes` it. Every member takes every turn.
-    pub(super) fn take_staging(&self, area: &CollArea<'_>, done: u64, writes: bool) -> Turn {
+    fn take_staging(&self, area: &CollArea<'_>, done: u64, writes: bool) -> usize {
         let turns = &self.staging;
         let uses = turns.uses.load(Relaxed);
         turns.uses.store(uses + 1, Relaxed);
@@ -289,15 +260,7 @@ impl ShmColl {
         if writes {
             self.wait_all(area, previous);
         }
-        Turn { buffer, previous }
-    }
-
-    /// Undoes the last [`ShmColl::take_staging`], `turn`, of a call that ended after its first
-    /// area call (a length mismatch): nobody read what this member staged in it.
-    fn give_back(&self, turn: Turn) {
-        let turns = &self.staging;
-        turns.uses.store(turns.uses.load(Relaxed) - 1, Relaxed);
-        turns.done[turn.buffer].store(turn.previous, Relaxed);
+        buffer
     }
 
     /// Folds bytes `range` of every member's staged vector (this member's own from `send`)
@@ -358,12 +321,6 @@ const STAGED_BCAST_ABOVE: usize = 32 * 1024;
 fn buffer_fulls(len: usize, step: usize) -> impl Iterator<Item = Range<usize>> {
     let step = step.max(1);
     (0..len.div_ceil(step).max(1)).map(move |i| (i * step).min(len)..((i + 1) * step).min(len))
-}
-
-/// A turn of [`ShmColl::take_staging`]: the buffer, and the call its previous use was done by.
-pub(super) struct Turn {
-    buffer: usize,
-    previous: u64,
 }
 
 /// A member's turns through its staging buffers (see the module's doc).

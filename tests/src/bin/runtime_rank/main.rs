@@ -6,7 +6,6 @@
 mod coll;
 mod comms;
 mod job;
-mod mismatched;
 mod p2p;
 
 use commcore_linux::runtime::World;
@@ -51,7 +50,6 @@ fn main() {
             Coll::IsendAcrossCollectives => coll::isend_across_collectives(comm),
             Coll::PostedReceiveAcrossCalls => coll::posted_receive_across_calls(comm),
             Coll::MismatchedScatter => coll::mismatched_scatter(comm),
-            Coll::MismatchedLengths => mismatched::mismatched_lengths(comm),
         },
         Scenario::Job(scenario) => match scenario {
             Job::Identity => job::identity(&world),
