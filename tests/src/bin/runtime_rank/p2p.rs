@@ -1,7 +1,7 @@
 //! Point-to-point scenarios: order, wildcards, unexpected messages, truncation, bad input,
 //! nonblocking operations and an all-to-all exchange.
 
-use commcore_linux::runtime::{Comm, P2pError, Request, ANY_SOURCE, ANY_TAG};
+use commcore_linux::runtime::{Comm, P2pError, Request, RequestSet, ANY_SOURCE, ANY_TAG};
 
 /// A message whose bytes say who sent it and its sequence number, `len` bytes long.
 pub(crate) fn message(source: usize, seq: u32, len: usize) -> Vec<u8> {
@@ -244,6 +244,56 @@ pub(crate) fn nonblocking(comm: &Comm) {
     wait_all_of_long_messages(comm, peer);
     wait_all_of_a_window(comm, peer);
     window_from_every_rank(comm);
+    ready_receives_of_a_set_with_holes(comm, peer);
+}
+
+/// Requests by index with holes, as a library's table of them is.
+struct WithHoles<'v, 'a>(&'v mut [Option<Request<'a>>]);
+
+impl<'a> RequestSet<'a> for WithHoles<'_, 'a> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn request(&mut self, i: usize) -> Option<&mut Request<'a>> {
+        self.0.get_mut(i)?.as_mut()
+    }
+}
+
+/// `Request::complete_ready` over a set with holes (entries that hold no request), the
+/// messages still in the ring: it passes over the holes, completes every receive with its
+/// own message, and leaves the one whose message has not come.
+fn ready_receives_of_a_set_with_holes(comm: &Comm, peer: usize) {
+    const COUNT: usize = 24;
+    const LATE: usize = 16;
+    let mut incoming = [[0u8; 8]; COUNT];
+    let mut set: Vec<Option<Request<'_>>> = incoming
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| (i % 5 != 2).then(|| comm.irecv(b, peer, i as i32).unwrap()))
+        .collect();
+    comm.barrier().unwrap();
+    for i in (0..COUNT).filter(|&i| i % 5 != 2 && i != LATE) {
+        comm.send(&message(comm.rank(), 300 + i as u32, 8), peer, i as i32).unwrap();
+    }
+    comm.barrier().unwrap();
+    Request::complete_ready(&mut WithHoles(&mut set));
+    for (i, request) in set.iter().enumerate() {
+        let Some(request) = request else { continue };
+        match request.completed() {
+            Some(Ok(status)) => assert!(i < LATE && status.tag == i as i32, "receive {i}"),
+            None => assert!(i >= LATE, "receive {i} was left, its message waiting"),
+            Some(Err(e)) => panic!("receive {i}: {e}"),
+        }
+    }
+    // Sent once the peer's run has looked too.
+    comm.barrier().unwrap();
+    comm.send(&message(comm.rank(), 300 + LATE as u32, 8), peer, LATE as i32).unwrap();
+    let rest: Vec<_> = set.into_iter().flatten().filter(|r| r.completed().is_none()).collect();
+    Request::wait_all(rest).unwrap();
+    for (i, bytes) in incoming.iter().enumerate().filter(|&(i, _)| i % 5 != 2) {
+        check_message(bytes, peer, 300 + i as u32);
+    }
+    comm.barrier().unwrap();
 }
 
 /// Rank 0's window of receives from every other rank in turn, one by any source in the
