@@ -96,13 +96,18 @@ pub(crate) fn elements_in(datatype: c_int, bytes: usize) -> Option<usize> {
 /// matched (an erroneous program, which MPICH reports too). Only derived datatypes are
 /// judged, as MPICH does: bytes received as a predefined type are taken as they come (and so
 /// are those of a derived type whose constructors the walk cannot follow).
-pub(crate) fn whole_elements(datatype: c_int, status: MpiStatus) -> MpiResult<MpiStatus> {
+/// `packed`: the datatype's packed bytes per element, which the receive's place knows (no
+/// second lookup of the type on the message path).
+pub(crate) fn whole_elements(
+    datatype: c_int,
+    packed: usize,
+    status: MpiStatus,
+) -> MpiResult<MpiStatus> {
     if !is_derived(datatype) {
         return Ok(status);
     }
-    let Ok((info, _)) = layout(datatype) else { return Ok(status) };
     let bytes = crate::status::bytes(&status) as usize;
-    let rest = bytes.checked_rem(info.packed).unwrap_or(0);
+    let rest = bytes.checked_rem(packed).unwrap_or(0);
     if rest == 0 || !matches!(walk(datatype, rest), Walk::Inside) {
         return Ok(status);
     }

@@ -95,13 +95,15 @@ pub(crate) unsafe fn recv(
         unsafe { put_status(out, status::of_outcome(&found)) };
         return found.map(drop);
     }
+    let place = Place::new(buf, count, datatype)?;
+    let packed = place.element_packed();
     // SAFETY: the caller's contract.
-    let mut data = unsafe { Incoming::new(Place::new(buf, count, datatype)?) }?;
+    let mut data = unsafe { Incoming::new(place) }?;
     let result = on_comm(comm, |c| match source(from)? {
         None => Ok(status::empty()),
         Some(from) => Ok(status::of_runtime(c.recv(data.bytes(), from, tag)?)),
     })
-    .and_then(|found| crate::contents::whole_elements(datatype, found));
+    .and_then(|found| crate::contents::whole_elements(datatype, packed, found));
     // SAFETY: the caller's contract.
     unsafe {
         // A truncated message still fills the buffer.
@@ -136,10 +138,12 @@ mpi_fn! {
         comm: c_int, status: *mut MpiStatus,
     ) {
         let send = Place::new(sendbuf, sendcount, sendtype)?.outgoing()?;
-        let mut recv = Incoming::new(Place::new(recvbuf, recvcount, recvtype)?)?;
+        let place = Place::new(recvbuf, recvcount, recvtype)?;
+        let packed = place.element_packed();
+        let mut recv = Incoming::new(place)?;
         let result = sendrecv(comm, &send, dest, sendtag, recv.bytes(), source, recvtag)?;
         recv.finish(status::bytes(&result) as usize)?;
-        let found = crate::contents::whole_elements(recvtype, result);
+        let found = crate::contents::whole_elements(recvtype, packed, result);
         put_status(status, status::of_outcome(&found));
         found.map(drop)
     }
@@ -150,10 +154,11 @@ mpi_fn! {
     ) {
         let place = Place::new(buf, count, datatype)?;
         let copy = place.outgoing()?.into_owned();
+        let packed = place.element_packed();
         let mut recv = Incoming::new(place)?;
         let result = sendrecv(comm, &copy, dest, sendtag, recv.bytes(), source, recvtag)?;
         recv.finish(status::bytes(&result) as usize)?;
-        let found = crate::contents::whole_elements(datatype, result);
+        let found = crate::contents::whole_elements(datatype, packed, result);
         put_status(status, status::of_outcome(&found));
         found.map(drop)
     }

@@ -114,6 +114,11 @@ impl Place {
         self.datatype
     }
 
+    /// Bytes one element takes packed.
+    pub fn element_packed(&self) -> usize {
+        self.packed
+    }
+
     /// Bytes the data takes packed.
     pub fn packed_len(&self) -> usize {
         self.count * self.packed

@@ -198,7 +198,11 @@ impl Pending {
             // SAFETY: the receive's buffer, which MPI keeps the request's until now.
             unsafe { place.unpack(&packed[..received.min(packed.len())]) }?;
             if let Ok(Some(status)) = found {
-                let whole = crate::contents::whole_elements(place.datatype(), status);
+                let whole = crate::contents::whole_elements(
+                    place.datatype(),
+                    place.element_packed(),
+                    status,
+                );
                 if let Err(error) = &whole {
                     self.work = Work::Failed(error.clone());
                 }
